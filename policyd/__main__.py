@@ -1,0 +1,5 @@
+import sys
+
+from policyd.cli import main
+
+sys.exit(main())

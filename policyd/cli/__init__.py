@@ -1,0 +1,235 @@
+"""Command line: ``policyd proxy | check | eval | demo``.
+
+Exit codes: ``proxy`` exits with the agent's code (128+N for signal N); ``check`` 0 when the
+set loads, 1 with every error otherwise; ``eval`` 0, or 1 when an input line was invalid;
+2 for usage errors (bad flags, bad settings, a policy set that does not load at start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from policyd import __version__, loader, logs
+from policyd.core.decide import choose_outcome
+from policyd.core.model import PeerInfo, PermissionOption, PermissionQuery, SessionInfo
+from policyd.core.policy import PolicyError
+from policyd.core.toolcalls import ToolCallTracker
+from policyd.settings import Settings, load_settings
+
+USAGE_ERROR = 2
+
+
+def _policy_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", action="append", metavar="PATH", help="policy file or directory (repeatable)")
+    p.add_argument("--config", metavar="FILE", help="config TOML (default: XDG / /etc/policyd)")
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="policyd", description="Answer ACP permission requests from CEL policy.")
+    parser.add_argument("--version", action="version", version=f"policyd {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    proxy = sub.add_parser("proxy", help="run an ACP agent behind policyd: policyd proxy [options] -- AGENT...")
+    _policy_args(proxy)
+    proxy.add_argument("--headless", action="store_true", default=None, help="no human to ask: ask -> fallback")
+    proxy.add_argument("--headless-fallback", choices=["deny", "cancel"], help="answer for ask when headless")
+    proxy.add_argument("--decision-log", metavar="FILE", help="append decision log JSON lines here")
+    proxy.add_argument("--kill-grace", type=float, dest="kill_grace_s", metavar="SECONDS")
+    proxy.add_argument("agent", nargs=argparse.REMAINDER, help="-- then the agent command line")
+
+    check = sub.add_parser("check", help="load, compile and run the examples of a policy set")
+    _policy_args(check)
+
+    ev = sub.add_parser("eval", help="decide JSON lines of permission requests (FILE or - for stdin)")
+    _policy_args(ev)
+    ev.add_argument("file", nargs="?", default="-")
+
+    demo = sub.add_parser("demo", help="drive a scripted agent through the proxy and the shipped policies")
+    demo.add_argument("--policy", action="append", metavar="PATH")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    cli: dict[str, Any] = {
+        "policy": getattr(args, "policy", None),
+        "log_level": getattr(args, "log_level", None),
+        "headless": getattr(args, "headless", None),
+        "headless_fallback": getattr(args, "headless_fallback", None),
+        "decision_log": getattr(args, "decision_log", None),
+        "kill_grace_s": getattr(args, "kill_grace_s", None),
+    }
+    return load_settings(cli, getattr(args, "config", None))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "demo":
+            from policyd.cli.demo import run_demo
+
+            return run_demo(args.policy or [])
+        settings = _settings(args)
+        logs.configure(settings.log_level, getattr(settings, "decision_log", None) if args.command == "proxy" else None)
+    except (ValidationError, FileNotFoundError, OSError) as exc:
+        print(f"policyd: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    if args.command == "check":
+        return _check(settings)
+    if args.command == "eval":
+        return _eval(settings, args.file)
+    return _proxy(settings, args.agent)
+
+
+def _load(settings: Settings) -> loader.Loaded:
+    loaded = loader.load(settings.policy, settings.search_path)
+    log = logs.get()
+    files = [{"path": f.path, "rules": len(f.rules)} for f in loaded.policy.files]
+    log.info("policy.loaded", hash=loaded.policy.short_hash, files=files, embedded=loaded.embedded)
+    return loaded
+
+
+def _check(settings: Settings) -> int:
+    try:
+        loaded = loader.load(settings.policy, settings.search_path)
+    except PolicyError as exc:
+        for err in exc.errors:
+            print(f"error: {err}", file=sys.stderr)
+        print(f"policy set rejected: {len(exc.errors)} error(s)", file=sys.stderr)
+        return 1
+    p = loaded.policy
+    for f in p.files:
+        print(f"ok {f.path}: {len(f.rules)} rules, default {f.default.value}")
+    print(f"policy set {p.short_hash}: {len(p.files)} files, {len(p.rules)} rules, default {p.default.value}")
+    return 0
+
+
+def _proxy(settings: Settings, agent: list[str]) -> int:
+    from policyd.core.relay import Relay
+    from policyd.engine import Engine
+    from policyd.proxy import engine_decider, run_proxy
+
+    if agent and agent[0] == "--":
+        agent = agent[1:]
+    if not agent:
+        print("policyd proxy: missing agent command: policyd proxy [options] -- AGENT [ARGS...]", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        loaded = _load(settings)
+    except PolicyError as exc:
+        logs.get().error("policy.load_failed", errors=[str(e) for e in exc.errors])
+        for err in exc.errors:
+            print(f"policyd: {err}", file=sys.stderr)
+        return USAGE_ERROR
+    relay = Relay(headless=settings.headless, headless_fallback=settings.headless_fallback, home=settings.home)
+    engine = Engine(loaded.policy)
+    try:
+        return run_proxy(agent, relay, engine_decider(engine), settings.kill_grace_s)
+    finally:
+        logs.close()
+
+
+# ----------------------------------------------------------------------------- eval
+
+
+def _eval_query(item: Mapping[str, Any], settings: Settings) -> PermissionQuery:
+    """One eval input line -> PermissionQuery. Raises ValueError naming the problem."""
+    if "request" in item:
+        params = item["request"]
+        cwd = item.get("cwd", "")
+        extra = item.get("additionalDirectories", [])
+        agent = item.get("agent", "")
+        client = item.get("client", "")
+        updates = item.get("toolCalls", [])
+        home = item.get("home", settings.home)
+    else:
+        params, cwd, extra, agent, client, updates, home = item, "", [], "", "", [], settings.home
+    if not isinstance(params, Mapping):
+        raise ValueError("request must be an object (session/request_permission params)")
+    session_id = params.get("sessionId")
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError("sessionId must be a non-empty string")
+    tool_call = params.get("toolCall")
+    if not isinstance(tool_call, Mapping) or not isinstance(tool_call.get("toolCallId"), str):
+        raise ValueError("toolCall must be an object with a string toolCallId")
+    raw_options = params.get("options", [])
+    if not isinstance(raw_options, list):
+        raise ValueError("options must be a list")
+    options = []
+    for i, o in enumerate(raw_options):
+        if not isinstance(o, Mapping) or not isinstance(o.get("optionId"), str) or not isinstance(o.get("kind"), str):
+            raise ValueError(f"options[{i}] needs string optionId and kind")
+        options.append(PermissionOption(o["optionId"], str(o.get("name", "")), o["kind"]))
+    if not isinstance(cwd, str) or not isinstance(home, str):
+        raise ValueError("cwd and home must be strings")
+    if not isinstance(extra, list) or not all(isinstance(d, str) for d in extra):
+        raise ValueError("additionalDirectories must be a list of strings")
+    tracker = ToolCallTracker()
+    if not isinstance(updates, list):
+        raise ValueError("toolCalls must be a list of tool_call / tool_call_update objects")
+    for u in updates:
+        if isinstance(u, Mapping):
+            tracker.observe_update(session_id, u.get("update", u) if isinstance(u.get("update"), Mapping) else u)
+    return PermissionQuery(
+        session=SessionInfo(session_id, cwd, tuple(extra)),
+        tool_call=tracker.merged(session_id, tool_call),
+        options=tuple(options),
+        agent=PeerInfo(str(agent)),
+        client=PeerInfo(str(client)),
+        home=home,
+        now_s=time.time(),
+    )
+
+
+def _eval(settings: Settings, file: str) -> int:
+    from policyd.engine import Engine
+
+    try:
+        engine = Engine(_load(settings).policy)
+    except PolicyError as exc:
+        for err in exc.errors:
+            print(f"policyd: {err}", file=sys.stderr)
+        return USAGE_ERROR
+    stream = sys.stdin if file == "-" else open(file, encoding="utf-8")  # noqa: SIM115
+    failed = False
+    out = sys.stdout
+    with stream:
+        for lineno, line in enumerate(stream, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                if not isinstance(item, Mapping):
+                    raise ValueError("each line must be a JSON object")
+                query = _eval_query(item, settings)
+            except (ValueError, RecursionError) as exc:
+                failed = True
+                result: dict[str, Any] = {
+                    "decision": "ask",
+                    "outcome": None,
+                    "rules": [],
+                    "reason": "",
+                    "error": f"line {lineno}: {exc}",
+                }
+                out.write(json.dumps(result) + "\n")
+                continue
+            verdict, facts, eval_us = engine.evaluate(query)
+            result = {
+                "decision": verdict.decision.value,
+                "outcome": choose_outcome(verdict.decision, query.options),
+                "rules": [m.rule_id for m in verdict.matches],
+                "reason": verdict.reason,
+            }
+            if verdict.errors:
+                result["errors"] = list(verdict.errors)
+            out.write(json.dumps(result) + "\n")
+    out.flush()
+    return 1 if failed else 0
+

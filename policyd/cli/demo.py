@@ -1,0 +1,85 @@
+"""``policyd demo``: a real ``policyd proxy`` in front of the scripted demo agent, driven by a
+tiny ACP client, with the shipped policies embedded in the package (or ``--policy``).
+
+It prints one line per permission request: what the agent asked, policyd's decision, the
+rule that decided, and what the agent received. Forwarded (ask) requests are answered by
+this client with the first ``reject_once`` option, as a cautious human would in a demo.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def _send(proc: subprocess.Popen[bytes], msg: dict[str, Any]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(msg).encode() + b"\n")
+    proc.stdin.flush()
+
+
+def run_demo(policies: list[str]) -> int:
+    """Run the demo; returns 0 when every request got exactly one answer."""
+    with tempfile.TemporaryDirectory(prefix="policyd-demo-") as tmp:
+        workspace = Path(tmp) / "project"
+        (workspace / "src").mkdir(parents=True)
+        log_path = Path(tmp) / "decisions.jsonl"
+        cmd = [sys.executable, "-m", "policyd", "proxy", "--decision-log", str(log_path), "--log-level", "warning"]
+        for p in policies:
+            cmd += ["--policy", str(Path(p).resolve())]
+        cmd += ["--", sys.executable, "-m", "policyd.demo_agent"]
+        env = dict(os.environ)
+        if not policies:
+            env["POLICYD_SEARCH_PATH"] = "[]"  # the embedded shipped policies only
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        assert proc.stdout is not None
+        _send(proc, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "policyd-demo", "version": "1"}}})
+        _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}})
+        received: dict[str, str] = {}
+        forwarded: set[str] = set()
+        prompted = False
+        for raw in proc.stdout:
+            msg = json.loads(raw)
+            if msg.get("id") == 1 and "result" in msg and not prompted:
+                prompted = True
+                sid = msg["result"]["sessionId"]
+                _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                             "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "demo"}]}})
+            elif msg.get("method") == "session/request_permission":
+                params = msg["params"]
+                forwarded.add(params["toolCall"]["toolCallId"])
+                reject = next((o["optionId"] for o in params["options"] if o["kind"] == "reject_once"), None)
+                outcome = {"outcome": "selected", "optionId": reject} if reject else {"outcome": "cancelled"}
+                _send(proc, {"jsonrpc": "2.0", "id": msg["id"], "result": {"outcome": outcome}})
+            elif msg.get("method") == "session/update":
+                content = msg["params"]["update"].get("content")
+                text = content.get("text", "") if isinstance(content, dict) else ""
+                if text.startswith("permission "):
+                    call_id, _, answer = text[len("permission ") :].partition(": ")
+                    received[call_id] = answer
+            elif msg.get("id") == 2:
+                break
+        assert proc.stdin is not None
+        proc.stdin.close()
+        code = proc.wait(timeout=30)
+        decisions = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
+        print(f"policyd demo: {len(decisions)} permission requests from a scripted agent, workspace {workspace}")
+        print(f"{'tool call':<44} {'decision':<8} {'agent received':<22} rule")
+        for d in decisions:
+            if d.get("event") != "permission.decided":
+                continue
+            call_id = d.get("tool_call_id", "")
+            how = received.get(call_id, "?")
+            if call_id in forwarded:
+                how = f"asked you -> {how}"
+            rule = ", ".join(r["id"] for r in d.get("rules", []) if r["decision"] == d["decision"]) or "(default)"
+            print(f"{d.get('title', '')[:43]:<44} {d['decision']:<8} {how:<22} {rule}")
+        print(f"policy {decisions[0].get('policy_hash', '?') if decisions else '?'}; proxy exit code {code}")
+        answered = all(d.get("tool_call_id") in received for d in decisions if d.get("event") == "permission.decided")
+        return 0 if code == 0 and answered and decisions else 1

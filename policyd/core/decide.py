@@ -1,0 +1,66 @@
+"""PolicySet + Facts -> Verdict, and Verdict -> the ACP answer.
+
+Rules this module owns:
+
+- Combining: every rule whose ``kinds`` admit the tool's kind is evaluated; the decision is
+  the strictest of the matches (deny > ask > allow); no match -> the set's default (the
+  strictest ``default`` among its files).
+- A rule whose evaluation errors fails toward safety (see ``policy.rule_outcome``); the
+  error is reported with the rule id.
+- Answers are chosen by option ``kind``, never by a fixed optionId
+  (https://agentclientprotocol.com/protocol/tool-calls#requesting-permission):
+  allow -> first ``allow_once``, else ``allow_always``; deny -> first ``reject_once``, else
+  ``reject_always``, else ``{"outcome": "cancelled"}``. ask has no automatic answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from policyd.core.facts import Facts
+from policyd.core.model import Decision, PermissionOption, RuleMatch, Verdict
+from policyd.core.policy import PolicySet, rule_outcome
+
+_PREFERENCE: dict[Decision, tuple[str, ...]] = {
+    Decision.ALLOW: ("allow_once", "allow_always"),
+    Decision.DENY: ("reject_once", "reject_always"),
+}
+
+
+def decide(policy: PolicySet, facts: Facts) -> Verdict:
+    """Evaluate ``policy`` on ``facts``; never raises for rule errors (they fail safe)."""
+    kind = facts.kind
+    applicable = [r for r in policy.rules if r.applies_to(kind)]
+    matches: list[RuleMatch] = []
+    errors: list[str] = []
+    if applicable:
+        needs = frozenset().union(*(r.needs for r in applicable))
+        activation = facts.activation(needs)
+        for rule in applicable:
+            outcome = rule_outcome(rule, activation)
+            if outcome.error:
+                errors.append(f"{rule.id}: {outcome.error}")
+            if outcome.matched:
+                matches.append(RuleMatch(rule.id, rule.decision, rule.reason, outcome.error))
+    if matches:
+        decision = Decision.strictest([m.decision for m in matches])
+        return Verdict(decision, tuple(matches), tuple(errors), False, policy.hash)
+    return Verdict(policy.default, (), tuple(errors), True, policy.hash)
+
+
+def choose_outcome(decision: Decision, options: Sequence[PermissionOption]) -> dict[str, Any] | None:
+    """The ACP ``RequestPermissionOutcome`` for ``decision``, or None for ask.
+
+    Returns ``{"outcome": "selected", "optionId": ...}`` or ``{"outcome": "cancelled"}``.
+    Allow with no allow option offered cannot be answered and returns None (ask).
+    """
+    if decision is Decision.ASK:
+        return None
+    for kind in _PREFERENCE[decision]:
+        for option in options:
+            if option.kind == kind:
+                return {"outcome": "selected", "optionId": option.option_id}
+    if decision is Decision.DENY:
+        return {"outcome": "cancelled"}
+    return None

@@ -1,0 +1,112 @@
+"""POSIX path facts, computed lexically (no filesystem access).
+
+Rules this module owns:
+
+- ``resolve(p, cwd, home)`` gives an absolute, normalised path: ``~``/``~/x`` and a leading
+  ``$HOME``/``${HOME}`` expand to ``home``; a relative path is joined to ``cwd``; ``.``,
+  ``..`` and repeated slashes are folded (``/w/../../etc`` -> ``/etc``).
+- ``within(p, d)`` is component-wise and case-exact: ``/a/b2`` is not within ``/a/b``;
+  a directory is within itself.
+- ``glob(p, pattern)``: ``*`` and ``?`` never cross ``/``; ``**`` spans any number of
+  whole components (including none); ``[...]`` is a character class; a pattern that does
+  not start with ``/`` matches at any depth (as if prefixed with ``**/``); a trailing
+  ``/**`` also matches the directory itself. Dotfiles are matched like any other name.
+
+Symlink resolution needs the filesystem and lives in the I/O shell (``policyd.realpaths``).
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+import re
+
+#: Upper bound on one path's length we normalise; longer values are truncated (bounded work).
+MAX_PATH_CHARS = 8192
+
+
+def resolve(path: str, cwd: str, home: str) -> str:
+    """Absolute normalised form of ``path`` (see module doc). ``""`` stays ``""``."""
+    if not path:
+        return ""
+    path = path[:MAX_PATH_CHARS]
+    if home:
+        if path == "~" or path.startswith("~/"):
+            path = home + path[1:]
+        elif path in ("$HOME", "${HOME}"):
+            path = home
+        elif path.startswith("$HOME/"):
+            path = home + path[5:]
+        elif path.startswith("${HOME}/"):
+            path = home + path[7:]
+    if not path.startswith("/"):
+        path = posixpath.join(cwd or "/", path)
+    norm = posixpath.normpath(path)
+    # POSIX keeps a leading "//"; treat it as "/" (Linux does).
+    if norm.startswith("//"):
+        norm = "/" + norm.lstrip("/")
+    return norm
+
+
+def within(path: str, directory: str) -> bool:
+    """True when ``path`` equals ``directory`` or lies below it, component-wise.
+
+    Both must already be absolute and normalised (see :func:`resolve`); an empty
+    ``directory`` contains nothing.
+    """
+    if not directory or not path:
+        return False
+    if directory == "/":
+        return path.startswith("/")
+    d = directory.rstrip("/")
+    return path == d or path.startswith(d + "/")
+
+
+def within_any(path: str, directories: tuple[str, ...] | list[str]) -> bool:
+    """``within(path, d)`` for some ``d`` in ``directories``."""
+    return any(within(path, d) for d in directories)
+
+
+@functools.lru_cache(maxsize=4096)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    if not pattern.startswith("/") and not pattern.startswith("**"):
+        pattern = "**/" + pattern
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*" if i == 0 else "(?:[^/]+/)*")
+            i += 3
+        elif pattern.startswith("/**", i) and i + 3 == n:
+            out.append("(?:/.*)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[":
+            j = pattern.find("]", i + 2)
+            if j == -1:
+                out.append(re.escape(c))
+                i += 1
+            else:
+                body = pattern[i + 1 : j]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = j + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
+def glob(path: str, pattern: str) -> bool:
+    """True when the absolute ``path`` matches ``pattern`` (see module doc)."""
+    return _glob_regex(pattern).match(path) is not None

@@ -1,0 +1,395 @@
+"""Policy files (TOML) -> a validated, compiled :class:`PolicySet`, all or nothing.
+
+Rules this module owns:
+
+- A file is TOML (stdlib ``tomllib``: duplicate keys are errors) with a ``[policy]`` table
+  (``name``, ``description``, ``default`` = ``allow|deny|ask``, default ``ask``) and
+  ``[[rule]]`` tables: ``id`` (unique across the whole set), ``description``, optional
+  ``kinds`` (ACP ToolKinds, a cheap prefilter), ``when`` (CEL yielding a bool),
+  ``decision`` (``allow|deny|ask``), ``reason``, optional ``examples.match`` /
+  ``examples.not_match`` (tool calls, see :func:`example_query`). Unknown keys are errors
+  (a typo must not silently disable a rule).
+- Loading is all-or-nothing: every error of every file is collected as a :class:`LoadError`
+  (``file:line``, rule id, message) and the set is rejected with :class:`PolicyError`.
+- The set's ``hash`` is a SHA-256 over each file's path and content, in load order; it
+  names the policy in force in every decision log line.
+- Rule outcome: a rule that passes its ``kinds`` filter and whose ``when`` is true
+  matches. An evaluation error fails toward safety (:func:`rule_outcome`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from policyd.core import cel
+from policyd.core.facts import TOOL_FIELDS, Facts
+from policyd.core.model import TOOL_KINDS, Decision, PermissionOption, PermissionQuery, SessionInfo
+
+#: Session cwd of inline examples (their relative paths resolve against it).
+EXAMPLE_CWD = "/workspace/project"
+#: Home directory of inline examples (``~`` expands to it).
+EXAMPLE_HOME = "/home/user"
+#: Options offered in an example query (all four ACP kinds).
+EXAMPLE_OPTIONS = tuple(
+    PermissionOption(k, k, k) for k in ("allow_once", "allow_always", "reject_once", "reject_always")
+)
+
+_POLICY_KEYS = frozenset({"name", "description", "default"})
+_RULE_KEYS = frozenset({"id", "description", "kinds", "when", "decision", "reason", "examples"})
+_EXAMPLE_KEYS = frozenset({"kind", "title", "paths", "command", "url", "raw_input", "cwd", "name"})
+_RULE_HEADER = re.compile(r"^\s*\[\[\s*rule\s*\]\]")
+_TOOL_FIELD_REF = re.compile(r"\btool\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
+_BARE_TOOL = re.compile(r"\btool\b(?!\s*\.)")
+_RULE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadError:
+    """One problem in a policy file: ``file:line: rule 'id': message``."""
+
+    file: str
+    line: int
+    rule_id: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        rule = f" rule {self.rule_id!r}:" if self.rule_id else ""
+        return f"{where}:{rule} {self.message}"
+
+
+class PolicyError(ValueError):
+    """The policy set was rejected; ``errors`` lists every problem found."""
+
+    def __init__(self, errors: Sequence[LoadError]) -> None:
+        self.errors = tuple(errors)
+        super().__init__("\n".join(str(e) for e in self.errors))
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A compiled rule. ``needs`` names the ``tool.*`` fields its ``when`` reads."""
+
+    id: str
+    description: str
+    kinds: frozenset[str]
+    when: str
+    program: cel.Program
+    decision: Decision
+    reason: str
+    file: str
+    line: int
+    needs: frozenset[str]
+
+    def applies_to(self, kind: str) -> bool:
+        """The ``kinds`` prefilter: empty means every kind."""
+        return not self.kinds or kind in self.kinds
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyFile:
+    path: str
+    name: str
+    description: str
+    default: Decision
+    rules: tuple[Rule, ...]
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySet:
+    """The policy in force: every rule of every file, the strictest default, a content hash."""
+
+    files: tuple[PolicyFile, ...]
+    rules: tuple[Rule, ...]
+    default: Decision
+    hash: str
+    needs: frozenset[str]
+
+    @property
+    def short_hash(self) -> str:
+        return self.hash[:12]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleOutcome:
+    """``matched``: the rule counts with its decision; ``error``: the evaluation error text."""
+
+    matched: bool
+    error: str = ""
+
+
+def rule_outcome(rule: Rule, activation: Mapping[str, Any]) -> RuleOutcome:
+    """Evaluate ``rule`` (its kinds filter already passed).
+
+    An evaluation error fails toward safety: a deny or ask rule counts as matched, an allow
+    rule as not matched; ``error`` carries the message either way.
+    """
+    try:
+        return RuleOutcome(rule.program.evaluate_bool(activation))
+    except cel.CelEvalError as exc:
+        return RuleOutcome(rule.decision is not Decision.ALLOW, str(exc))
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _needs(source: str) -> frozenset[str]:
+    if _BARE_TOOL.search(source):
+        return frozenset(TOOL_FIELDS)
+    return frozenset(m.group(1) for m in _TOOL_FIELD_REF.finditer(source))
+
+
+def _rule_lines(text: str) -> list[int]:
+    return [i for i, line in enumerate(text.splitlines(), 1) if _RULE_HEADER.match(line)]
+
+
+def _key_line(text: str, header_line: int, key: str) -> int:
+    """Line of ``key =`` in the table whose header is at ``header_line`` (that line if absent)."""
+    lines = text.splitlines()
+    pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+    for i in range(header_line, len(lines)):  # lines[header_line] is the line after the header
+        if lines[i].lstrip().startswith("["):
+            break
+        if pattern.match(lines[i]):
+            return i + 1
+    return header_line
+
+
+def _str(table: Mapping[str, Any], key: str, errors: list[str], required: bool = False) -> str:
+    value = table.get(key)
+    if value is None:
+        if required:
+            errors.append(f"missing required key {key!r}")
+        return ""
+    if not isinstance(value, str):
+        errors.append(f"{key!r} must be a string, got {type(value).__name__}")
+        return ""
+    return value
+
+
+def parse_file(path: str, text: str) -> tuple[PolicyFile | None, list[LoadError]]:
+    """Parse and compile one file; returns the file (None when unusable) and its errors."""
+    errors: list[LoadError] = []
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        return None, [LoadError(path, int(m.group(1)) if m else 0, "", f"invalid TOML: {exc}")]
+
+    for key in data:
+        if key not in ("policy", "rule"):
+            errors.append(LoadError(path, 0, "", f"unknown top-level key {key!r} (expected [policy] and [[rule]])"))
+    head = data.get("policy", {})
+    if not isinstance(head, dict):
+        return None, [LoadError(path, 0, "", "[policy] must be a table")]
+    for key in head:
+        if key not in _POLICY_KEYS:
+            errors.append(LoadError(path, 0, "", f"unknown key policy.{key}"))
+    msgs: list[str] = []
+    name = _str(head, "name", msgs) or path.rsplit("/", 1)[-1]
+    description = _str(head, "description", msgs)
+    default = Decision.ASK
+    if "default" in head:
+        try:
+            default = Decision.parse(head["default"])
+        except ValueError as exc:
+            msgs.append(f"policy.default: {exc}")
+    errors.extend(LoadError(path, 0, "", m) for m in msgs)
+
+    raw_rules = data.get("rule", [])
+    if not isinstance(raw_rules, list):
+        errors.append(LoadError(path, 0, "", "'rule' must be an array of tables: use [[rule]]"))
+        raw_rules = []
+    lines = _rule_lines(text)
+    rules: list[Rule] = []
+    for index, raw in enumerate(raw_rules):
+        line = lines[index] if index < len(lines) else 0
+        rule, rule_errors = _parse_rule(path, text, line, raw)
+        errors.extend(rule_errors)
+        if rule is not None:
+            rules.append(rule)
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    return PolicyFile(path, name, description, default, tuple(rules), sha), errors
+
+
+def _parse_rule(path: str, text: str, line: int, raw: object) -> tuple[Rule | None, list[LoadError]]:
+    if not isinstance(raw, dict):
+        return None, [LoadError(path, line, "", "a rule must be a table")]
+    msgs: list[str] = []
+    rule_id = _str(raw, "id", msgs, required=True)
+    if rule_id and not _RULE_ID.match(rule_id):
+        msgs.append("id may hold letters, digits and _ . : / - only")
+    for key in raw:
+        if key not in _RULE_KEYS:
+            msgs.append(f"unknown key {key!r}")
+    description = _str(raw, "description", msgs)
+    reason = _str(raw, "reason", msgs)
+    when = _str(raw, "when", msgs, required=True)
+    decision = Decision.ASK
+    if "decision" not in raw:
+        msgs.append("missing required key 'decision'")
+    else:
+        try:
+            decision = Decision.parse(raw["decision"])
+        except ValueError as exc:
+            msgs.append(str(exc))
+    kinds_raw = raw.get("kinds", [])
+    kinds: frozenset[str] = frozenset()
+    if not isinstance(kinds_raw, list) or not all(isinstance(k, str) for k in kinds_raw):
+        msgs.append("'kinds' must be a list of ACP ToolKind strings")
+    else:
+        unknown = sorted(set(kinds_raw) - TOOL_KINDS)
+        if unknown:
+            msgs.append(f"unknown kinds {unknown}; ACP ToolKinds are {sorted(TOOL_KINDS)}")
+        kinds = frozenset(kinds_raw)
+    errors = [LoadError(path, line, rule_id, m) for m in msgs]
+
+    program: cel.Program | None = None
+    if when:
+        try:
+            program = cel.compile_expr(when)
+        except cel.CelCompileError as exc:
+            when_line = _key_line(text, line, "when") if line else 0
+            at = when_line + max(exc.line - 1, 0) if when_line else 0
+            col = f" (column {exc.column})" if exc.column else ""
+            errors.append(LoadError(path, at, rule_id, f"{exc.message}{col} in when = {when!r}"))
+    if errors or program is None:
+        return None, errors
+    rule = Rule(rule_id, description, kinds, when, program, decision, reason, path, line, _needs(when))
+    for probe in _probes():
+        wrong = program.non_bool_type(probe)
+        if wrong:
+            return None, [LoadError(path, line, rule_id, f"'when' must yield a bool, got {wrong}")]
+    errors.extend(_check_examples(rule, raw.get("examples")))
+    return rule, errors
+
+
+def example_query(example: Mapping[str, Any]) -> PermissionQuery:
+    """An inline example -> a PermissionQuery.
+
+    Keys: ``kind``, ``title``, ``paths`` (list), ``command``, ``url``, ``raw_input`` (map),
+    ``cwd`` (default :data:`EXAMPLE_CWD`), ``name``. Raises ValueError on a bad shape.
+    """
+    unknown = set(example) - _EXAMPLE_KEYS
+    if unknown:
+        raise ValueError(f"unknown example keys {sorted(unknown)}; allowed: {sorted(_EXAMPLE_KEYS)}")
+    raw_input = dict(example.get("raw_input", {}))
+    if "command" in example:
+        raw_input["command"] = example["command"]
+    if "url" in example:
+        raw_input["url"] = example["url"]
+    call: dict[str, Any] = {"toolCallId": "example", "kind": example.get("kind", "other")}
+    title = example.get("title", example.get("command", example.get("url")))
+    if title is not None:
+        call["title"] = title
+    if "name" in example:
+        call["name"] = example["name"]
+    ps = example.get("paths", [])
+    if not isinstance(ps, list) or not all(isinstance(p, str) for p in ps):
+        raise ValueError("example 'paths' must be a list of strings")
+    if ps:
+        call["locations"] = [{"path": p} for p in ps]
+    if raw_input:
+        call["rawInput"] = raw_input
+    cwd = example.get("cwd", EXAMPLE_CWD)
+    if not isinstance(cwd, str):
+        raise ValueError("example 'cwd' must be a string")
+    return PermissionQuery(
+        session=SessionInfo("example", cwd),
+        tool_call=call,
+        options=EXAMPLE_OPTIONS,
+        home=EXAMPLE_HOME,
+    )
+
+
+@functools.cache
+def _probes() -> tuple[dict[str, Any], ...]:
+    """Activations a rule is tried on at load to catch results that are never a bool."""
+    calls = (
+        {"kind": "execute", "command": "true"},
+        {"kind": "read", "paths": ["/workspace/project/a"]},
+        {"kind": "fetch", "url": "https://example.com/"},
+    )
+    return tuple(Facts(example_query(c)).activation() for c in calls)
+
+
+def _check_examples(rule: Rule, examples: object) -> list[LoadError]:
+    if examples is None:
+        return []
+    err = lambda m: LoadError(rule.file, rule.line, rule.id, m)  # noqa: E731
+    if not isinstance(examples, dict) or set(examples) - {"match", "not_match"}:
+        return [err("'examples' must be a table with 'match' and/or 'not_match' lists")]
+    errors: list[LoadError] = []
+    for group, expected in (("match", True), ("not_match", False)):
+        items = examples.get(group, [])
+        if not isinstance(items, list):
+            errors.append(err(f"examples.{group} must be a list of tool calls"))
+            continue
+        for i, ex in enumerate(items):
+            if not isinstance(ex, dict):
+                errors.append(err(f"examples.{group}[{i}] must be a table"))
+                continue
+            try:
+                facts = Facts(example_query(ex))
+            except ValueError as exc:
+                errors.append(err(f"examples.{group}[{i}]: {exc}"))
+                continue
+            matched = False
+            if rule.applies_to(facts.kind):
+                try:
+                    matched = rule.program.evaluate_bool(facts.activation(rule.needs))
+                except cel.CelEvalError as exc:
+                    errors.append(err(f"examples.{group}[{i}] {ex!r}: evaluation error: {exc}"))
+                    continue
+            if matched != expected:
+                verb = "should match but does not" if expected else "should not match but does"
+                errors.append(err(f"examples.{group}[{i}] {ex!r} {verb}"))
+    return errors
+
+
+def build_set(sources: Sequence[tuple[str, str]]) -> PolicySet:
+    """Compile ``[(path, text), ...]`` (in load order) into one PolicySet.
+
+    Raises PolicyError listing every error of every file, including rule ids defined twice
+    across the set. An empty ``sources`` is an error too: a policy of nothing is not a policy.
+    """
+    if not sources:
+        raise PolicyError([LoadError("(policy set)", 0, "", "no policy files to load")])
+    errors: list[LoadError] = []
+    files: list[PolicyFile] = []
+    seen: dict[str, Rule] = {}
+    for path, text in sources:
+        pf, file_errors = parse_file(path, text)
+        errors.extend(file_errors)
+        if pf is None:
+            continue
+        files.append(pf)
+        for rule in pf.rules:
+            first = seen.get(rule.id)
+            if first is not None:
+                errors.append(
+                    LoadError(path, rule.line, rule.id, f"duplicate rule id (first defined at {first.file}:{first.line})")
+                )
+            else:
+                seen[rule.id] = rule
+    if errors:
+        raise PolicyError(errors)
+    digest = hashlib.sha256()
+    for path, text in sources:
+        digest.update(path.encode() + b"\0" + hashlib.sha256(text.encode()).digest())
+    rules = tuple(r for f in files for r in f.rules)
+    needs = frozenset().union(*(r.needs for r in rules)) if rules else frozenset()
+    return PolicySet(
+        files=tuple(files),
+        rules=rules,
+        default=Decision.strictest([f.default for f in files]),
+        hash=digest.hexdigest(),
+        needs=needs,
+    )

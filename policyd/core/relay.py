@@ -1,0 +1,418 @@
+"""The proxy as a pure state machine: lines in, actions out (sans-I/O, like h11).
+
+Rules this module owns (ACP over stdio: newline-delimited JSON-RPC 2.0,
+https://agentclientprotocol.com/protocol/transports):
+
+- Every line that is not an intercepted ``session/request_permission`` is passed on as the
+  exact bytes received, in order: nothing is re-serialised, no id is rewritten. A line that
+  is not JSON is passed on too, with a ``relay.non_json_line`` log action.
+- Messages are classified by direction, never by id alone: both peers number their own
+  requests from 0.
+- A permission request from the agent becomes a :class:`Consult`. Until every earlier
+  consult is resolved, later agent->client lines wait in order behind it (head-of-line), so
+  a forwarded request never overtakes or falls behind what the agent sent around it.
+- :meth:`Relay.resolve` turns a decision into exactly one answer: a response to the agent
+  (allow/deny), or the original bytes forwarded to the client (ask, interactive). Headless,
+  ask becomes the configured fallback. A request that cannot be understood is never
+  auto-allowed: forwarded as-is (interactive) or answered with JSON-RPC error -32602.
+- The client's ``session/cancel`` is relayed, and policyd answers ``cancelled`` for that
+  session's requests it is still deciding; the agent's ``$/cancel_request`` for such a
+  request is answered with error -32800. A request policyd forwarded is answered once, by
+  the client.
+- Session context is tracked from ``initialize`` (clientInfo / agentInfo), ``session/new``
+  (the id comes in the response), ``session/load`` and ``session/resume``; tool-call state
+  from ``session/update``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict, deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from policyd.core.decide import choose_outcome
+from policyd.core.model import Decision, PeerInfo, PermissionOption, PermissionQuery, SessionInfo
+from policyd.core.toolcalls import ToolCallTracker
+
+PERMISSION_METHOD = "session/request_permission"
+#: JSON-RPC "Invalid params" (https://www.jsonrpc.org/specification#error_object).
+INVALID_PARAMS = -32602
+#: ACP "request cancelled" (https://agentclientprotocol.com/protocol/cancellation).
+REQUEST_CANCELLED = -32800
+#: Client requests whose answers we need (initialize, session/new...) tracked at once.
+MAX_PENDING_CLIENT_REQUESTS = 1024
+#: Forwarded permission requests remembered until the client answers.
+MAX_FORWARDED = 1024
+#: Options read from one request; ACP agents offer 2 to 4.
+MAX_OPTIONS = 32
+
+
+# ----------------------------------------------------------------------------- actions
+
+
+@dataclass(frozen=True, slots=True)
+class SendToAgent:
+    """Write ``data`` (one line, newline included) to the agent's stdin."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SendToClient:
+    """Write ``data`` (one line, newline included) to the client (policyd's stdout)."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Consult:
+    """Decide the permission request ``key``; call :meth:`Relay.resolve` with the result.
+
+    ``query`` is None when the request could not be understood (``problem`` says why); the
+    shell still resolves it (with None), and the relay answers safely.
+    """
+
+    key: int
+    query: PermissionQuery | None
+    problem: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Log:
+    """A structured log event ``event`` with ``fields`` (the shell writes it)."""
+
+    event: str
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+Action = SendToAgent | SendToClient | Consult | Log
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """What the shell decided for a consult.
+
+    ``decision`` None means the decision could not be made (engine or daemon failure): the
+    relay treats it as ask (forward interactively, headless fallback otherwise).
+    ``fields`` are extra decision-log fields (matched rules, hash, timing...).
+    """
+
+    decision: Decision | None
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Pending:
+    key: int
+    raw: bytes
+    request_id: Any
+    session_id: str
+    query: PermissionQuery | None
+    problem: str
+    resolved: bool = False
+    forward: bool = False  # resolved by forwarding ``raw`` to the client
+
+
+# ----------------------------------------------------------------------------- relay
+
+
+class Relay:
+    """Proxy state between one client and one agent (see the module doc).
+
+    ``headless``: there is no human to ask; ask becomes ``headless_fallback``: ``"deny"``
+    (the first reject option) or ``"cancel"`` (outcome ``cancelled``); never an allow.
+    ``home`` expands ``~`` in paths.
+    """
+
+    def __init__(self, *, headless: bool = False, headless_fallback: str = "deny", home: str = "") -> None:
+        if headless_fallback not in ("deny", "cancel"):
+            raise ValueError(f"headless fallback must be deny or cancel, got {headless_fallback!r}")
+        self.headless = headless
+        self.headless_fallback = headless_fallback
+        self.home = home
+        self.tracker = ToolCallTracker()
+        self.sessions: dict[str, SessionInfo] = {}
+        self.client_info = PeerInfo()
+        self.agent_info = PeerInfo()
+        self._client_requests: OrderedDict[str, tuple[str, Mapping[str, Any]]] = OrderedDict()
+        # agent->client output in order: bytes to send, or a consult's slot
+        self._queue: deque[bytes | _Pending] = deque()
+        self._by_key: dict[int, _Pending] = {}
+        self._forwarded: OrderedDict[str, str] = OrderedDict()
+        self._next_key = 0
+
+    # ------------------------------------------------------------------ client -> agent
+
+    def from_client(self, line: bytes) -> list[Action]:
+        """Handle one line the client wrote (newline included, or the last unterminated one)."""
+        msg, log = _parse(line, "client")
+        actions: list[Action] = [SendToAgent(line)]
+        if log is not None:
+            actions.append(log)
+        if msg is None:
+            return actions
+        method = msg.get("method")
+        if isinstance(method, str):
+            params = msg.get("params")
+            params = params if isinstance(params, Mapping) else {}
+            if "id" in msg:
+                self._track_client_request(msg["id"], method, params)
+            elif method == "session/cancel":
+                actions.extend(self._cancel_session(str(params.get("sessionId", ""))))
+        elif "id" in msg:
+            key = _id_key(msg["id"])
+            if self._forwarded.pop(key, None) is not None:
+                actions.append(Log("permission.answered_by_client", {"request_id": msg["id"]}))
+        return actions
+
+    def _track_client_request(self, request_id: Any, method: str, params: Mapping[str, Any]) -> None:
+        if method == "initialize":
+            self.client_info = _peer(params.get("clientInfo"))
+        elif method in ("session/load", "session/resume"):
+            self._record_session(params.get("sessionId"), params)
+        elif method in ("session/close",):
+            sid = params.get("sessionId")
+            if isinstance(sid, str):
+                self.sessions.pop(sid, None)
+                self.tracker.end_session(sid)
+            return
+        elif method != "session/new":
+            return
+        self._client_requests[_id_key(request_id)] = (method, params)
+        while len(self._client_requests) > MAX_PENDING_CLIENT_REQUESTS:
+            self._client_requests.popitem(last=False)
+
+    def _record_session(self, session_id: object, params: Mapping[str, Any]) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            return
+        cwd = params.get("cwd")
+        dirs = params.get("additionalDirectories")
+        extra = tuple(d for d in dirs if isinstance(d, str)) if isinstance(dirs, list) else ()
+        self.sessions[session_id] = SessionInfo(session_id, cwd if isinstance(cwd, str) else "", extra)
+
+    # ------------------------------------------------------------------ agent -> client
+
+    def from_agent(self, line: bytes, now_s: float = 0.0) -> list[Action]:
+        """Handle one line the agent wrote; ``now_s`` (epoch seconds) stamps a new query."""
+        msg, log = _parse(line, "agent")
+        actions: list[Action] = [] if log is None else [log]
+        if msg is not None:
+            method = msg.get("method")
+            if method == PERMISSION_METHOD and "id" in msg:
+                actions.append(self._intercept(line, msg, now_s))
+                return actions
+            if method == "$/cancel_request":
+                answered = self._cancel_request(msg.get("params"))
+                if answered:
+                    return actions + answered
+            if method == "session/update":
+                params = msg.get("params")
+                if isinstance(params, Mapping) and isinstance(params.get("update"), Mapping):
+                    self.tracker.observe_update(str(params.get("sessionId", "")), params["update"])
+            elif method is None and "id" in msg:
+                self._observe_response(msg)
+        actions.extend(self._to_client(line))
+        return actions
+
+    def _observe_response(self, msg: Mapping[str, Any]) -> None:
+        entry = self._client_requests.pop(_id_key(msg.get("id")), None)
+        if entry is None:
+            return
+        method, params = entry
+        result = msg.get("result")
+        if not isinstance(result, Mapping):
+            return
+        if method == "initialize":
+            self.agent_info = _peer(result.get("agentInfo"))
+        elif method == "session/new":
+            self._record_session(result.get("sessionId"), params)
+
+    def _to_client(self, line: bytes) -> list[Action]:
+        if self._queue:
+            self._queue.append(line)
+            return []
+        return [SendToClient(line)]
+
+    def _intercept(self, line: bytes, msg: Mapping[str, Any], now_s: float) -> Consult:
+        key = self._next_key
+        self._next_key += 1
+        query, problem, session_id = self._query(msg.get("params"), now_s)
+        pending = _Pending(key, line, msg["id"], session_id, query, problem)
+        self._queue.append(pending)
+        self._by_key[key] = pending
+        return Consult(key, query, problem)
+
+    def _query(self, params: object, now_s: float) -> tuple[PermissionQuery | None, str, str]:
+        if not isinstance(params, Mapping):
+            return None, "params must be an object", ""
+        session_id = params.get("sessionId")
+        if not isinstance(session_id, str) or not session_id:
+            return None, "params.sessionId must be a non-empty string", ""
+        tool_call = params.get("toolCall")
+        if not isinstance(tool_call, Mapping):
+            return None, "params.toolCall must be an object", session_id
+        call_id = tool_call.get("toolCallId")
+        if not isinstance(call_id, str) or not call_id:
+            return None, "params.toolCall.toolCallId must be a non-empty string", session_id
+        raw_options = params.get("options")
+        if not isinstance(raw_options, list) or not raw_options:
+            return None, "params.options must be a non-empty list", session_id
+        options: list[PermissionOption] = []
+        for i, opt in enumerate(raw_options[:MAX_OPTIONS]):
+            if not isinstance(opt, Mapping):
+                return None, f"params.options[{i}] must be an object", session_id
+            oid, kind, name = opt.get("optionId"), opt.get("kind"), opt.get("name", "")
+            if not isinstance(oid, str) or not isinstance(kind, str):
+                return None, f"params.options[{i}] needs string optionId and kind", session_id
+            options.append(PermissionOption(oid, name if isinstance(name, str) else "", kind))
+        session = self.sessions.get(session_id) or SessionInfo(session_id, "")
+        merged = self.tracker.merged(session_id, tool_call)
+        query = PermissionQuery(
+            session=session,
+            tool_call=merged,
+            options=tuple(options),
+            agent=self.agent_info,
+            client=self.client_info,
+            home=self.home,
+            now_s=now_s,
+        )
+        return query, "", session_id
+
+    # ------------------------------------------------------------------ resolution
+
+    def resolve(self, key: int, resolution: Resolution) -> list[Action]:
+        """Answer consult ``key`` (see the module doc); unknown or settled keys do nothing."""
+        pending = self._by_key.pop(key, None)
+        if pending is None or pending.resolved:
+            return []
+        pending.resolved = True
+        actions = self._answer(pending, resolution)
+        actions.extend(self._release())
+        return actions
+
+    def _answer(self, p: _Pending, res: Resolution) -> list[Action]:
+        fields: dict[str, Any] = {"request_id": p.request_id, "session_id": p.session_id, **res.fields}
+        if p.query is None:
+            fields["problem"] = p.problem
+            if self.headless:
+                error = {"code": INVALID_PARAMS, "message": f"policyd: invalid session/request_permission: {p.problem}"}
+                return [SendToAgent(_response(p.request_id, error=error)), Log("permission.invalid", fields)]
+            self._forward(p)
+            return [Log("permission.invalid_forwarded", fields)]
+        decision = res.decision
+        fields["decision"] = decision.value if decision else "error"
+        if decision is None or decision is Decision.ASK:
+            if not self.headless:
+                self._forward(p)
+                fields["answer"] = "forwarded"
+                return [Log("permission.decided", fields)]
+            fields["headless_fallback"] = self.headless_fallback
+            decision = Decision.DENY
+        outcome = choose_outcome(decision, p.query.options)
+        if outcome is not None and self.headless and fields.get("headless_fallback") == "cancel":
+            outcome = {"outcome": "cancelled"}
+        if outcome is None:  # allow without an allow option: nothing safe to select
+            outcome = {"outcome": "cancelled"} if self.headless else None
+            if outcome is None:
+                self._forward(p)
+                fields["answer"] = "forwarded"
+                fields["note"] = "no allow option offered"
+                return [Log("permission.decided", fields)]
+        fields["answer"] = outcome.get("optionId", "cancelled")
+        return [SendToAgent(_response(p.request_id, result={"outcome": outcome})), Log("permission.decided", fields)]
+
+    def _forward(self, p: _Pending) -> None:
+        """Forward the request's own bytes to the client, in its place in the order."""
+        p.forward = True
+        self._forwarded[_id_key(p.request_id)] = p.session_id
+        while len(self._forwarded) > MAX_FORWARDED:
+            self._forwarded.popitem(last=False)
+
+    def _release(self) -> list[Action]:
+        """Send queued agent->client lines from the head up to the first open consult."""
+        actions: list[Action] = []
+        while self._queue:
+            head = self._queue[0]
+            if isinstance(head, bytes):
+                actions.append(SendToClient(head))
+            elif not head.resolved:
+                break
+            elif head.forward:
+                actions.append(SendToClient(head.raw))
+            self._queue.popleft()
+        return actions
+
+    def _cancel_session(self, session_id: str) -> list[Action]:
+        actions: list[Action] = []
+        for p in list(self._queue):
+            if isinstance(p, _Pending) and p.session_id == session_id and not p.resolved:
+                p.resolved = True
+                self._by_key.pop(p.key, None)
+                cancelled = {"outcome": {"outcome": "cancelled"}}
+                actions.append(SendToAgent(_response(p.request_id, result=cancelled)))
+                actions.append(Log("permission.cancelled", {"request_id": p.request_id, "session_id": session_id}))
+        if actions:
+            actions.extend(self._release())
+        return actions
+
+    def _cancel_request(self, params: object) -> list[Action]:
+        """The agent cancels its own permission request that we are still deciding."""
+        if not isinstance(params, Mapping) or "requestId" not in params:
+            return []
+        wanted = _id_key(params["requestId"])
+        for p in self._queue:
+            if isinstance(p, _Pending) and not p.resolved and _id_key(p.request_id) == wanted:
+                p.resolved = True
+                self._by_key.pop(p.key, None)
+                error = {"code": REQUEST_CANCELLED, "message": "request cancelled"}
+                actions: list[Action] = [
+                    SendToAgent(_response(p.request_id, error=error)),
+                    Log("permission.cancelled", {"request_id": p.request_id, "session_id": p.session_id}),
+                ]
+                return actions + self._release()
+        return []
+
+    @property
+    def pending_count(self) -> int:
+        """Consults not yet resolved."""
+        return len(self._by_key)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _parse(line: bytes, side: str) -> tuple[dict[str, Any] | None, Log | None]:
+    stripped = line.strip()
+    if not stripped:
+        return None, None
+    try:
+        msg = json.loads(stripped)
+    except (ValueError, RecursionError):
+        preview = stripped[:120].decode("utf-8", "replace")
+        return None, Log("relay.non_json_line", {"from": side, "bytes": len(line), "preview": preview})
+    if not isinstance(msg, dict):
+        return None, None
+    return msg, None
+
+
+def _id_key(request_id: Any) -> str:
+    """A dict key that keeps ``7`` and ``"7"`` apart."""
+    return json.dumps(request_id, sort_keys=True)
+
+
+def _peer(info: object) -> PeerInfo:
+    if not isinstance(info, Mapping):
+        return PeerInfo()
+    name, version = info.get("name", ""), info.get("version", "")
+    return PeerInfo(name if isinstance(name, str) else "", version if isinstance(version, str) else "")
+
+
+def _response(request_id: Any, *, result: Any = None, error: Any = None) -> bytes:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+    if error is not None:
+        body["error"] = error
+    else:
+        body["result"] = result
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"

@@ -1,0 +1,81 @@
+"""Logging: structlog JSON lines on stderr, never stdout (stdout carries ACP in proxy mode).
+
+Two streams: the operational log (stderr) and the decision log (``permission.*`` events),
+which goes to ``--decision-log FILE`` when set (appended, one JSON object per line), else to
+stderr with the rest. Every line has ``timestamp`` (ISO 8601, UTC), ``level`` and ``event``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Mapping
+from typing import IO, Any
+
+import structlog
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.decision_file: IO[str] | None = None
+
+
+_SINK = _Sink()
+
+
+def configure(level: str = "info", decision_log: str | None = None) -> None:
+    """Send structlog output to stderr as JSON; open the decision log file if given.
+
+    Raises OSError when the decision log cannot be opened (a CI audit artifact that cannot
+    be written is an error, not a silent loss).
+    """
+    # cel-python logs every evaluation error at ERROR level; we report them ourselves.
+    logging.getLogger("celpy").setLevel(logging.CRITICAL)
+    logging.getLogger("celpy").propagate = False
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.dict_tracebacks,
+            structlog.processors.JSONRenderer(sort_keys=False),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level, logging.INFO)),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+    if _SINK.decision_file is not None:
+        _SINK.decision_file.close()
+        _SINK.decision_file = None
+    if decision_log:
+        _SINK.decision_file = open(decision_log, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+
+
+def get() -> Any:
+    """The operational logger (stderr)."""
+    return structlog.get_logger("policyd")
+
+
+def decision(event: str, fields: Mapping[str, Any], level: str = "info") -> None:
+    """Write one decision-log event (to the decision log file when configured)."""
+    if _SINK.decision_file is not None:
+        logger = structlog.wrap_logger(
+            structlog.PrintLogger(file=_SINK.decision_file),
+            processors=[
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+                structlog.processors.JSONRenderer(),
+            ],
+        )
+        getattr(logger, level)(event, **fields)
+    else:
+        getattr(get(), level)(event, **fields)
+
+
+def close() -> None:
+    """Flush and close the decision log file."""
+    if _SINK.decision_file is not None:
+        _SINK.decision_file.flush()
+        _SINK.decision_file.close()
+        _SINK.decision_file = None

@@ -1,0 +1,102 @@
+"""Settings: CLI flags > ``POLICYD_*`` environment > config TOML > defaults (pydantic-settings).
+
+The config file is ``--config PATH`` (``POLICYD_CONFIG``), else the first that exists of
+``$XDG_CONFIG_HOME/policyd/config.toml`` (``~/.config/policyd/config.toml``) and
+``/etc/policyd/config.toml``. List settings in the environment are JSON
+(``POLICYD_POLICY='["/a.toml","/b"]'``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+#: Seconds between closing the agent's stdin (client gone) and SIGTERM, then SIGKILL.
+DEFAULT_KILL_GRACE_S = 3.0
+
+
+def xdg_config_home() -> Path:
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+
+
+def default_search_path() -> list[str]:
+    """Policy directories loaded on every start: the user's, then the organisation's."""
+    return [str(xdg_config_home() / "policyd" / "policies.d"), "/etc/policyd/policies.d"]
+
+
+def find_config(explicit: str | None) -> Path | None:
+    """The config file in force (see module doc); an explicit path must exist."""
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise FileNotFoundError(f"config file not found: {explicit}")
+        return path
+    env = os.environ.get("POLICYD_CONFIG")
+    if env:
+        return find_config(env)
+    for candidate in (xdg_config_home() / "policyd" / "config.toml", Path("/etc/policyd/config.toml")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+class Settings(BaseSettings):
+    """Every setting of policyd (see README "Settings")."""
+
+    model_config = SettingsConfigDict(env_prefix="POLICYD_", extra="forbid")
+
+    policy: list[str] = Field(default_factory=list, description="policy files or directories, in order")
+    search_path: list[str] = Field(default_factory=default_search_path)
+    headless: bool = False
+    headless_fallback: Literal["deny", "cancel"] = "deny"
+    decision_log: str | None = None
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    kill_grace_s: float = Field(DEFAULT_KILL_GRACE_S, ge=0)
+    home: str = Field(default_factory=lambda: os.environ.get("HOME", ""))
+
+    @field_validator("policy", "search_path", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [value]
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config = _CONFIG_PATH.get("path")
+        if config is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=config))
+        return tuple(sources)
+
+
+_CONFIG_PATH: dict[str, Path | None] = {}
+
+
+def load_settings(cli: dict[str, Any], config: str | None = None) -> Settings:
+    """Build Settings from CLI values (None = not given) over env, config file, defaults.
+
+    Raises FileNotFoundError for a missing explicit config, pydantic.ValidationError for
+    bad values (the message names the setting).
+    """
+    _CONFIG_PATH["path"] = find_config(config)
+    try:
+        return Settings(**{k: v for k, v in cli.items() if v is not None})
+    finally:
+        _CONFIG_PATH.pop("path", None)

@@ -1,0 +1,126 @@
+"""Every case of shared/cases/public.jsonl through the real ``policyd eval`` with the shipped
+baseline + ci policies.
+
+The cases live under ``/workspace/project`` with home ``/home/dev``; both are remapped into a
+temporary directory so the symlink cases' ``setup`` can be created for real, and HOME is
+set to the remapped home. The agreement is printed; every case must be decided as
+``expected`` or within ``acceptable``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = ROOT.parent / "shared" / "cases" / "public.jsonl"
+OWN_CASES = Path(__file__).resolve().parent / "cases" / "variants.jsonl"
+WORKSPACE, HOME = "/workspace/project", "/home/dev"
+
+
+def _load(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _remap(value: str, base: Path) -> str:
+    return value.replace(WORKSPACE, f"{base}{WORKSPACE}").replace(HOME, f"{base}{HOME}")
+
+
+def _request(case: dict[str, Any], base: Path) -> dict[str, Any]:
+    call: dict[str, Any] = {"toolCallId": case["id"], "kind": case["kind"]}
+    raw: dict[str, Any] = {}
+    if "command" in case:
+        raw["command"] = _remap(case["command"], base)
+        call["title"] = raw["command"]
+    if "url" in case:
+        raw["url"] = case["url"]
+    if raw:
+        call["rawInput"] = raw
+    if "paths" in case:
+        call["locations"] = [{"path": _remap(p, base)} for p in case["paths"]]
+    options = [
+        {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+    ]
+    return {
+        "request": {"sessionId": "cases", "toolCall": call, "options": options},
+        "cwd": _remap(case["cwd"], base),
+        "home": f"{base}{HOME}",
+    }
+
+
+def _setup(case: dict[str, Any], base: Path) -> None:
+    for link, target in case.get("setup", {}).get("symlinks", {}).items():
+        link_path = Path(_remap(link, base))
+        link_path.parent.mkdir(parents=True, exist_ok=True)
+        link_path.symlink_to(_remap(target, base))
+
+
+@pytest.fixture
+def case_root() -> Iterator[Path]:
+    """A scratch root outside /tmp: the shipped policies treat /tmp as scratch space, so a
+    remapped home under /tmp would not be 'outside the workspace' as in the cases."""
+    scratch = ROOT / "build"
+    scratch.mkdir(exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix="cases-", dir=scratch))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def run_cases(cases: list[dict[str, Any]], root: Path) -> list[tuple[dict[str, Any], str]]:
+    """Decide ``cases`` with one ``policyd eval`` process; returns (case, decision) pairs."""
+    base = root.resolve()
+    (base / WORKSPACE.lstrip("/")).mkdir(parents=True)
+    (base / HOME.lstrip("/")).mkdir(parents=True)
+    lines = []
+    for case in cases:
+        _setup(case, base)
+        lines.append(json.dumps(_request(case, base)))
+    env = {**os.environ, "HOME": f"{base}{HOME}", "POLICYD_SEARCH_PATH": "[]"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "policyd", "eval", "--policy", str(ROOT / "policies" / "baseline.toml"),
+         "--policy", str(ROOT / "policies" / "ci.toml"), "-"],
+        input="\n".join(lines) + "\n", capture_output=True, text=True, env=env, timeout=300, check=False,
+    )
+    assert 0 == proc.returncode, proc.stderr
+    results = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(cases) == len(results)
+    return [(case, r["decision"]) for case, r in zip(cases, results, strict=True)]
+
+
+def _report(pairs: list[tuple[dict[str, Any], str]], name: str) -> list[str]:
+    misses = []
+    for case, decision in pairs:
+        ok = {case["expected"], *case.get("acceptable", [])}
+        if decision not in ok:
+            what = case.get("command") or case.get("url") or case.get("paths")
+            misses.append(f"{case['id']} [{case.get('category')}] expected {sorted(ok)} got {decision}: {what}")
+    agreed = len(pairs) - len(misses)
+    print(f"\n{name}: {agreed}/{len(pairs)} cases decided right ({100 * agreed / len(pairs):.0f}%)", file=sys.stderr)
+    for m in misses:
+        print("  miss " + m, file=sys.stderr)
+    return misses
+
+
+@pytest.mark.skipif(not CASES.exists(), reason=f"{CASES} not present")
+def test_public_cases(case_root: Path) -> None:
+    """All 100 public cases are decided as expected (or within acceptable)."""
+    cases = _load(CASES)
+    assert 100 <= len(cases)
+    assert [] == _report(run_cases(cases, case_root), "shared/cases/public.jsonl")
+
+
+def test_own_variant_cases(case_root: Path) -> None:
+    """Our own variants of each fault kind (other wrappers, spellings, shapes)."""
+    cases = _load(OWN_CASES)
+    assert 50 <= len(cases)
+    assert [] == _report(run_cases(cases, case_root), "tests/cases/variants.jsonl")

@@ -1,0 +1,102 @@
+"""Path and URL facts (pure core)."""
+
+from __future__ import annotations
+
+import pytest
+
+from policyd.core import paths, urls
+
+CWD = "/workspace/project"
+HOME = "/home/dev"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("src/a.py", "/workspace/project/src/a.py"),
+        ("./src//a.py", "/workspace/project/src/a.py"),
+        ("../other/x", "/workspace/other/x"),
+        ("/workspace/project/../../etc/cron.d/job", "/etc/cron.d/job"),
+        ("~", "/home/dev"),
+        ("~/.ssh/id_rsa", "/home/dev/.ssh/id_rsa"),
+        ("$HOME/.aws/credentials", "/home/dev/.aws/credentials"),
+        ("${HOME}", "/home/dev"),
+        ("//etc//passwd", "/etc/passwd"),
+        ("/tmp/../etc", "/etc"),
+        (".", "/workspace/project"),
+        ("", ""),
+    ],
+)
+def test_resolve(raw: str, expected: str) -> None:
+    """Relative paths join the cwd; ~ and $HOME expand; .. and // fold."""
+    assert expected == paths.resolve(raw, CWD, HOME)
+
+
+@pytest.mark.parametrize(
+    ("path", "directory", "expected"),
+    [
+        ("/a/b", "/a/b", True),
+        ("/a/b/c", "/a/b", True),
+        ("/a/b2", "/a/b", False),
+        ("/a/B/c", "/a/b", False),
+        ("/a", "/a/b", False),
+        ("/x", "/", True),
+        ("/a/b/c", "/a/b/", True),
+        ("/a/b", "", False),
+    ],
+)
+def test_within_is_component_wise_and_case_exact(path: str, directory: str, expected: bool) -> None:
+    """within() compares whole components; /a/b2 is not within /a/b."""
+    assert expected == paths.within(path, directory)
+
+
+@pytest.mark.parametrize(
+    ("path", "pattern", "expected"),
+    [
+        ("/w/.env", "**/.env", True),
+        ("/w/.env", ".env", True),
+        ("/w/a/b/.env", "**/.env", True),
+        ("/w/.env.example", "**/.env", False),
+        ("/w/.env.production", "**/.env.*", True),
+        ("/home/u/.ssh/config", "**/.ssh/**", True),
+        ("/home/u/.ssh", "**/.ssh/**", True),
+        ("/home/u/.sshx/config", "**/.ssh/**", False),
+        ("/w/src/a.py", "/w/*.py", False),
+        ("/w/src/a.py", "/w/**/*.py", True),
+        ("/w/a.py", "/w/**/*.py", True),
+        ("/w/a.py", "/w/?.py", True),
+        ("/w/ab.py", "/w/[ab].py", False),
+        ("/w/b.py", "/w/[ab].py", True),
+        ("/w/c.py", "/w/[!ab].py", True),
+    ],
+)
+def test_glob(path: str, pattern: str, expected: bool) -> None:
+    """* stays in one component, ** spans components, relative patterns match anywhere."""
+    assert expected == paths.glob(path, pattern)
+
+
+@pytest.mark.parametrize(
+    ("url", "host", "loopback", "private", "link_local"),
+    [
+        ("https://Example.COM./a", "example.com", False, False, False),
+        ("http://169.254.169.254/latest/meta-data/", "169.254.169.254", False, True, True),
+        ("http://2130706433/", "2130706433", True, True, False),
+        ("http://0x7f.1/", "0x7f.1", True, True, False),
+        ("http://0177.0.0.1/", "0177.0.0.1", True, True, False),
+        ("http://[::ffff:127.0.0.1]:8080/", "::ffff:127.0.0.1", True, True, False),
+        ("http://localhost:3000", "localhost", True, True, False),
+        ("http://10.1.2.3/", "10.1.2.3", False, True, False),
+        ("https://bücher.example/", "xn--bcher-kva.example", False, False, False),
+    ],
+)
+def test_url_parts(url: str, host: str, loopback: bool, private: bool, link_local: bool) -> None:
+    """Hosts are IDNA lower case; every IPv4 notation and mapped IPv6 is recognised."""
+    parts = urls.parse(url)
+    assert (host, loopback, private, link_local) == (parts.host, parts.loopback, parts.private, parts.link_local)
+
+
+def test_url_invalid_never_raises() -> None:
+    """A URL that does not parse is invalid, not an exception."""
+    assert urls.parse("http://[::1").valid is False
+    assert urls.parse("").valid is False
+    assert 443 == urls.parse("https://example.com/x").port

@@ -1,0 +1,153 @@
+"""Policy files -> PolicySet (all or nothing) and decisions (pure core)."""
+
+from __future__ import annotations
+
+import pytest
+
+from policyd.core.decide import decide
+from policyd.core.facts import Facts
+from policyd.core.model import Decision
+from policyd.core.policy import PolicyError, PolicySet, build_set, example_query
+
+HEADER = '[policy]\nname = "t"\ndefault = "ask"\n'
+
+
+def rule(rid: str, when: str, decision: str = "deny", extra: str = "") -> str:
+    return f"\n[[rule]]\nid = {rid!r}\nwhen = '{when}'\ndecision = {decision!r}\nreason = 'r-{rid}'\n{extra}"
+
+
+def load(*texts: str) -> PolicySet:
+    return build_set([(f"/p/{i}.toml", t) for i, t in enumerate(texts)])
+
+
+def errors_of(*texts: str) -> list[str]:
+    with pytest.raises(PolicyError) as info:
+        load(*texts)
+    return [str(e) for e in info.value.errors]
+
+
+def decide_on(policy: PolicySet, **example: object) -> Decision:
+    return decide(policy, Facts(example_query(example))).decision
+
+
+def test_invalid_toml_names_file_and_line() -> None:
+    """A TOML syntax error rejects the set with file:line."""
+    (err,) = errors_of(HEADER + "\n[[rule]\nid = 'x'\n")
+    assert err.startswith("/p/0.toml:5:") and "invalid TOML" in err
+
+
+def test_duplicate_toml_keys_are_errors() -> None:
+    """tomllib rejects a key defined twice."""
+    (err,) = errors_of(HEADER + rule("a", "true") + "decision = 'allow'\n")
+    assert "invalid TOML" in err
+
+
+def test_duplicate_rule_ids_across_files() -> None:
+    """Rule ids are unique across the whole set; the error names both places."""
+    (err,) = errors_of(HEADER + rule("same", "true"), HEADER + rule("same", "false"))
+    assert "/p/1.toml:5: rule 'same': duplicate rule id (first defined at /p/0.toml:5)" == err
+
+
+def test_cel_syntax_error_names_rule_and_line() -> None:
+    """A CEL syntax error gives file:line of the when key, the rule id and the CEL message."""
+    (err,) = errors_of(HEADER + rule("broken", 'tool.kind == '))
+    assert err.startswith("/p/0.toml:7: rule 'broken': CEL syntax error")
+
+
+def test_non_bool_rule_rejected_at_load() -> None:
+    """A rule whose when yields a non-bool value is rejected."""
+    (err,) = errors_of(HEADER + rule("num", "1 + 1"))
+    assert "must yield a bool, got IntType" in err
+
+
+def test_unknown_keys_and_bad_values() -> None:
+    """Typos in keys, unknown kinds and decisions are errors, all reported together."""
+    errs = errors_of(HEADER + rule("a", "true", "maybe") + rule("b", "true", extra="kinds = ['exec']\n")
+                     + rule("c", "true", extra="decison = 'deny'\n"))
+    assert 3 == len(errs)
+    assert "decision must be one of" in errs[0]
+    assert "unknown kinds ['exec']" in errs[1]
+    assert "unknown key 'decison'" in errs[2]
+
+
+def test_failing_examples_reject_the_set() -> None:
+    """Inline examples are checked at load: a wrong match and a wrong not_match both fail."""
+    extra = "examples.match = [{ kind = 'read' }]\nexamples.not_match = [{ kind = 'edit' }]\n"
+    errs = errors_of(HEADER + rule("ex", 'tool.kind == "edit"', extra=extra))
+    assert 2 == len(errs)
+    assert "should match but does not" in errs[0] and "should not match but does" in errs[1]
+
+
+def test_one_bad_file_rejects_everything() -> None:
+    """Loading is all-or-nothing: a good file next to a bad one is not loaded alone."""
+    with pytest.raises(PolicyError):
+        load(HEADER + rule("good", "true", "allow"), "not toml [")
+
+
+def test_empty_set_is_an_error() -> None:
+    """No files is not a policy."""
+    with pytest.raises(PolicyError):
+        build_set([])
+
+
+def test_combining_deny_beats_ask_beats_allow() -> None:
+    """deny > ask > allow across files; no match -> the strictest default."""
+    p = load(HEADER + rule("allow-all", "true", "allow"), HEADER + rule("ask-edit", 'tool.kind == "edit"', "ask")
+             + rule("deny-env", 'tool.paths.exists(p, glob(p, "**/.env"))'))
+    assert Decision.ALLOW == decide_on(p, kind="read", paths=["/w/a"])
+    assert Decision.ASK == decide_on(p, kind="edit", paths=["/w/a"])
+    assert Decision.DENY == decide_on(p, kind="edit", paths=["/w/.env"])
+    strict = load('[policy]\ndefault = "allow"\n' + rule("never", "false"), '[policy]\ndefault = "deny"\n')
+    assert Decision.DENY == decide_on(strict, kind="read")
+
+
+def test_kinds_prefilter() -> None:
+    """A rule only applies to its kinds."""
+    p = load(HEADER + rule("x", "true", "allow", extra="kinds = ['read']\n"))
+    assert Decision.ALLOW == decide_on(p, kind="read")
+    assert Decision.ASK == decide_on(p, kind="edit")
+
+
+def test_evaluation_errors_fail_toward_safety() -> None:
+    """An erroring deny rule denies, an ask rule asks, an allow rule does not match."""
+    boom = 'tool.raw_input.missing == "x"'
+    base = rule("allow-all", "true", "allow")
+    assert Decision.DENY == decide_on(load(HEADER + base + rule("d", boom, "deny")), kind="read")
+    assert Decision.ASK == decide_on(load(HEADER + base + rule("a", boom, "ask")), kind="read")
+    verdict = decide(load(HEADER + rule("al", boom, "allow")), Facts(example_query({"kind": "read"})))
+    assert (Decision.ASK, True) == (verdict.decision, verdict.defaulted)
+    assert verdict.errors and verdict.errors[0].startswith("al: ")
+
+
+def test_hash_changes_with_content() -> None:
+    """The set hash names the content in force."""
+    a = load(HEADER + rule("x", "true", "allow"))
+    b = load(HEADER + rule("x", "false", "allow"))
+    assert a.hash != b.hash and a.hash == load(HEADER + rule("x", "true", "allow")).hash
+
+
+def test_over_deep_rule_rejected() -> None:
+    """A rule nested deeper than cel-python can take is rejected at load, not at run time."""
+    deep = "(" * 60 + "true" + ")" * 60
+    (err,) = errors_of(HEADER + rule("deep", deep))
+    assert "nests 60 levels" in err
+
+
+@pytest.mark.parametrize(
+    ("when", "example", "expected"),
+    [
+        ('"/a/b".within("/a")', {"kind": "read"}, True),
+        ('within("/a/b2", "/a/b")', {"kind": "read"}, False),
+        ('tool.paths.all(p, p.within(session.roots))', {"kind": "read", "paths": ["src/x"]}, True),
+        ('tool.paths.exists(p, glob(p, ["**/.env", "**/.ssh/**"]))', {"kind": "read", "paths": ["~/.ssh/k"]}, True),
+        ('basename("/a/b.txt") == "b.txt" && dirname("/a/b.txt") == "/a"', {"kind": "read"}, True),
+        ('"GIT".lowerAscii() == "git"', {"kind": "read"}, True),
+        ('tool.url_parts.host == "example.com"', {"kind": "fetch", "url": "https://EXAMPLE.com/x"}, True),
+        ('"allow_once" in options', {"kind": "read"}, True),
+        ('now > timestamp("2020-01-01T00:00:00Z")', {"kind": "read"}, False),
+    ],
+)
+def test_cel_helpers(when: str, example: dict[str, object], expected: bool) -> None:
+    """The documented helpers and variables behave as the README says."""
+    p = load(HEADER + rule("h", when, "allow"))
+    assert expected == (decide_on(p, **example) is Decision.ALLOW)
