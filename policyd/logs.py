@@ -20,9 +20,18 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARN
 class _Sink:
     def __init__(self) -> None:
         self.decision_file: IO[str] | None = None
+        self.decision_logger: Any = None
 
 
 _SINK = _Sink()
+
+#: Processors of every line: level, ISO 8601 UTC timestamp, JSON.
+_PROCESSORS: list[Any] = [
+    structlog.processors.add_log_level,
+    structlog.processors.TimeStamper(fmt="iso", utc=True),
+    structlog.processors.dict_tracebacks,
+    structlog.processors.JSONRenderer(),
+]
 
 
 def configure(level: str = "info", decision_log: str | None = None) -> None:
@@ -35,21 +44,20 @@ def configure(level: str = "info", decision_log: str | None = None) -> None:
     logging.getLogger("celpy").setLevel(logging.CRITICAL)
     logging.getLogger("celpy").propagate = False
     structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.dict_tracebacks,
-            structlog.processors.JSONRenderer(sort_keys=False),
-        ],
+        processors=_PROCESSORS,
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level, logging.INFO)),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
-    if _SINK.decision_file is not None:
-        _SINK.decision_file.close()
-        _SINK.decision_file = None
+    close()
     if decision_log:
         _SINK.decision_file = open(decision_log, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+    # The decision log is an audit trail: never filtered by --log-level.
+    _SINK.decision_logger = structlog.wrap_logger(
+        structlog.PrintLogger(file=_SINK.decision_file or sys.stderr),
+        processors=_PROCESSORS,
+        wrapper_class=structlog.BoundLogger,
+    )
 
 
 def get() -> Any:
@@ -58,19 +66,11 @@ def get() -> Any:
 
 
 def decision(event: str, fields: Mapping[str, Any], level: str = "info") -> None:
-    """Write one decision-log event (to the decision log file when configured)."""
-    if _SINK.decision_file is not None:
-        logger = structlog.wrap_logger(
-            structlog.PrintLogger(file=_SINK.decision_file),
-            processors=[
-                structlog.processors.add_log_level,
-                structlog.processors.TimeStamper(fmt="iso", utc=True),
-                structlog.processors.JSONRenderer(),
-            ],
-        )
-        getattr(logger, level)(event, **fields)
-    else:
-        getattr(get(), level)(event, **fields)
+    """Write one decision-log event (to the decision log file when configured, else stderr)."""
+    logger = _SINK.decision_logger
+    if logger is None:  # not configured: still never stdout
+        logger = structlog.wrap_logger(structlog.PrintLogger(file=sys.stderr), processors=_PROCESSORS)
+    getattr(logger, level)(event, **fields)
 
 
 def close() -> None:

@@ -68,18 +68,17 @@ def run_demo(policies: list[str]) -> int:
         assert proc.stdin is not None
         proc.stdin.close()
         code = proc.wait(timeout=30)
-        decisions = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
+        logged = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
+        decisions = [d for d in logged if d.get("event") == "permission.decided"]
         print(f"policyd demo: {len(decisions)} permission requests from a scripted agent, workspace {workspace}")
-        print(f"{'tool call':<44} {'decision':<8} {'agent received':<22} rule")
+        print(f"{'tool call':<44} {'decision':<8} {'agent received':<30} rule")
         for d in decisions:
-            if d.get("event") != "permission.decided":
-                continue
             call_id = d.get("tool_call_id", "")
             how = received.get(call_id, "?")
             if call_id in forwarded:
                 how = f"asked you -> {how}"
-            rule = ", ".join(r["id"] for r in d.get("rules", []) if r["decision"] == d["decision"]) or "(default)"
-            print(f"{d.get('title', '')[:43]:<44} {d['decision']:<8} {how:<22} {rule}")
+            rule = ", ".join(r["id"] for r in d.get("rules", []) if r["decision"] == d["decision"]) or "(no rule matched: default)"
+            print(f"{d.get('title', '')[:43]:<44} {d['decision']:<8} {how:<30} {rule}")
         print(f"policy {decisions[0].get('policy_hash', '?') if decisions else '?'}; proxy exit code {code}")
-        answered = all(d.get("tool_call_id") in received for d in decisions if d.get("event") == "permission.decided")
+        answered = all(d.get("tool_call_id") in received for d in decisions)
         return 0 if code == 0 and answered and decisions else 1

@@ -87,6 +87,9 @@ TOOL_FIELDS: tuple[str, ...] = (
 
 RealPath = Callable[[str], str]
 
+#: Directories from ``cd`` kept per command (each relative path is resolved against each).
+MAX_CD_DIRS = 8
+
 
 class Facts:
     """Facts of one :class:`PermissionQuery`, each computed at most once.
@@ -144,6 +147,35 @@ class Facts:
     def resolve(self, path: str) -> str:
         return paths.resolve(path, self.cwd, self.query.home)
 
+    @functools.cached_property
+    def cd_dirs(self) -> tuple[str, ...]:
+        """Directories a shell command ``cd``s/``pushd``es into (each chained on the ones before)."""
+        a = self.analysis
+        if a is None:
+            return ()
+        dirs: list[str] = []
+        for c in a.commands:
+            if _base(c.name) not in ("cd", "pushd") or c.dynamic:
+                continue
+            operands = [x for x in _operands(c)]
+            target = operands[0] if operands else "~"
+            if target == "-":
+                continue
+            bases = [self.cwd, *dirs]
+            dirs.extend(paths.resolve(target, b, self.query.home) for b in bases)
+            if len(dirs) > MAX_CD_DIRS:
+                break
+        return _unique(dirs[:MAX_CD_DIRS])
+
+    def resolve_all(self, path: str) -> list[str]:
+        """Every place ``path`` may name: against the cwd and, when relative, against each
+        directory the command ``cd``s into (we do not track which command runs where, so a
+        policy sees them all: stricter for deny rules and for "all within" allow rules)."""
+        first = self.resolve(path)
+        if not self.cd_dirs or path.startswith(("/", "~", "$HOME", "${HOME}")):
+            return [first]
+        return [first, *(paths.resolve(path, d, self.query.home) for d in self.cd_dirs)]
+
     # ------------------------------------------------------------------ command
 
     @functools.cached_property
@@ -194,7 +226,7 @@ class Facts:
             found.extend(self.analysis.path_args)
             for c in self.analysis.commands:
                 found.extend(a for a in _operands(c) if _path_like(a))
-        return _unique(self.resolve(p) for p in found)
+        return _unique(r for p in found for r in self.resolve_all(p))
 
     @functools.cached_property
     def write_paths(self) -> tuple[str, ...]:
@@ -212,11 +244,11 @@ class Facts:
                 found.extend(arg[3:] for arg in c.args if arg.startswith("of="))
             elif name in WRITE_COMMANDS and (name != "sed" or "i" in c.flags):
                 found.extend(_operands(c))
-        return _unique(self.resolve(p) for p in found)
+        return _unique(r for p in found for r in self.resolve_all(p))
 
     def command_paths(self, c: shell.SimpleCommand) -> list[str]:
         """A command's operands (non-flag arguments; ``dd``'s ``if=``/``of=``) resolved."""
-        return [self.resolve(a) for a in _operands(c)]
+        return [r for a in _operands(c) for r in self.resolve_all(a)]
 
     @functools.cached_property
     def real_paths(self) -> tuple[str, ...]:
@@ -271,8 +303,9 @@ class Facts:
                 if not a:
                     return []
                 return [
-                    {"op": r.op, "target": self.resolve(r.target) if r.target else "", "dynamic": r.dynamic}
+                    {"op": r.op, "target": t, "dynamic": r.dynamic}
                     for r in a.redirects
+                    for t in (self.resolve_all(r.target) if r.target else [""])
                 ]
             case "assignments":
                 return [{"name": k, "value": v} for k, v in a.assignments] if a else []

@@ -262,10 +262,21 @@ def _collect(node: Node, src: bytes, out: list[str], pat: list[str]) -> bool:
 def _word(node: Node, src: bytes) -> _Word:
     """The unquoted value of a word-like node and whether it is dynamic."""
     start, end = node.start_byte, node.end_byte
-    if node.type == "word":
+    t = node.type
+    if t == "word":
         raw = _dec(src[start:end])
         if "\\" not in raw:
             return _Word(raw, _PATTERN.search(raw) is not None, start, end)
+    elif t == "string":
+        seg = src[start:end]
+        if len(seg) >= 2 and seg[-1:] == b'"' and b"$" not in seg and b"`" not in seg:
+            return _Word(_dq_unescape(_dec(seg[1:-1])), False, start, end)
+    elif t == "raw_string":
+        seg = src[start:end]
+        if len(seg) >= 2 and seg[-1:] == b"'":
+            return _Word(_dec(seg[1:-1]), False, start, end)
+    elif t == "simple_expansion" or t == "expansion":
+        return _Word(_dec(src[start:end]), True, start, end, True)
     out: list[str] = []
     pat: list[str] = []
     exp = _collect(node, src, out, pat)
@@ -957,19 +968,22 @@ def _flags(opts: _Opts, spec: _Spec) -> set[str]:
 # --------------------------------------------------------------------------- per-argv analysis
 
 
-@dataclass(slots=True)
 class _Out:
     """What one argv yields besides its SimpleCommand fields."""
 
-    opt_end: int  # args before this index are the program's own (flags parsed there)
-    inners: list[tuple[int, int, str]] = field(default_factory=list)  # arg ranges + label
-    shells: list[tuple[str, str]] = field(default_factory=list)  # shell strings + label
-    assigns: list[tuple[str, str]] = field(default_factory=list)
-    stdin: str = ""  # non-empty: stdin is read as shell (the shell's name)
-    flags: set[str] = field(default_factory=set)
-    positionals: list[str] = field(default_factory=list)
-    subcommand: str = ""
-    paths: list[str] = field(default_factory=list)
+    __slots__ = ("assigns", "flags", "inners", "opt_end", "paths", "positionals", "shells",
+                 "stdin", "subcommand")
+
+    def __init__(self, opt_end: int) -> None:
+        self.opt_end = opt_end  # args before this index are the program's own (flags there)
+        self.inners: list[tuple[int, int, str]] = []  # arg ranges of wrapped commands + label
+        self.shells: list[tuple[str, str]] = []  # shell strings to parse one level deeper + label
+        self.assigns: list[tuple[str, str]] = []
+        self.stdin = ""  # non-empty: stdin is read as shell (the shell's name)
+        self.flags: set[str] = set()
+        self.positionals: list[str] = []
+        self.subcommand = ""
+        self.paths: list[str] = []
 
 
 def _is_env_assign(v: str) -> bool:
@@ -1493,6 +1507,13 @@ _LEAVES = frozenset({
     "file_descriptor", "test_operator", "regex", "extglob_pattern",
 })
 _DYNAMIC_NODES = frozenset(_EXPANSIONS)
+# Expression nodes that can only hold a command via $( ), backticks or <( ): skipped when
+# their text has none of "$", "`", "(".
+_EXPRESSIONS = frozenset({
+    "string", "concatenation", "translated_string", "test_command", "unary_expression",
+    "binary_expression", "parenthesized_expression", "postfix_expression",
+    "ternary_expression", "array", "subscript",
+})
 _WORDISH = frozenset({"word", "number", "raw_string", "ansi_c_string", "string",
                       "translated_string", "concatenation"})
 # Nodes through which a heredoc/here-string reaches the stdin of the commands inside.
@@ -1500,6 +1521,9 @@ _STDIN_CONTAINERS = frozenset({"pipeline", "redirected_statement", "compound_sta
                                "subshell", "list"})
 _RUNS_ARG = frozenset({"eval", *_SHELLS})  # their last argument is run as code
 _MAX_STDIN_SCAN = 64  # nodes examined looking for the shell that reads a heredoc
+# Nodes whose children get a parent link (the lookups heredocs, here-strings and pipes need).
+_TRACK_PARENT = frozenset({"redirected_statement", "heredoc_redirect", "herestring_redirect",
+                           "pipeline", "command_substitution", "command", "file_redirect"})
 
 
 class _State:
@@ -1562,8 +1586,8 @@ def _analyze_text(st: _State, text: str, depth: int, label: str) -> None:
 class _Walker:
     """Walks one parse tree (iteratively: long && chains nest deeply)."""
 
-    __slots__ = ("bare_cat", "depth", "echo", "has_error", "label", "runs_output", "src", "st",
-                 "stdin", "tolerated")
+    __slots__ = ("bare_cat", "depth", "echo", "has_error", "label", "parent", "prev",
+                 "runs_output", "src", "st", "stdin", "tolerated")
 
     def __init__(self, st: _State, src: bytes, depth: int, label: str) -> None:
         self.st = st
@@ -1576,6 +1600,9 @@ class _Walker:
         self.tolerated: set[int] = set()  # ERROR node ids known to be parser quirks
         self.bare_cat: set[int] = set()  # ids of `cat` commands without operands
         self.runs_output: set[int] = set()  # ids of $(..) whose output is run as a command
+        # Node.parent / sibling lookups are O(siblings) in tree-sitter: record what is needed.
+        self.parent: dict[int, Node] = {}  # for children of _TRACK_PARENT nodes
+        self.prev: dict[int, Node] = {}  # previous named sibling, in pipelines (and on errors)
 
     def text(self, node: Node) -> str:
         return _dec(self.src[node.start_byte : node.end_byte])
@@ -1618,33 +1645,54 @@ class _Walker:
 
     def run(self, root: Node) -> None:
         st = self.st
-        stack = [root]
+        src = self.src
+        parent = self.parent
+        handlers: dict[str, Callable[[Node], list[Node]]] = {
+            "command": self.command,
+            "declaration_command": self.declaration,
+            "unset_command": self.declaration,
+            "variable_assignment": self.assignment,
+            "file_redirect": self.redirect,
+            "heredoc_redirect": self.redirect,
+            "herestring_redirect": self.redirect,
+            "heredoc_body": self.heredoc_body,
+        }
+        stack: list[tuple[Node, str]] = [(root, root.type)]
         while stack:
             if st.full:
                 return
-            node = stack.pop()
-            t = node.type
-            if t == "command":
-                kids = self.command(node)
-            elif t == "declaration_command" or t == "unset_command":
-                kids = self.declaration(node)
-            elif t == "variable_assignment":
-                kids = self.assignment(node)
-            elif t in _REDIRECTS:
-                kids = self.redirect(node)
-            elif t == "heredoc_body":
-                kids = self.heredoc_body(node)
-            elif t == "command_substitution" and self.src[node.start_byte : node.start_byte + 1] \
-                    == b"`" and b"\\`" in self.src[node.start_byte : node.end_byte]:
+            node, t = stack.pop()
+            handler = handlers.get(t)
+            if handler is not None:
+                kids = handler(node)
+            elif (
+                t == "command_substitution"
+                and src[node.start_byte : node.start_byte + 1] == b"`"
+                and b"\\`" in src[node.start_byte : node.end_byte]
+            ):
                 st.dynamic = True
                 kids = self.nested_backticks(node)
             else:
                 if t in _DYNAMIC_NODES:
                     st.dynamic = True
                 kids = node.named_children
+            if t in _TRACK_PARENT:
+                prev: Node | None = None
+                track_prev = t == "pipeline" or self.has_error
+                for k in kids:
+                    parent[k.id] = node
+                    if track_prev and prev is not None:
+                        self.prev[k.id] = prev
+                    prev = k
             for k in reversed(kids):
-                if k.type not in _LEAVES:
-                    stack.append(k)
+                kt = k.type
+                if kt in _LEAVES:
+                    continue
+                if kt in _EXPRESSIONS:
+                    seg = src[k.start_byte : k.end_byte]
+                    if b"$" not in seg and b"`" not in seg and b"(" not in seg:
+                        continue  # cannot hold a command or an expansion
+                stack.append((k, kt))
 
     def nested_backticks(self, node: Node) -> list[Node]:
         """`` `a \\`b\\`` ``: the inner escaped backticks run too; re-parse unescaped."""
@@ -1719,28 +1767,30 @@ class _Walker:
                 more.append(ch)
         if name_node is None or name_node.end_byte == name_node.start_byte:
             return more
-        stdin = self.emit(words, self.text(node), node)
-        parent = node.parent
-        anchor = node
-        if parent is not None and parent.type == "redirected_statement":
-            self.stdin[parent.id] = stdin
-            anchor = parent
-            parent = parent.parent
-        self.stdin[node.id] = stdin
-        name = _norm_name(words[0].value, words[0].dyn).lower()
-        if name == "cat" and len(words) == 1:
-            self.bare_cat.add(node.id)
-        if name in _RUNS_ARG and len(args) >= 1:
+        stdin, name = self.emit(words, self.text(node), node)
+        key = name.lower()
+        if key in _RUNS_ARG and args:
             self._note_runs_output(args[-1])
-        if name in ("echo", "printf") and len(words) > 1:
+        elif key == "cat" and len(words) == 1:
+            self.bare_cat.add(node.id)
+        if not stdin and key not in ("echo", "printf"):
+            return more
+        anchor = node
+        parent = self.parent.get(node.id)
+        if parent is not None and parent.type == "redirected_statement":
+            anchor = parent
+            parent = self.parent.get(parent.id)
+        if stdin:
+            self.stdin[node.id] = self.stdin[anchor.id] = stdin
+            if parent is not None and parent.type == "pipeline":
+                prev = self.prev.get(anchor.id)
+                if prev is not None and prev.id in self.echo:
+                    _analyze_text(self.st, self.echo[prev.id], self.depth + 1, f"| {stdin}")
+        elif len(words) > 1:
             printed = [w.value for w in words[1:]]
-            while name == "echo" and printed and printed[0] in ("-n", "-e", "-E", "-ne", "-en"):
+            while key == "echo" and printed and printed[0] in ("-n", "-e", "-E", "-ne", "-en"):
                 printed = printed[1:]
             self.echo[node.id] = self.echo[anchor.id] = " ".join(printed)
-        if stdin and parent is not None and parent.type == "pipeline":
-            prev = anchor.prev_named_sibling
-            if prev is not None and prev.id in self.echo:
-                _analyze_text(self.st, self.echo[prev.id], self.depth + 1, f"| {stdin}")
         return more
 
     def _note_runs_output(self, node: Node) -> None:
@@ -1753,10 +1803,14 @@ class _Walker:
         if node.type == "command_substitution":
             self.runs_output.add(node.id)
 
-    def emit(self, words: list[_Word], text: str, node: Node) -> str:
-        """List the command in ``words`` and everything it wraps; return its stdin shell."""
+    def emit(self, words: list[_Word], text: str, node: Node) -> tuple[str, str]:
+        """List the command in ``words`` and everything it wraps.
+
+        Returns (the shell reading its stdin or "", the command's normalised name).
+        """
         st = self.st
         stdin = ""
+        first_name = ""
         work: list[tuple[list[_Word], str, str] | tuple[str, str]] = [(words, text, "")]
         while work:
             item = work.pop()
@@ -1764,43 +1818,48 @@ class _Walker:
                 _analyze_text(st, item[0], self.depth + 1, item[1])
                 continue
             ws, wtext, label = item
-            if st.full:
-                break
             head = ws[0]
             name = _norm_name(head.value, head.dyn)
+            if not first_name:
+                first_name = name
             vals = [w.value for w in ws[1:]]
             out = _analyse_argv(vals, name)
-            dyn = any(w.dyn for w in ws)
-            if not head.dyn and not name:
-                dyn = True
+            dyn = head.dyn
+            if not dyn:
+                for w in ws:
+                    if w.dyn:
+                        dyn = True
+                        break
             cmd = SimpleCommand(
-                name=name,
-                args=tuple(vals),
-                argv=(head.value, *vals),
-                text=wtext,
-                flags=frozenset(out.flags),
-                subcommand=out.subcommand,
-                positionals=tuple(out.positionals),
-                wrapper=label,
-                depth=self.depth,
-                dynamic=dyn,
+                name,
+                tuple(vals),
+                (head.value, *vals),
+                wtext,
+                frozenset(out.flags),
+                out.subcommand,
+                tuple(out.positionals),
+                label,
+                self.depth,
+                dyn,
             )
             if not st.add(cmd):
                 break
-            st.assignments.extend(out.assigns)
+            if out.assigns:
+                st.assignments.extend(out.assigns)
             for p in out.paths:
                 st.paths[p] = None
             if out.stdin:
                 stdin = out.stdin
-            pending: list[tuple[list[_Word], str, str] | tuple[str, str]] = []
-            for a, b, lab in out.inners:
-                sub = ws[1 + a : 1 + b]
-                if sub:
-                    stext = _dec(self.src[sub[0].start : sub[-1].end])
-                    pending.append((sub, stext, lab))
-            pending.extend(out.shells)
-            work.extend(reversed(pending))
-        return stdin
+            if out.inners or out.shells:
+                pending: list[tuple[list[_Word], str, str] | tuple[str, str]] = []
+                for a, b, lab in out.inners:
+                    sub = ws[1 + a : 1 + b]
+                    if sub:
+                        stext = _dec(self.src[sub[0].start : sub[-1].end])
+                        pending.append((sub, stext, lab))
+                pending.extend(out.shells)
+                work.extend(reversed(pending))
+        return stdin, first_name
 
     def redirect(self, node: Node) -> list[Node]:
         st = self.st
@@ -1833,7 +1892,7 @@ class _Walker:
         # file_redirect
         dests = node.children_by_field_name("destination")
         if self.has_error:
-            prev = node.prev_sibling
+            prev = self.prev.get(node.id)
             if prev is not None and prev.id in self.tolerated and dests:
                 self._herestring(node, "<<<", _word(dests[0], src))
                 return node.named_children
@@ -1881,22 +1940,22 @@ class _Walker:
         return ""
 
     def _owner_stdin(self, redirect: Node) -> str:
-        owner = redirect.parent
+        owner = self.parent.get(redirect.id)
         return self._stdin_of(owner) if owner is not None else ""
 
     def _cat_output_runs(self, redirect: Node) -> bool:
         """``$(cat <<EOF ... EOF)`` whose output is run as a command (name, bash -c, eval)."""
-        owner = redirect.parent
+        owner = self.parent.get(redirect.id)
         if owner is None:
             return False
         cmd = owner.child_by_field_name("body") if owner.type == "redirected_statement" else owner
         if cmd is None or cmd.id not in self.bare_cat:
             return False
-        sub = owner.parent
+        sub = self.parent.get(owner.id)
         return sub is not None and sub.type == "command_substitution" and sub.id in self.runs_output
 
     def heredoc_body(self, node: Node) -> list[Node]:
-        redirect = node.parent
+        redirect = self.parent.get(node.id)
         label = ""
         if redirect is not None:
             shell = self._owner_stdin(redirect)
