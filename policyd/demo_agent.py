@@ -103,7 +103,8 @@ class Agent:
             elif method in ("session/new", "session/load"):
                 self.cwd = params.get("cwd", "/")
                 sid = params.get("sessionId", "demo-session")
-                self.send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": sid} if method == "session/new" else {}})
+                result = {"sessionId": sid} if method == "session/new" else {}
+                self.send({"jsonrpc": "2.0", "id": rid, "result": result})
             elif method == "session/prompt":
                 self.prompt(rid, params.get("sessionId", ""))
             elif rid is not None and method is not None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from policyd.core.decide import decide
 from policyd.core.facts import Facts
-from policyd.core.model import PermissionQuery, Verdict
+from policyd.core.model import PermissionQuery, RuleMatch, Verdict
 from policyd.core.policy import PolicySet
 from policyd.core.relay import Resolution
 
@@ -42,6 +42,13 @@ class Engine:
         return Resolution(verdict.decision, log_fields(verdict, facts, eval_us))
 
 
+def _match_fields(m: RuleMatch) -> dict[str, Any]:
+    fields = {"id": m.rule_id, "decision": m.decision.value, "reason": m.reason}
+    if m.error:
+        fields["error"] = m.error
+    return fields
+
+
 def log_fields(verdict: Verdict, facts: Facts, eval_us: int) -> dict[str, Any]:
     """The decision-log fields for one verdict."""
     fields: dict[str, Any] = {
@@ -50,10 +57,7 @@ def log_fields(verdict: Verdict, facts: Facts, eval_us: int) -> dict[str, Any]:
         "title": facts.title,
         "paths": list(facts.paths),
         "command": facts.command[:LOG_COMMAND_CHARS],
-        "rules": [
-            {"id": m.rule_id, "decision": m.decision.value, "reason": m.reason, **({"error": m.error} if m.error else {})}
-            for m in verdict.matches
-        ],
+        "rules": [_match_fields(m) for m in verdict.matches],
         "reason": verdict.reason,
         "defaulted": verdict.defaulted,
         "policy_hash": verdict.policy_hash[:12],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Mapping
-from typing import IO, Any
+from typing import IO, Any, TextIO, cast
 
 import structlog
 
@@ -54,7 +54,7 @@ def configure(level: str = "info", decision_log: str | None = None) -> None:
         _SINK.decision_file = open(decision_log, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
     # The decision log is an audit trail: never filtered by --log-level.
     _SINK.decision_logger = structlog.wrap_logger(
-        structlog.PrintLogger(file=_SINK.decision_file or sys.stderr),
+        structlog.PrintLogger(file=cast(TextIO, _SINK.decision_file or sys.stderr)),
         processors=_PROCESSORS,
         wrapper_class=structlog.BoundLogger,
     )

@@ -127,7 +127,11 @@ class Proxy:
         log = logs.get()
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=None, limit=READ_CHUNK * 4
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=None,  # the agent's stderr is ours
+                limit=READ_CHUNK * 4,
             )
         except FileNotFoundError:
             log.error("agent.spawn_failed", argv=self.argv, error="command not found")

@@ -220,7 +220,7 @@ def _eval(settings: Settings, file: str) -> int:
                 }
                 out.write(json.dumps(result) + "\n")
                 continue
-            verdict, facts, eval_us = engine.evaluate(query)
+            verdict, _facts, _eval_us = engine.evaluate(query)
             result = {
                 "decision": verdict.decision.value,
                 "outcome": choose_outcome(verdict.decision, query.options),

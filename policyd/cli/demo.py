@@ -40,7 +40,8 @@ def run_demo(policies: list[str]) -> int:
         assert proc.stdout is not None
         _send(proc, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "policyd-demo", "version": "1"}}})
-        _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": str(workspace), "mcpServers": []}})
+        new_session = {"cwd": str(workspace), "mcpServers": []}
+        _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": new_session})
         received: dict[str, str] = {}
         forwarded: set[str] = set()
         prompted = False
@@ -77,7 +78,8 @@ def run_demo(policies: list[str]) -> int:
             how = received.get(call_id, "?")
             if call_id in forwarded:
                 how = f"asked you -> {how}"
-            rule = ", ".join(r["id"] for r in d.get("rules", []) if r["decision"] == d["decision"]) or "(no rule matched: default)"
+            deciding = [r["id"] for r in d.get("rules", []) if r["decision"] == d["decision"]]
+            rule = ", ".join(deciding) or "(no rule matched: default)"
             print(f"{d.get('title', '')[:43]:<44} {d['decision']:<8} {how:<30} {rule}")
         print(f"policy {decisions[0].get('policy_hash', '?') if decisions else '?'}; proxy exit code {code}")
         answered = all(d.get("tool_call_id") in received for d in decisions)

@@ -33,6 +33,8 @@ from typing import Any
 import celpy
 import celpy.evaluation
 from celpy import celtypes
+from celpy.celparser import CELParseError
+from celpy.evaluation import CELEvalError as _CelpyEvalError
 
 from policyd.core import paths
 
@@ -104,7 +106,7 @@ def dirname(path: Any) -> celtypes.StringType:
     return celtypes.StringType(head or "/")
 
 
-def lowerAscii(text: Any) -> celtypes.StringType:  # noqa: N802 - CEL strings-extension name
+def lowerAscii(text: Any) -> celtypes.StringType:
     """``"GIT".lowerAscii() == "git"`` (ASCII letters only, as in the CEL strings extension)."""
     s = _text(text, "lowerAscii()")
     return celtypes.StringType(s.translate(_ASCII_LOWER))
@@ -160,7 +162,7 @@ class Program:
             raise CelEvalError(_eval_message(exc)) from exc
         if isinstance(result, celtypes.BoolType):
             return bool(result)
-        if isinstance(result, celpy.CELEvalError):
+        if isinstance(result, _CelpyEvalError):
             raise CelEvalError(_eval_message(result))
         raise CelEvalError(f"rule must yield a bool, got {type(result).__name__}")
 
@@ -173,7 +175,7 @@ class Program:
             result = self.runner.evaluate(dict(activation))
         except Exception:
             return ""
-        if isinstance(result, celtypes.BoolType | celpy.CELEvalError):
+        if isinstance(result, celtypes.BoolType | _CelpyEvalError):
             return ""
         return type(result).__name__
 
@@ -214,7 +216,7 @@ def compile_expr(source: str) -> Program:
     try:
         ast = _ENV.compile(source)
         runner = _ENV.program(ast, functions=FUNCTIONS)
-    except celpy.CELParseError as exc:
+    except CELParseError as exc:
         line = getattr(exc, "line", None) or 0
         column = getattr(exc, "column", None) or 0
         msg = str(exc.args[0]) if exc.args else str(exc)

@@ -334,7 +334,12 @@ class Facts:
         real_roots = _unique(self._realpath(r) for r in roots) if self._realpath else tuple(roots)
         plain = {
             "tool": tool,
-            "session": {"id": q.session.session_id, "cwd": q.session.cwd, "roots": roots, "real_roots": list(real_roots)},
+            "session": {
+                "id": q.session.session_id,
+                "cwd": q.session.cwd,
+                "roots": roots,
+                "real_roots": list(real_roots),
+            },
             "agent": {"name": q.agent.name, "version": q.agent.version},
             "client": {"name": q.client.name, "version": q.client.version},
             "options": [o.kind for o in q.options],

@@ -323,7 +323,10 @@ def _probes() -> tuple[dict[str, Any], ...]:
 def _check_examples(rule: Rule, examples: object) -> list[LoadError]:
     if examples is None:
         return []
-    err = lambda m: LoadError(rule.file, rule.line, rule.id, m)  # noqa: E731
+
+    def err(message: str) -> LoadError:
+        return LoadError(rule.file, rule.line, rule.id, message)
+
     if not isinstance(examples, dict) or set(examples) - {"match", "not_match"}:
         return [err("'examples' must be a table with 'match' and/or 'not_match' lists")]
     errors: list[LoadError] = []
@@ -375,7 +378,9 @@ def build_set(sources: Sequence[tuple[str, str]]) -> PolicySet:
             first = seen.get(rule.id)
             if first is not None:
                 errors.append(
-                    LoadError(path, rule.line, rule.id, f"duplicate rule id (first defined at {first.file}:{first.line})")
+                    LoadError(
+                        path, rule.line, rule.id, f"duplicate rule id (first defined at {first.file}:{first.line})"
+                    )
                 )
             else:
                 seen[rule.id] = rule

@@ -1297,7 +1297,7 @@ def _parse_program(key: str, vals: Sequence[str], out: _Out) -> None:
     """Fill flags, subcommand and positionals of a non-wrapper program (or a runner)."""
     sp = _SUBPROGS.get(key)
     end = out.opt_end
-    if key in ("npx", "bunx", "pnpx"):
+    if key in _NPX_NAMES:
         opts, pos, i = _getopt(vals, 0, end, _NPX, stop_first=True)
         out.flags = _flags(opts, _NPX)
         call = _optval(opts, "c", "call")
@@ -1446,6 +1446,14 @@ def _paths(key: str, opts: _Opts, pos: list[str], out: _Out) -> None:
 def _analyse_argv(vals: Sequence[str], name: str) -> _Out:
     """Flags, positionals, paths, inner commands and shell strings of one argv."""
     key = name.lower()
+    if key not in _KNOWN:  # fast path: a program the tables know nothing about
+        out = _Out(len(vals))
+        if any(v[:1] == "-" for v in vals):
+            opts, out.positionals, _ = _getopt(vals, 0, len(vals), _DEFAULT)
+            out.flags = _flags(opts, _DEFAULT)
+        else:
+            out.positionals = list(vals)
+        return out
     handler = _WRAPPERS.get(key)
     if handler is not None:
         out, opts = handler(name, vals)
@@ -1472,6 +1480,10 @@ def _analyse_argv(vals: Sequence[str], name: str) -> _Out:
                 if m:
                     out.shells.append((m.group(2), f"{key} -o"))
     return out
+
+
+_NPX_NAMES = frozenset({"npx", "bunx", "pnpx"})
+_KNOWN = frozenset(_WRAPPERS) | frozenset(_SUBPROGS) | frozenset(_FILE_SPECS) | _NPX_NAMES
 
 
 def _find_program(vals: Sequence[str], out: _Out) -> None:
