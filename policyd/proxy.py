@@ -26,6 +26,7 @@ from typing import Any
 
 from policyd import logs
 from policyd.core.relay import Action, Consult, Log, Relay, Resolution, SendToAgent, SendToClient
+from policyd.reload import Reloader
 
 #: Bytes per read from either side.
 READ_CHUNK = 256 * 1024
@@ -114,7 +115,10 @@ class _Stdout:
 class Proxy:
     """One client <-> one agent. ``decide`` answers a Consult synchronously."""
 
-    def __init__(self, argv: Sequence[str], relay: Relay, decide: Decider, kill_grace_s: float) -> None:
+    def __init__(
+        self, argv: Sequence[str], relay: Relay, decide: Decider, kill_grace_s: float, reloader: Reloader | None = None
+    ) -> None:
+        self.reloader = reloader
         self.argv = list(argv)
         self.relay = relay
         self.decide = decide
@@ -122,6 +126,7 @@ class Proxy:
         self.proc: asyncio.subprocess.Process | None = None
         self.stdout = _Stdout()
         self._agent_broken = False
+        self._background: set[asyncio.Task[bool]] = set()
 
     async def run(self) -> int:
         log = logs.get()
@@ -144,6 +149,10 @@ class Proxy:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._forward_signal, sig)
+        reload_task = None
+        if self.reloader is not None:
+            reload_task = asyncio.create_task(self.reloader.run())
+            loop.add_signal_handler(signal.SIGHUP, self._sighup)
         client_task = asyncio.create_task(self._client_to_agent())
         agent_task = asyncio.create_task(self._agent_to_client())
         await agent_task  # agent closed its stdout (exited, normally)
@@ -151,12 +160,23 @@ class Proxy:
         client_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await client_task
+        if self.reloader is not None and reload_task is not None:
+            loop.remove_signal_handler(signal.SIGHUP)
+            self.reloader.stop()
+            await reload_task
         await self.stdout.close()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
         exit_code = 128 - code if code < 0 else code
         log.info("agent.exited", code=exit_code)
         return exit_code
+
+    def _sighup(self) -> None:
+        assert self.reloader is not None
+        logs.get().info("policy.reload_requested", signal="SIGHUP")
+        task = asyncio.get_running_loop().create_task(self.reloader.reload("sighup", force=True))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _forward_signal(self, sig: int) -> None:
         if self.proc is not None and self.proc.returncode is None:
@@ -234,9 +254,11 @@ def _log(action: Log) -> None:
         logs.get().warning(action.event, **action.fields)
 
 
-def run_proxy(argv: Sequence[str], relay: Relay, decide: Decider, kill_grace_s: float) -> int:
+def run_proxy(
+    argv: Sequence[str], relay: Relay, decide: Decider, kill_grace_s: float, reloader: Reloader | None = None
+) -> int:
     """Run the proxy until the agent exits; returns the exit code for policyd."""
-    return asyncio.run(Proxy(argv, relay, decide, kill_grace_s).run())
+    return asyncio.run(Proxy(argv, relay, decide, kill_grace_s, reloader).run())
 
 
 def engine_decider(engine: Any) -> Decider:

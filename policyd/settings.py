@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     kill_grace_s: float = Field(DEFAULT_KILL_GRACE_S, ge=0)
     home: str = Field(default_factory=lambda: os.environ.get("HOME", ""))
+    watch: bool = True
+    rehash_s: float = Field(30.0, gt=0)
+    force_polling: bool = False
 
     @field_validator("policy", "search_path", mode="before")
     @classmethod

@@ -8,10 +8,12 @@ set loads, 1 with every error otherwise; ``eval`` 0, or 1 when an input line was
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -21,7 +23,7 @@ from policyd.core.decide import choose_outcome
 from policyd.core.model import PeerInfo, PermissionOption, PermissionQuery, SessionInfo
 from policyd.core.policy import PolicyError
 from policyd.core.toolcalls import ToolCallTracker
-from policyd.settings import Settings, load_settings
+from policyd.settings import Settings, find_config, load_settings
 
 USAGE_ERROR = 2
 
@@ -43,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     proxy.add_argument("--headless-fallback", choices=["deny", "cancel"], help="answer for ask when headless")
     proxy.add_argument("--decision-log", metavar="FILE", help="append decision log JSON lines here")
     proxy.add_argument("--kill-grace", type=float, dest="kill_grace_s", metavar="SECONDS")
+    proxy.add_argument("--no-watch", action="store_true", help="do not watch policy files (SIGHUP still reloads)")
+    proxy.add_argument("--force-polling", action="store_true", help="poll policy files instead of inotify")
+    proxy.add_argument("--rehash", type=float, dest="rehash_s", metavar="SECONDS", help="periodic re-hash interval")
     proxy.add_argument("agent", nargs=argparse.REMAINDER, help="-- then the agent command line")
 
     check = sub.add_parser("check", help="load, compile and run the examples of a policy set")
@@ -51,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="decide JSON lines of permission requests (FILE or - for stdin)")
     _policy_args(ev)
     ev.add_argument("file", nargs="?", default="-")
+
+    sub.add_parser("status", help="show the policy in force in every running policyd proxy")
 
     demo = sub.add_parser("demo", help="drive a scripted agent through the proxy and the shipped policies")
     demo.add_argument("--policy", action="append", metavar="PATH")
@@ -65,6 +72,9 @@ def _settings(args: argparse.Namespace) -> Settings:
         "headless_fallback": getattr(args, "headless_fallback", None),
         "decision_log": getattr(args, "decision_log", None),
         "kill_grace_s": getattr(args, "kill_grace_s", None),
+        "watch": False if getattr(args, "no_watch", False) else None,
+        "force_polling": True if getattr(args, "force_polling", False) else None,
+        "rehash_s": getattr(args, "rehash_s", None),
     }
     return load_settings(cli, getattr(args, "config", None))
 
@@ -83,9 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE_ERROR
     if args.command == "check":
         return _check(settings)
+    if args.command == "status":
+        return _status()
     if args.command == "eval":
         return _eval(settings, args.file)
-    return _proxy(settings, args.agent)
+    return _proxy(settings, args.agent, getattr(args, "config", None))
 
 
 def _load(settings: Settings) -> loader.Loaded:
@@ -111,10 +123,12 @@ def _check(settings: Settings) -> int:
     return 0
 
 
-def _proxy(settings: Settings, agent: list[str]) -> int:
+def _proxy(settings: Settings, agent: list[str], args_config: str | None) -> int:
+    from policyd import status
     from policyd.core.relay import Relay
     from policyd.engine import Engine
     from policyd.proxy import engine_decider, run_proxy
+    from policyd.reload import Reloader
 
     if agent and agent[0] == "--":
         agent = agent[1:]
@@ -130,10 +144,60 @@ def _proxy(settings: Settings, agent: list[str]) -> int:
         return USAGE_ERROR
     relay = Relay(headless=settings.headless, headless_fallback=settings.headless_fallback, home=settings.home)
     engine = Engine(loaded.policy)
+    cli_policy, config = list(settings.policy), args_config
+
+    def paths() -> tuple[list[str], list[str], str | None]:
+        """Re-read settings (config file and environment may have changed)."""
+        try:
+            fresh = load_settings({"policy": cli_policy or None}, config)
+        except Exception:  # a broken config keeps the paths in force
+            fresh = settings
+        found = find_config_quiet(config)
+        return list(fresh.policy), list(fresh.search_path), str(found) if found else None
+
+    reloader = Reloader(
+        engine,
+        paths,
+        rehash_s=settings.rehash_s,
+        force_polling=settings.force_polling,
+        on_change=lambda st: status.write(st, agent),
+    )
+    status.write(reloader.status, agent)
     try:
-        return run_proxy(agent, relay, engine_decider(engine), settings.kill_grace_s)
+        return run_proxy(
+            agent, relay, engine_decider(engine), settings.kill_grace_s, reloader if settings.watch else None
+        )
     finally:
+        status.remove()
         logs.close()
+
+
+def find_config_quiet(config: str | None) -> Path | None:
+    try:
+        return find_config(config)
+    except FileNotFoundError:
+        return None
+
+
+def _status() -> int:
+    from policyd import status
+
+    entries = status.read_all()
+    if not entries:
+        print("no running policyd proxy (status files in " + str(status.runtime_dir()) + ")")
+        return 0
+    for e in entries:
+        loaded = datetime.datetime.fromtimestamp(e["loaded_at"], tz=datetime.UTC).isoformat(timespec="seconds")
+        print(f"pid {e['pid']}: policy {e['policy_hash'][:12]} loaded {loaded}, {len(e['files'])} files, "
+              f"{e.get('reloads', 0)} reloads; agent: {' '.join(e['agent'])}")
+        for f in e["files"]:
+            print(f"  {f['path']}: {f['rules']} rules")
+        if e.get("last_error"):
+            when = datetime.datetime.fromtimestamp(e["last_error_at"], tz=datetime.UTC).isoformat(timespec="seconds")
+            print(f"  last reload failed at {when} (the policy above stays in force):")
+            for line in e["last_error"]:
+                print(f"    {line}")
+    return 0
 
 
 # ----------------------------------------------------------------------------- eval

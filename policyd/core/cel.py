@@ -14,6 +14,9 @@ Rules this module owns:
   plain functions of this module. cel-python's transpiler calls an extension function by its
   ``module.qualname``, evaluated in ``celpy.evaluation``'s globals; we publish our functions
   there under one private namespace name, :data:`_NAMESPACE`.
+- cel-python keeps evaluation state in module globals and its parser is a shared
+  singleton, so every compile and evaluation holds :data:`_LOCK`: a policy set may be
+  built on a reload thread while the main thread decides.
 - ``duration()`` is replaced by a length-bounded version: cel-python 0.5.0's parser for it
   backtracks catastrophically on crafted text.
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import threading
 import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -139,6 +143,8 @@ for _name, _fn in FUNCTIONS.items():
 celpy.evaluation.result.__globals__[_NAMESPACE] = types.SimpleNamespace(**FUNCTIONS)
 
 _ENV = celpy.Environment(runner_class=celpy.CompiledRunner)
+#: Serialises cel-python (see module doc); held for one compile or one evaluation at a time.
+_LOCK = threading.Lock()
 
 
 # ---------------------------------------------------------------------------- compile
@@ -157,7 +163,8 @@ class Program:
         Raises CelEvalError when evaluation fails or the result is not a CEL bool.
         """
         try:
-            result = self.runner.evaluate(dict(activation))
+            with _LOCK:
+                result = self.runner.evaluate(dict(activation))
         except Exception as exc:  # cel-python raises CELEvalError and plain Python errors
             raise CelEvalError(_eval_message(exc)) from exc
         if isinstance(result, celtypes.BoolType):
@@ -172,7 +179,8 @@ class Program:
         (a bool, or an evaluation error: the input may simply not fit). Used at load time to
         reject rules like ``1 + 1`` that can never decide."""
         try:
-            result = self.runner.evaluate(dict(activation))
+            with _LOCK:
+                result = self.runner.evaluate(dict(activation))
         except Exception:
             return ""
         if isinstance(result, celtypes.BoolType | _CelpyEvalError):
@@ -214,8 +222,9 @@ def compile_expr(source: str) -> Program:
     if nesting > MAX_EXPR_NESTING:
         raise CelCompileError(f"expression nests {nesting} levels; the limit is {MAX_EXPR_NESTING}")
     try:
-        ast = _ENV.compile(source)
-        runner = _ENV.program(ast, functions=FUNCTIONS)
+        with _LOCK:
+            ast = _ENV.compile(source)
+            runner = _ENV.program(ast, functions=FUNCTIONS)
     except CELParseError as exc:
         line = getattr(exc, "line", None) or 0
         column = getattr(exc, "column", None) or 0
