@@ -13,21 +13,26 @@ import os
 import time
 from typing import Any
 
+from policyd import logs
 from policyd.core.decide import decide
 from policyd.core.facts import Facts
-from policyd.core.model import PermissionQuery, RuleMatch, Verdict
+from policyd.core.model import Decision, PermissionQuery, RuleMatch, Verdict
 from policyd.core.policy import PolicySet
-from policyd.core.relay import Resolution
+from policyd.core.relay import RememberChoice, Resolution
+from policyd.core.remember import combine, spec_for
+from policyd.memory import Memory
 
 #: Characters of a command kept in a decision-log line.
 LOG_COMMAND_CHARS = 2000
 
 
 class Engine:
-    """Decides queries against ``policy`` (swap ``engine.policy`` to change it atomically)."""
+    """Decides queries against ``policy`` (swap ``engine.policy`` to change it atomically)
+    and, when ``memory`` is set, the remembered choices (precedence: ``core.remember``)."""
 
-    def __init__(self, policy: PolicySet) -> None:
+    def __init__(self, policy: PolicySet, memory: Memory | None = None) -> None:
         self.policy = policy
+        self.memory = memory
 
     def evaluate(self, query: PermissionQuery) -> tuple[Verdict, Facts, int]:
         """Verdict, the facts it used, and the evaluation time in microseconds."""
@@ -38,8 +43,40 @@ class Engine:
         return verdict, facts, (time.perf_counter_ns() - start) // 1000
 
     def decide(self, query: PermissionQuery) -> Resolution:
+        policy = self.policy
         verdict, facts, eval_us = self.evaluate(query)
-        return Resolution(verdict.decision, log_fields(verdict, facts, eval_us))
+        fields = log_fields(verdict, facts, eval_us)
+        if self.memory is None or verdict.decision is Decision.DENY:
+            return Resolution(verdict.decision, fields)
+        spec = spec_for(facts, verdict, policy.remember_rules, policy.remember)
+        if spec is None:
+            fields["remember"] = "off"
+            return Resolution(verdict.decision, fields)
+        remembered, failed = self.memory.lookup(spec.key, query.session, time.time())
+        decision, source = combine(verdict, remembered, failed)
+        fields["source"] = source
+        fields["remember_key"] = spec.key
+        if remembered is not None and source == "memory":
+            fields["remembered_entry"] = remembered.entry_id
+        return Resolution(decision, fields)
+
+    def remember_choice(self, choice: RememberChoice) -> None:
+        """Store the human's ``*_always`` answer (logged as ``permission.remembered``)."""
+        if self.memory is None:
+            return
+        query = choice.query
+        verdict, facts, _ = self.evaluate(query)
+        spec = spec_for(facts, verdict, self.policy.remember_rules, self.policy.remember)
+        base = {"session_id": query.session.session_id, "tool_call_id": str(facts.call.get("toolCallId", "")),
+                "decision": choice.decision.value, "option": choice.option.option_id}
+        if spec is None:
+            logs.decision("permission.not_remembered", {**base, "reason": "a matched rule says remember = false"})
+            return
+        entry_id = self.memory.remember(spec, choice.decision, now=time.time(), option_id=choice.option.option_id,
+                                        option_name=choice.option.name, agent=query.agent.name, title=facts.title)
+        if entry_id is not None:
+            logs.decision("permission.remembered", {**base, "entry_id": entry_id, "key": spec.key,
+                                                    "scope": spec.scope, "scope_value": spec.scope_value})
 
 
 def _match_fields(m: RuleMatch) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from policyd import logs
-from policyd.core.relay import Action, Consult, Log, Relay, Resolution, SendToAgent, SendToClient
+from policyd.core.relay import Action, Consult, Log, Relay, RememberChoice, Resolution, SendToAgent, SendToClient
 from policyd.reload import Reloader
 
 #: Bytes per read from either side.
@@ -119,6 +119,7 @@ class Proxy:
         self, argv: Sequence[str], relay: Relay, decide: Decider, kill_grace_s: float, reloader: Reloader | None = None
     ) -> None:
         self.reloader = reloader
+        self.on_remember: Callable[[RememberChoice], None] | None = None
         self.argv = list(argv)
         self.relay = relay
         self.decide = decide
@@ -207,6 +208,11 @@ class Proxy:
                 queue[0:0] = self.relay.resolve(action.key, self._safe_decide(action))
             elif isinstance(action, Log):
                 _log(action)
+            elif isinstance(action, RememberChoice) and self.on_remember is not None:
+                try:
+                    self.on_remember(action)
+                except Exception as exc:  # never let memory break the relay
+                    logs.get().error("remember.failed", error=repr(exc))
 
     def _safe_decide(self, consult: Consult) -> Resolution:
         if consult.query is None:
@@ -255,10 +261,17 @@ def _log(action: Log) -> None:
 
 
 def run_proxy(
-    argv: Sequence[str], relay: Relay, decide: Decider, kill_grace_s: float, reloader: Reloader | None = None
+    argv: Sequence[str],
+    relay: Relay,
+    decide: Decider,
+    kill_grace_s: float,
+    reloader: Reloader | None = None,
+    on_remember: Callable[[RememberChoice], None] | None = None,
 ) -> int:
     """Run the proxy until the agent exits; returns the exit code for policyd."""
-    return asyncio.run(Proxy(argv, relay, decide, kill_grace_s, reloader).run())
+    proxy = Proxy(argv, relay, decide, kill_grace_s, reloader)
+    proxy.on_remember = on_remember
+    return asyncio.run(proxy.run())
 
 
 def engine_decider(engine: Any) -> Decider:

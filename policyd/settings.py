@@ -24,6 +24,26 @@ from pydantic_settings import (
 DEFAULT_KILL_GRACE_S = 3.0
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> float | None:
+    """``"30d"``, ``"12h"``, ``"90m"``, ``"3600s"``, ``"3600"`` -> seconds; ``"never"`` -> None.
+    Raises ValueError naming the bad text."""
+    t = text.strip().lower()
+    if t == "never":
+        return None
+    unit = _UNITS.get(t[-1:])
+    number = t[:-1] if unit else t
+    try:
+        value = float(number) * (unit or 1)
+    except ValueError:
+        raise ValueError(f"duration must look like 30d, 12h, 90m, 3600s or never; got {text!r}") from None
+    if value <= 0:
+        raise ValueError(f"duration must be positive; got {text!r}")
+    return value
+
+
 def xdg_config_home() -> Path:
     return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
 
@@ -62,9 +82,24 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     kill_grace_s: float = Field(DEFAULT_KILL_GRACE_S, ge=0)
     home: str = Field(default_factory=lambda: os.environ.get("HOME", ""))
+    remember: bool = True
+    store_path: str | None = None
+    remember_expiry: str = "30d"
+    pass_always_to_agent: bool = False
     watch: bool = True
     rehash_s: float = Field(30.0, gt=0)
     force_polling: bool = False
+
+    @field_validator("remember_expiry")
+    @classmethod
+    def _expiry(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+    @property
+    def remember_expiry_s(self) -> float | None:
+        """Lifetime of a new remembered choice in seconds (None = never)."""
+        return parse_duration(self.remember_expiry)
 
     @field_validator("policy", "search_path", mode="before")
     @classmethod

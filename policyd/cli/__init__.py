@@ -45,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
     proxy.add_argument("--headless-fallback", choices=["deny", "cancel"], help="answer for ask when headless")
     proxy.add_argument("--decision-log", metavar="FILE", help="append decision log JSON lines here")
     proxy.add_argument("--kill-grace", type=float, dest="kill_grace_s", metavar="SECONDS")
+    proxy.add_argument("--store", dest="store_path", metavar="FILE", help="remembered-choices SQLite file")
+    proxy.add_argument("--no-remember", action="store_true", help="neither use nor store remembered choices")
+    proxy.add_argument("--remember-expiry", metavar="DURATION", help="lifetime of new choices: 30d, 12h, never")
+    proxy.add_argument("--pass-always-to-agent", action="store_true", default=None,
+                       help="relay the client's *_always answers unchanged (default: as *_once)")
     proxy.add_argument("--no-watch", action="store_true", help="do not watch policy files (SIGHUP still reloads)")
     proxy.add_argument("--force-polling", action="store_true", help="poll policy files instead of inotify")
     proxy.add_argument("--rehash", type=float, dest="rehash_s", metavar="SECONDS", help="periodic re-hash interval")
@@ -58,6 +63,20 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("file", nargs="?", default="-")
 
     sub.add_parser("status", help="show the policy in force in every running policyd proxy")
+
+    rem = sub.add_parser("remembered", help="list or forget remembered allow_always / reject_always choices")
+    rem.add_argument("--store", dest="store_path", metavar="FILE")
+    rem.add_argument("--config", metavar="FILE")
+    rem_sub = rem.add_subparsers(dest="action", required=True)
+    lst = rem_sub.add_parser("list", help="list entries")
+    lst.add_argument("--json", action="store_true", help="one JSON object per line")
+    lst.add_argument("--scope", choices=["workspace", "global"])
+    lst.add_argument("--match", metavar="TEXT", help="only entries whose key or title contains TEXT")
+    lst.add_argument("--all", action="store_true", help="include expired entries")
+    fg = rem_sub.add_parser("forget", help="delete entries (running proxies stop using them at once)")
+    fg.add_argument("ids", nargs="*", type=int, metavar="ID")
+    fg.add_argument("--all", action="store_true", help="every entry")
+    fg.add_argument("--match", metavar="TEXT", help="entries whose key or title contains TEXT")
 
     demo = sub.add_parser("demo", help="drive a scripted agent through the proxy and the shipped policies")
     demo.add_argument("--policy", action="append", metavar="PATH")
@@ -75,6 +94,10 @@ def _settings(args: argparse.Namespace) -> Settings:
         "watch": False if getattr(args, "no_watch", False) else None,
         "force_polling": True if getattr(args, "force_polling", False) else None,
         "rehash_s": getattr(args, "rehash_s", None),
+        "store_path": getattr(args, "store_path", None),
+        "remember": False if getattr(args, "no_remember", False) else None,
+        "remember_expiry": getattr(args, "remember_expiry", None),
+        "pass_always_to_agent": getattr(args, "pass_always_to_agent", None),
     }
     return load_settings(cli, getattr(args, "config", None))
 
@@ -95,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _check(settings)
     if args.command == "status":
         return _status()
+    if args.command == "remembered":
+        return _remembered(settings, args)
     if args.command == "eval":
         return _eval(settings, args.file)
     return _proxy(settings, args.agent, getattr(args, "config", None))
@@ -127,8 +152,10 @@ def _proxy(settings: Settings, agent: list[str], args_config: str | None) -> int
     from policyd import status
     from policyd.core.relay import Relay
     from policyd.engine import Engine
+    from policyd.memory import Memory
     from policyd.proxy import engine_decider, run_proxy
     from policyd.reload import Reloader
+    from policyd.store import default_path as default_store_path
 
     if agent and agent[0] == "--":
         agent = agent[1:]
@@ -142,8 +169,16 @@ def _proxy(settings: Settings, agent: list[str], args_config: str | None) -> int
         for err in exc.errors:
             print(f"policyd: {err}", file=sys.stderr)
         return USAGE_ERROR
-    relay = Relay(headless=settings.headless, headless_fallback=settings.headless_fallback, home=settings.home)
-    engine = Engine(loaded.policy)
+    relay = Relay(
+        headless=settings.headless,
+        headless_fallback=settings.headless_fallback,
+        home=settings.home,
+        pass_always_to_agent=settings.pass_always_to_agent,
+    )
+    memory = None
+    if settings.remember:
+        memory = Memory(settings.store_path or default_store_path(), settings.remember_expiry_s)
+    engine = Engine(loaded.policy, memory)
     cli_policy, config = list(settings.policy), args_config
 
     def paths() -> tuple[list[str], list[str], str | None]:
@@ -165,11 +200,49 @@ def _proxy(settings: Settings, agent: list[str], args_config: str | None) -> int
     status.write(reloader.status, agent)
     try:
         return run_proxy(
-            agent, relay, engine_decider(engine), settings.kill_grace_s, reloader if settings.watch else None
+            agent,
+            relay,
+            engine_decider(engine),
+            settings.kill_grace_s,
+            reloader if settings.watch else None,
+            on_remember=engine.remember_choice,
         )
     finally:
         status.remove()
         logs.close()
+
+
+def _remembered(settings: Settings, args: argparse.Namespace) -> int:
+    from policyd.store import Store, StoreError, default_path
+
+    path = settings.store_path or default_path()
+    try:
+        store = Store(path)
+        if args.action == "list":
+            now = None if args.all else time.time()
+            entries = store.entries(scope=args.scope, match=args.match, now=now)
+            for e in entries:
+                if args.json:
+                    print(json.dumps(e.as_dict()))
+                else:
+                    created = datetime.datetime.fromtimestamp(e.created_at, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M")
+                    expires = "never" if e.expires_at is None else datetime.datetime.fromtimestamp(
+                        e.expires_at, tz=datetime.UTC).strftime("%Y-%m-%d")
+                    where = e.scope if e.scope == "global" else f"{e.scope} {e.scope_value}"
+                    print(f"{e.id:>6}  {e.decision:<5}  {e.key}  [{where}]  created {created}, expires {expires}"
+                          f"  (chose {e.origin_option!r} for {e.example_title!r})")
+            if not args.json:
+                print(f"{len(entries)} entries in {path}", file=sys.stderr)
+            return 0
+        if not (args.ids or args.all or args.match):
+            print("policyd remembered forget: give entry IDs, --match TEXT or --all", file=sys.stderr)
+            return USAGE_ERROR
+        count = store.forget(ids=args.ids, match=args.match, everything=args.all)
+        print(f"forgot {count} entries")
+        return 0
+    except StoreError as exc:
+        print(f"policyd: {exc}", file=sys.stderr)
+        return 1
 
 
 def find_config_quiet(config: str | None) -> Path | None:

@@ -174,6 +174,20 @@ class Program:
         raise CelEvalError(f"rule must yield a bool, got {type(result).__name__}")
 
 
+    def evaluate_text(self, activation: Mapping[str, Any]) -> str:
+        """Evaluate an expression that must yield a string (e.g. a remember key).
+
+        Raises CelEvalError when evaluation fails or the result is not a string.
+        """
+        try:
+            with _LOCK:
+                result = self.runner.evaluate(dict(activation))
+        except Exception as exc:
+            raise CelEvalError(_eval_message(exc)) from exc
+        if isinstance(result, celtypes.StringType):
+            return str(result)
+        raise CelEvalError(f"expression must yield a string, got {type(result).__name__}")
+
     def non_bool_type(self, activation: Mapping[str, Any]) -> str:
         """The CEL type name when evaluating gives a value that is not a bool, else ``""``
         (a bool, or an evaluation error: the input may simply not fit). Used at load time to

@@ -24,12 +24,13 @@ import hashlib
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from policyd.core import cel
 from policyd.core.facts import TOOL_FIELDS, Facts
 from policyd.core.model import TOOL_KINDS, Decision, PermissionOption, PermissionQuery, SessionInfo
+from policyd.core.remember import RememberConfig, parse_config
 
 #: Session cwd of inline examples (their relative paths resolve against it).
 EXAMPLE_CWD = "/workspace/project"
@@ -41,7 +42,7 @@ EXAMPLE_OPTIONS = tuple(
 )
 
 _POLICY_KEYS = frozenset({"name", "description", "default"})
-_RULE_KEYS = frozenset({"id", "description", "kinds", "when", "decision", "reason", "examples"})
+_RULE_KEYS = frozenset({"id", "description", "kinds", "when", "decision", "reason", "examples", "remember"})
 _EXAMPLE_KEYS = frozenset({"kind", "title", "paths", "command", "url", "raw_input", "cwd", "name"})
 _RULE_HEADER = re.compile(r"^\s*\[\[\s*rule\s*\]\]")
 _TOOL_FIELD_REF = re.compile(r"\btool\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
@@ -86,6 +87,7 @@ class Rule:
     file: str
     line: int
     needs: frozenset[str]
+    remember: RememberConfig | None = None
 
     def applies_to(self, kind: str) -> bool:
         """The ``kinds`` prefilter: empty means every kind."""
@@ -100,6 +102,7 @@ class PolicyFile:
     default: Decision
     rules: tuple[Rule, ...]
     sha256: str
+    remember: RememberConfig | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +114,8 @@ class PolicySet:
     default: Decision
     hash: str
     needs: frozenset[str]
+    remember: RememberConfig | None = None  # the first file's [remember] table
+    remember_rules: Mapping[str, RememberConfig] = field(default_factory=dict)
 
     @property
     def short_hash(self) -> str:
@@ -184,8 +189,14 @@ def parse_file(path: str, text: str) -> tuple[PolicyFile | None, list[LoadError]
         return None, [LoadError(path, int(m.group(1)) if m else 0, "", f"invalid TOML: {exc}")]
 
     for key in data:
-        if key not in ("policy", "rule"):
-            errors.append(LoadError(path, 0, "", f"unknown top-level key {key!r} (expected [policy] and [[rule]])"))
+        if key not in ("policy", "rule", "remember"):
+            errors.append(
+                LoadError(path, 0, "", f"unknown top-level key {key!r} (expected [policy], [remember], [[rule]])")
+            )
+    file_remember, remember_errors = parse_config(data.get("remember"))
+    if "remember" in data and not isinstance(data["remember"], dict):
+        remember_errors = ["[remember] must be a table"]
+    errors.extend(LoadError(path, 0, "", m) for m in remember_errors)
     head = data.get("policy", {})
     if not isinstance(head, dict):
         return None, [LoadError(path, 0, "", "[policy] must be a table")]
@@ -216,7 +227,7 @@ def parse_file(path: str, text: str) -> tuple[PolicyFile | None, list[LoadError]
         if rule is not None:
             rules.append(rule)
     sha = hashlib.sha256(text.encode()).hexdigest()
-    return PolicyFile(path, name, description, default, tuple(rules), sha), errors
+    return PolicyFile(path, name, description, default, tuple(rules), sha, file_remember), errors
 
 
 def _parse_rule(path: str, text: str, line: int, raw: object) -> tuple[Rule | None, list[LoadError]]:
@@ -249,6 +260,8 @@ def _parse_rule(path: str, text: str, line: int, raw: object) -> tuple[Rule | No
         if unknown:
             msgs.append(f"unknown kinds {unknown}; ACP ToolKinds are {sorted(TOOL_KINDS)}")
         kinds = frozenset(kinds_raw)
+    remember, remember_errors = parse_config(raw.get("remember"))
+    msgs.extend(remember_errors)
     errors = [LoadError(path, line, rule_id, m) for m in msgs]
 
     program: cel.Program | None = None
@@ -262,7 +275,7 @@ def _parse_rule(path: str, text: str, line: int, raw: object) -> tuple[Rule | No
             errors.append(LoadError(path, at, rule_id, f"{exc.message}{col} in when = {when!r}"))
     if errors or program is None:
         return None, errors
-    rule = Rule(rule_id, description, kinds, when, program, decision, reason, path, line, _needs(when))
+    rule = Rule(rule_id, description, kinds, when, program, decision, reason, path, line, _needs(when), remember)
     for probe in _probes():
         wrong = program.non_bool_type(probe)
         if wrong:
@@ -397,4 +410,6 @@ def build_set(sources: Sequence[tuple[str, str]]) -> PolicySet:
         default=Decision.strictest([f.default for f in files]),
         hash=digest.hexdigest(),
         needs=needs,
+        remember=next((f.remember for f in files if f.remember is not None), None),
+        remember_rules={r.id: r.remember for r in rules if r.remember is not None},
     )

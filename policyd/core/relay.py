@@ -87,7 +87,19 @@ class Log:
     fields: Mapping[str, Any] = field(default_factory=dict)
 
 
-Action = SendToAgent | SendToClient | Consult | Log
+@dataclass(frozen=True, slots=True)
+class RememberChoice:
+    """The human answered a forwarded request with an ``allow_always``/``reject_always``
+    option: the shell stores it (``decision`` ALLOW or DENY, ``option`` as chosen)."""
+
+    query: PermissionQuery
+    decision: Decision
+    option: PermissionOption
+
+
+Action = SendToAgent | SendToClient | Consult | Log | RememberChoice
+
+_ALWAYS = {"allow_always": "allow_once", "reject_always": "reject_once"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +135,20 @@ class Relay:
 
     ``headless``: there is no human to ask; ask becomes ``headless_fallback``: ``"deny"``
     (the first reject option) or ``"cancel"`` (outcome ``cancelled``); never an allow.
-    ``home`` expands ``~`` in paths.
+    ``home`` expands ``~`` in paths. ``pass_always_to_agent``: relay the client's
+    ``*_always`` answers unchanged (by default they reach the agent as the offered ``*_once``
+    option, so the agent does not mint a permanent rule of its own).
     """
 
-    def __init__(self, *, headless: bool = False, headless_fallback: str = "deny", home: str = "") -> None:
+    def __init__(
+        self,
+        *,
+        headless: bool = False,
+        headless_fallback: str = "deny",
+        home: str = "",
+        pass_always_to_agent: bool = False,
+    ) -> None:
+        self.pass_always_to_agent = pass_always_to_agent
         if headless_fallback not in ("deny", "cancel"):
             raise ValueError(f"headless fallback must be deny or cancel, got {headless_fallback!r}")
         self.headless = headless
@@ -140,7 +162,7 @@ class Relay:
         # agent->client output in order: bytes to send, or a consult's slot
         self._queue: deque[bytes | _Pending] = deque()
         self._by_key: dict[int, _Pending] = {}
-        self._forwarded: OrderedDict[str, str] = OrderedDict()
+        self._forwarded: OrderedDict[str, _Pending] = OrderedDict()
         self._next_key = 0
 
     # ------------------------------------------------------------------ client -> agent
@@ -162,10 +184,33 @@ class Relay:
             elif method == "session/cancel":
                 actions.extend(self._cancel_session(str(params.get("sessionId", ""))))
         elif "id" in msg:
-            key = _id_key(msg["id"])
-            if self._forwarded.pop(key, None) is not None:
-                actions.append(Log("permission.answered_by_client", {"request_id": msg["id"]}))
+            forwarded = self._forwarded.pop(_id_key(msg["id"]), None)
+            if forwarded is not None:
+                return self._client_answer(forwarded, msg, actions)
         return actions
+
+    def _client_answer(self, p: _Pending, msg: Mapping[str, Any], actions: list[Action]) -> list[Action]:
+        """The client answered a request we forwarded: remember an "always" choice, and
+        relay it to the agent as the matching ``*_once`` option unless configured not to."""
+        fields: dict[str, Any] = {"request_id": p.request_id, "session_id": p.session_id}
+        result = msg.get("result")
+        outcome = result.get("outcome") if isinstance(result, Mapping) else None
+        option_id = outcome.get("optionId") if isinstance(outcome, Mapping) else None
+        query = p.query
+        chosen = next((o for o in query.options if o.option_id == option_id), None) if query else None
+        fields["answer"] = option_id if chosen else (outcome.get("outcome") if isinstance(outcome, Mapping) else None)
+        if query is None or chosen is None or chosen.kind not in _ALWAYS:
+            return [*actions, Log("permission.answered_by_client", fields)]
+        decision = Decision.ALLOW if chosen.kind == "allow_always" else Decision.DENY
+        extra: list[Action] = [RememberChoice(query, decision, chosen)]
+        once = next((o for o in query.options if o.kind == _ALWAYS[chosen.kind]), None)
+        if once is not None and not self.pass_always_to_agent:
+            new_result = {**(result if isinstance(result, Mapping) else {})}
+            new_result["outcome"] = {"outcome": "selected", "optionId": once.option_id}
+            rewritten = _response(msg["id"], result=new_result)
+            actions[0] = SendToAgent(rewritten)
+            fields["relayed_as"] = once.option_id
+        return [*actions, *extra, Log("permission.answered_by_client", fields)]
 
     def _track_client_request(self, request_id: Any, method: str, params: Mapping[str, Any]) -> None:
         if method == "initialize":
@@ -326,7 +371,7 @@ class Relay:
     def _forward(self, p: _Pending) -> None:
         """Forward the request's own bytes to the client, in its place in the order."""
         p.forward = True
-        self._forwarded[_id_key(p.request_id)] = p.session_id
+        self._forwarded[_id_key(p.request_id)] = p
         while len(self._forwarded) > MAX_FORWARDED:
             self._forwarded.popitem(last=False)
 

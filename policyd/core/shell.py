@@ -27,18 +27,18 @@ from dataclasses import dataclass, field
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
+#: Nesting of shell-in-shell strings (bash -c, eval, ssh, heredoc to sh) before giving up.
 MAX_DEPTH: int = 4
-"""Nesting of shell-in-shell strings (bash -c, eval, su -c, ssh, heredoc to a shell) analysed
-before giving up: deeper nesting only hides intent and multiplies work."""
-
+#: Commands listed at most; exceeding sets parse_ok False (bounded work for CEL).
 MAX_COMMANDS: int = 2000
-"""Cap on commands listed; exceeding it sets parse_ok False (bounded work for CEL)."""
-
-MAX_INPUT_CHARS: int = 1_000_000
-"""Longest text analysed at all (bounds parse time); longer input is refused, parse_ok False."""
-
+#: Longest text analysed (bounds tree-sitter parse time to ~0.2 s); longer: parse_ok False.
+MAX_INPUT_CHARS: int = 256 * 1024
+#: Longest wrapper chain unwrapped (sudo env nice ...): each level copies the remaining words.
+MAX_WRAPPERS: int = 32
+#: Total chars of command texts + args kept: nested $(..) repeat inner text in every level.
+MAX_TEXT_CHARS: int = 4 * 1024 * 1024
+#: Error messages kept (one is enough to make parse_ok False).
 MAX_ERRORS: int = 20
-"""At most this many error messages are kept (one is enough to set parse_ok False)."""
 
 _HARD_MAX_DEPTH = 16  # caller-supplied max_depth is clamped to this (bounded recursion)
 
@@ -253,10 +253,9 @@ def _collect(node: Node, src: bytes, out: list[str], pat: list[str]) -> bool:
             out.append(_unescape_unquoted(gap))
             pat.append(gap)
         return dyn
-    raw = _dec(src[node.start_byte : node.end_byte])
-    out.append(raw)
+    out.append(_dec(src[node.start_byte : node.end_byte]))
     pat.append("\0")
-    return t in _EXPANSIONS or "$" in raw or "`" in raw
+    return True  # an expansion, or a node kind this reader does not know: not a literal
 
 
 def _word(node: Node, src: bytes) -> _Word:
@@ -286,7 +285,7 @@ def _word(node: Node, src: bytes) -> _Word:
 
 def _norm_name(value: str, dyn: bool) -> str:
     """``/usr/bin/rm`` -> ``rm``; ``\\rm`` -> ``rm``; case kept; ``$(..)`` names kept whole."""
-    if dyn and ("$(" in value or "`" in value or "${" in value):
+    if dyn and ("(" in value or "`" in value or ")" in value):
         return value
     s = value.lstrip("\\\"'")
     b = s.rstrip("/")
@@ -360,7 +359,7 @@ def _merge(a: _Spec, b: _Spec) -> _Spec:
 
 _DEFAULT = _Spec()
 
-_RM = _mk(al="r R recursive|f force|i|I|interactive|d dir|v verbose|one-file-system|"
+_RM = _mk(al="r R recursive|f force|i interactive|I|d dir|v verbose|one-file-system|"
           "no-preserve-root|preserve-root")
 _CP = _mk(vs="tS", vl="target-directory suffix backup reflink sparse preserve",
           al="r R recursive|f force|i interactive|n no-clobber|a archive|l link|"
@@ -867,6 +866,7 @@ _PATH_OPTS: dict[str, frozenset[str]] = {
 _PATTERN_FIRST = frozenset({"sed", "gsed", "awk", "gawk", "mawk", "nawk", "grep", "egrep",
                             "fgrep", "zgrep", "rg", "ag"})
 _PATTERN_GIVEN = frozenset({"e", "expression", "regexp", "f", "file"})
+_PROC_SUBST = ("<(", ">(")  # operands that are process substitutions, not paths
 _CHMOD_MODE = re.compile(r"[-+=][rwxXstugo]*")
 # git config keys whose value git runs through the shell (``!`` prefixed for alias/helper).
 _GIT_SHELL_KEYS = re.compile(
@@ -1139,7 +1139,10 @@ def _h_ssh(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
             if m:
                 out.shells.append((m.group(2), "ssh -o"))
     if i < len(vals):
-        rest = vals[i + 1 :]
+        more, _, j = _getopt(vals, i + 1, len(vals), _SSH, stop_first=True)  # ssh host -t -- cmd
+        opts = opts + more
+        out.opt_end = j
+        rest = vals[j:]
         if rest:
             out.shells.append((" ".join(rest), "ssh"))
         elif not _has(opts, "N", "W", "O"):
@@ -1308,6 +1311,9 @@ def _parse_program(key: str, vals: Sequence[str], out: _Out) -> None:
             out.opt_end = i
         out.positionals = list(vals[i:])
         return
+    if key == "tar" and vals and _TAR_OLD_STYLE.fullmatch(vals[0]):
+        vals = _tar_old_style(vals)
+        end = len(vals)
     if sp is None:
         spec = _FILE_SPECS.get(key) or _WRAPPER_SPECS.get(key) or _DEFAULT
         opts, pos, _ = _getopt(vals, 0, end, spec)
@@ -1374,6 +1380,26 @@ def _parse_program(key: str, vals: Sequence[str], out: _Out) -> None:
     out.positionals = positionals + pos
     if key == "git":
         _git_shells(g_opts, sub_key, opts, out)
+        out.paths.extend(v for n, v in g_opts if n in ("C", "git-dir", "work-tree") and v)
+        rest = vals[i:end]
+        if "--" in rest:  # pathspecs
+            out.paths.extend(p for p in rest[rest.index("--") + 1 :] if p)
+        elif sub_key == "diff" and _has(opts, "no-index"):
+            out.paths.extend(p for p in pos if p)
+
+
+_TAR_OLD_STYLE = re.compile(r"[A-Za-z]+")
+
+
+def _tar_old_style(vals: Sequence[str]) -> list[str]:
+    """``tar xzf a.tgz dir`` -> ``tar -x -z -f a.tgz dir`` (value letters take args in order)."""
+    out: list[str] = []
+    rest = list(vals[1:])
+    for c in vals[0]:
+        out.append("-" + c)
+        if c in _TAR.val_short and rest:
+            out.append(rest.pop(0))
+    return out + rest
 
 
 def _git_shells(g_opts: _Opts, sub: str, opts: _Opts, out: _Out) -> None:
@@ -1403,9 +1429,25 @@ def _chmod_flags(vals: Sequence[str], spec: _Spec) -> set[str]:
 def _paths(key: str, opts: _Opts, pos: list[str], out: _Out) -> None:
     """Path-like operands of file commands (raw, unresolved)."""
     found: list[str] = []
-    path_opts = _PATH_OPTS.get(key)
-    if path_opts:
-        found.extend(v for n, v in opts if n in path_opts and v)
+    path_opts = _PATH_OPTS.get(key, frozenset())
+    for n, v in opts:
+        if not v:
+            continue
+        if n in path_opts:
+            found.append(v)
+        elif key != "curl":
+            continue
+        elif n in ("d", "data", "data-binary", "data-ascii", "json"):
+            if v.startswith("@") and v[1:] != "-":
+                found.append(v[1:])
+        elif n == "data-urlencode":
+            head, at, tail = v.partition("@")
+            if at and "=" not in head and tail != "-":
+                found.append(tail)
+        elif n in ("F", "form"):
+            _, eq, fv = v.partition("=")
+            if eq and fv[:1] in ("@", "<") and fv[1:] != "-":
+                found.append(fv[1:].split(";", 1)[0])
     if key in _ALL_POS_FILES:
         found.extend(pos)
     elif key in ("chmod", "chown", "chgrp"):
@@ -1417,30 +1459,9 @@ def _paths(key: str, opts: _Opts, pos: list[str], out: _Out) -> None:
         found.extend(p[3:] for p in pos if p.startswith(("if=", "of=")) and len(p) > 3)
     elif key in ("source", "."):
         found.extend(pos[:1])
-    elif key == "tar":
-        if _has(opts, "c", "create", "r", "append", "u", "update"):
-            found.extend(pos)
-    elif key == "find":
-        for p in pos:
-            if p.startswith(("-", "(", "!")):
-                break
-            found.append(p)
-    elif key == "curl":
-        for n, v in opts:
-            if not v:
-                continue
-            if n in ("d", "data", "data-binary", "data-ascii", "json"):
-                if v.startswith("@") and v[1:] != "-":
-                    found.append(v[1:])
-            elif n == "data-urlencode":
-                head, at, tail = v.partition("@")
-                if at and "=" not in head and tail != "-":
-                    found.append(tail)
-            elif n in ("F", "form"):
-                _, eq, fv = v.partition("=")
-                if eq and fv[:1] in ("@", "<") and fv[1:] != "-":
-                    found.append(fv[1:].split(";", 1)[0])
-    out.paths.extend(p for p in found if p and p not in ("-", "{}"))
+    elif key == "tar" and _has(opts, "c", "create", "r", "append", "u", "update"):
+        found.extend(pos)  # files being archived
+    out.paths.extend(p for p in found if p and p not in ("-", "{}") and p[:2] not in _PROC_SUBST)
 
 
 def _analyse_argv(vals: Sequence[str], name: str) -> _Out:
@@ -1526,6 +1547,13 @@ _EXPRESSIONS = frozenset({
     "binary_expression", "parenthesized_expression", "postfix_expression",
     "ternary_expression", "array", "subscript",
 })
+# Children of a command node that are not its arguments (`time (cmd)` puts a subshell there).
+_NOT_ARGS = frozenset({
+    "subshell", "compound_statement", "do_group", "pipeline", "list", "redirected_statement",
+    "if_statement", "while_statement", "for_statement", "c_style_for_statement",
+    "case_statement", "function_definition", "command", "negated_command", "test_command",
+    "comment", "declaration_command", "unset_command",
+})
 _WORDISH = frozenset({"word", "number", "raw_string", "ansi_c_string", "string",
                       "translated_string", "concatenation"})
 # Nodes through which a heredoc/here-string reaches the stdin of the commands inside.
@@ -1542,7 +1570,7 @@ class _State:
     """Accumulates results across the top-level text and nested shell strings."""
 
     __slots__ = ("assignments", "commands", "dynamic", "errors", "full", "max_depth", "paths",
-                 "redirects")
+                 "redirects", "text_left")
 
     def __init__(self, max_depth: int) -> None:
         self.commands: list[SimpleCommand] = []
@@ -1553,6 +1581,7 @@ class _State:
         self.dynamic = False
         self.full = False
         self.max_depth = max_depth
+        self.text_left = MAX_TEXT_CHARS
 
     def error(self, msg: str) -> None:
         if len(self.errors) < MAX_ERRORS:
@@ -1564,6 +1593,11 @@ class _State:
         if len(self.commands) >= MAX_COMMANDS:
             self.full = True
             self.error(f"more than MAX_COMMANDS={MAX_COMMANDS} commands")
+            return False
+        self.text_left -= len(cmd.text) + sum(len(a) for a in cmd.args)
+        if self.text_left < 0:
+            self.full = True
+            self.error(f"more than MAX_TEXT_CHARS={MAX_TEXT_CHARS} characters of commands")
             return False
         self.commands.append(cmd)
         if cmd.dynamic:
@@ -1598,8 +1632,8 @@ def _analyze_text(st: _State, text: str, depth: int, label: str) -> None:
 class _Walker:
     """Walks one parse tree (iteratively: long && chains nest deeply)."""
 
-    __slots__ = ("bare_cat", "depth", "echo", "has_error", "label", "parent", "prev",
-                 "runs_output", "src", "st", "stdin", "tolerated")
+    __slots__ = ("bare_cat", "depth", "echo", "has_error", "heredoc_floor", "heredocs", "label",
+                 "parent", "prev", "runs_output", "src", "st", "stdin", "tolerated")
 
     def __init__(self, st: _State, src: bytes, depth: int, label: str) -> None:
         self.st = st
@@ -1615,6 +1649,8 @@ class _Walker:
         # Node.parent / sibling lookups are O(siblings) in tree-sitter: record what is needed.
         self.parent: dict[int, Node] = {}  # for children of _TRACK_PARENT nodes
         self.prev: dict[int, Node] = {}  # previous named sibling, in pipelines (and on errors)
+        self.heredocs: dict[int, tuple[str, bool]] = {}  # heredoc_redirect id -> body, quoted
+        self.heredoc_floor = 0  # a heredoc body starts after the previous one's end
 
     def text(self, node: Node) -> str:
         return _dec(self.src[node.start_byte : node.end_byte])
@@ -1667,7 +1703,7 @@ class _Walker:
             "file_redirect": self.redirect,
             "heredoc_redirect": self.redirect,
             "herestring_redirect": self.redirect,
-            "heredoc_body": self.heredoc_body,
+            "#heredoc": self.heredoc_done,
         }
         stack: list[tuple[Node, str]] = [(root, root.type)]
         while stack:
@@ -1677,6 +1713,8 @@ class _Walker:
             handler = handlers.get(t)
             if handler is not None:
                 kids = handler(node)
+                if t == "heredoc_redirect":
+                    stack.append((node, "#heredoc"))
             elif (
                 t == "command_substitution"
                 and src[node.start_byte : node.start_byte + 1] == b"`"
@@ -1687,6 +1725,8 @@ class _Walker:
             else:
                 if t in _DYNAMIC_NODES:
                     st.dynamic = True
+                elif t == "for_statement" and not st.dynamic:
+                    st.dynamic = any(_word(v, src).dyn for v in node.children_by_field_name("value"))
                 kids = node.named_children
             if t in _TRACK_PARENT:
                 prev: Node | None = None
@@ -1750,6 +1790,7 @@ class _Walker:
 
     def command(self, node: Node) -> list[Node]:
         src = self.src
+        cut = node.end_byte
         name_node: Node | None = None
         args: list[Node] = []
         more: list[Node] = []
@@ -1767,9 +1808,12 @@ class _Walker:
                     more.append(ch)
                     if inner:
                         self._note_runs_output(inner[0])
-            elif ct in _REDIRECTS:
+            elif ct in _REDIRECTS or ct in _NOT_ARGS:
                 more.append(ch)
             elif name_node is not None:
+                if src[ch.start_byte : ch.start_byte + 1] == b"\n":
+                    cut = ch.start_byte  # tree-sitter quirk: a heredoc body line taken as args
+                    break
                 w = _word(ch, src)
                 words.append(w)
                 args.append(ch)
@@ -1779,7 +1823,7 @@ class _Walker:
                 more.append(ch)
         if name_node is None or name_node.end_byte == name_node.start_byte:
             return more
-        stdin, name = self.emit(words, self.text(node), node)
+        stdin, name = self.emit(words, _dec(src[node.start_byte : cut]).rstrip(), node)
         key = name.lower()
         if key in _RUNS_ARG and args:
             self._note_runs_output(args[-1])
@@ -1823,7 +1867,9 @@ class _Walker:
         st = self.st
         stdin = ""
         first_name = ""
-        work: list[tuple[list[_Word], str, str] | tuple[str, str]] = [(words, text, "")]
+        # at depth > 0 the commands of the string are produced by its wrapper ("bash -c"...)
+        work: list[tuple[list[_Word], str, str] | tuple[str, str]] = [(words, text, self.label)]
+        unwrapped = 0
         while work:
             item = work.pop()
             if len(item) == 2:
@@ -1863,6 +1909,10 @@ class _Walker:
             if out.stdin:
                 stdin = out.stdin
             if out.inners or out.shells:
+                unwrapped += 1
+                if unwrapped > MAX_WRAPPERS:
+                    st.error(f"wrapper chain longer than MAX_WRAPPERS={MAX_WRAPPERS} at {name!r}")
+                    break
                 pending: list[tuple[list[_Word], str, str] | tuple[str, str]] = []
                 for a, b, lab in out.inners:
                     sub = ws[1 + a : 1 + b]
@@ -1878,22 +1928,14 @@ class _Walker:
         t = node.type
         src = self.src
         if t == "heredoc_redirect":
-            start = node.child_by_field_name("heredoc_start") or next(
-                (c for c in node.named_children if c.type == "heredoc_start"), None)
-            op_end = start.start_byte if start is not None else node.end_byte
-            op = _dec(src[node.start_byte : op_end]).strip()
-            delim = self.text(start) if start is not None else ""
-            body = next((c for c in node.named_children if c.type == "heredoc_body"), None)
-            quoted = any(q in delim for q in "'\"\\")
-            dyn = bool(
-                body is not None
-                and not quoted
-                and any(c.type in _EXPANSIONS for c in body.named_children)
-            )
+            body, quoted, op = self._heredoc_text(node)
+            dyn = not quoted and ("$" in body or "`" in body)
             st.redirects.append(Redirect(op or "<<", "", dyn))
             if dyn:
                 st.dynamic = True
-            return node.named_children
+            self.heredocs[node.id] = (body, quoted)
+            # the body is handled (as "#heredoc") once the rest of the line has been walked
+            return [k for k in node.named_children if k.type != "heredoc_body"]
         if t == "herestring_redirect":
             content = [c for c in node.named_children if c.type != "file_descriptor"]
             w = _word(content[-1], src) if content else _Word("", False, 0, 0)
@@ -1921,7 +1963,7 @@ class _Walker:
         if w.dyn:
             st.dynamic = True
         fd_dup = op.endswith("&") and (w.value.isdigit() or w.value.endswith("-"))
-        if w.value and not fd_dup:
+        if w.value and not fd_dup and w.value[:2] not in _PROC_SUBST:
             st.paths[w.value] = None
         return node.named_children
 
@@ -1966,25 +2008,85 @@ class _Walker:
         sub = self.parent.get(owner.id)
         return sub is not None and sub.type == "command_substitution" and sub.id in self.runs_output
 
-    def heredoc_body(self, node: Node) -> list[Node]:
-        redirect = self.parent.get(node.id)
-        label = ""
-        if redirect is not None:
-            shell = self._owner_stdin(redirect)
-            if not shell:
-                for ch in redirect.named_children:
-                    if ch.type == "pipeline":
-                        shell = self._stdin_of(ch)
-                        if shell:
-                            break
-            if shell:
-                label = f"{shell} <<"
-            elif self._cat_output_runs(redirect):
-                label = "$(cat <<)"
+    def _heredoc_text(self, node: Node) -> tuple[str, bool, str]:
+        """(body, delimiter quoted?, operator) of a heredoc, taken from the source.
+
+        tree-sitter-bash mis-bounds some bodies (a first line starting with a backslash, tab
+        stripping with <<-), so the body is the text from the line after the operator (or
+        after the previous heredoc) up to the end delimiter.
+        """
+        start = end = body = None
+        for k in node.named_children:
+            if k.type == "heredoc_start":
+                start = k
+            elif k.type == "heredoc_end":
+                end = k
+            elif k.type == "heredoc_body":
+                body = k
+        src = self.src
+        op_end = start.start_byte if start is not None else node.end_byte
+        op = _dec(src[node.start_byte : op_end]).strip()
+        delim = self.text(start) if start is not None else ""
+        quoted = any(q in delim for q in "'\"\\")
+        nl = src.find(b"\n", start.end_byte if start is not None else node.start_byte)
+        b0 = max(nl + 1 if nl >= 0 else len(src), self.heredoc_floor)
+        if end is not None:
+            b1 = end.start_byte
+            self.heredoc_floor = end.end_byte
+        else:
+            b1 = body.end_byte if body is not None else len(src)
+        return _dec(src[b0 : max(b0, b1)]), quoted, op
+
+    def heredoc_done(self, redirect: Node) -> list[Node]:
+        """Parse a heredoc body fed to a shell; else run the substitutions an unquoted one has."""
+        body, quoted = self.heredocs.pop(redirect.id, ("", True))
+        shell = self._owner_stdin(redirect)
+        if not shell:
+            for ch in redirect.named_children:
+                if ch.type == "pipeline":
+                    shell = self._stdin_of(ch)
+                    if shell:
+                        break
+        label = f"{shell} <<" if shell else ("$(cat <<)" if self._cat_output_runs(redirect) else "")
         if label:
-            _analyze_text(self.st, self.text(node), self.depth + 1, label)
-            return []
-        return node.named_children
+            _analyze_text(self.st, body, self.depth + 1, label)
+        elif not quoted:
+            for sub in _substitutions(body):
+                _analyze_text(self.st, sub, self.depth + 1, "heredoc $(..)")
+        return []
+
+
+def _substitutions(text: str) -> list[str]:
+    """The insides of ``$(..)`` and backticks in heredoc text (naive paren matching)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+        elif text.startswith("$((", i):
+            i += 3
+        elif text.startswith("$(", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if text[j] == "\\":
+                    j += 1
+                elif text[j] == "(":
+                    depth += 1
+                elif text[j] == ")":
+                    depth -= 1
+                j += 1
+            out.append(text[i + 2 : j - 1 if depth == 0 else j])
+            i = j
+        elif c == "`":
+            j = i + 1
+            while j < n and text[j] != "`":
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i + 1 : j])
+            i = j + 1
+        else:
+            i += 1
+    return out
 
 
 # --------------------------------------------------------------------------- entry points
@@ -2010,7 +2112,8 @@ def analyze(text: str, max_depth: int = MAX_DEPTH) -> ShellAnalysis:
         elif len(text) > MAX_INPUT_CHARS:
             st.error(f"input longer than MAX_INPUT_CHARS={MAX_INPUT_CHARS}")
         elif text.strip():
-            _analyze_text(st, text, 0, "")
+            # bash drops NUL bytes (and a NUL ends an execve argument): analyse without them
+            _analyze_text(st, text.replace("\0", ""), 0, "")
     except Exception as exc:  # the contract: never raise on any input
         st.error(f"internal error: {type(exc).__name__}: {exc}"[:200])
     return st.result()

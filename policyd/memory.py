@@ -1,0 +1,106 @@
+"""Remembered choices for the engine: the SQLite store plus session-scoped memory.
+
+``lookup`` searches the request's key in this session's memory, the workspace (session
+cwd) and the global scope; a reject wins over an allow. When the store cannot be used
+(unreadable, corrupt, schema from the future), lookups report failure — the engine then
+never allows on the policy's word alone (see ``core.remember.combine``) — and the error is
+logged once per :data:`REOPEN_S` while policyd retries to open it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+
+from policyd import logs
+from policyd.core.model import Decision, SessionInfo
+from policyd.core.remember import Remembered, RememberSpec
+from policyd.store import Store, StoreError
+
+#: Seconds between attempts to (re)open a store that failed.
+REOPEN_S = 5.0
+#: Session-scoped choices kept per process.
+MAX_SESSION_ENTRIES = 4096
+
+
+class Memory:
+    """``path``: the store file; ``expiry_s``: lifetime of new entries (None = never)."""
+
+    def __init__(self, path: str | Path, expiry_s: float | None) -> None:
+        self.path = Path(path)
+        self.expiry_s = expiry_s
+        self.store: Store | None = None
+        self.error: str | None = None
+        self._next_open = 0.0
+        self._session: dict[tuple[str, str], tuple[str, Decision]] = {}
+        self._ids = itertools.count(1)
+        self._open()
+
+    def _open(self) -> Store | None:
+        if self.store is not None:
+            return self.store
+        if time.monotonic() < self._next_open:
+            return None
+        self._next_open = time.monotonic() + REOPEN_S
+        try:
+            self.store = Store(self.path)
+            if self.error:
+                logs.get().info("remember.store_opened", path=str(self.path))
+            self.error = None
+        except StoreError as exc:
+            self.error = str(exc)
+            logs.get().error("remember.store_unavailable", path=str(self.path), error=self.error,
+                             effect="asking instead of answering from memory")
+        return self.store
+
+    def lookup(self, key: str, session: SessionInfo, now: float) -> tuple[Remembered | None, bool]:
+        """The remembered choice for ``key``, and whether the lookup failed."""
+        found = self._session.get((key, session.session_id))
+        if found is not None and found[1] is Decision.DENY:
+            return Remembered(found[0], found[1]), False
+        store = self._open()
+        if store is None:
+            return None, True
+        scopes = {"global": ""}
+        if session.cwd:
+            scopes["workspace"] = session.cwd
+        try:
+            entry = store.lookup(key, scopes, now)
+        except StoreError as exc:
+            logs.get().error("remember.lookup_failed", error=str(exc))
+            self._drop(exc)
+            return None, True
+        if entry is not None and (entry.decision == "deny" or found is None):
+            return Remembered(str(entry.id), Decision.parse(entry.decision)), False
+        if found is not None:
+            return Remembered(found[0], found[1]), False
+        return None, False
+
+    def remember(self, spec: RememberSpec, decision: Decision, *, now: float, option_id: str, option_name: str,
+                 agent: str, title: str) -> str | None:
+        """Store a choice; returns the entry id, or None when it could not be stored."""
+        if spec.scope == "session":
+            entry_id = f"session-{next(self._ids)}"
+            self._session[(spec.key, spec.scope_value)] = (entry_id, decision)
+            while len(self._session) > MAX_SESSION_ENTRIES:
+                self._session.pop(next(iter(self._session)))
+            return entry_id
+        store = self._open()
+        if store is None:
+            logs.get().error("remember.store_failed", key=spec.key, error=self.error or "store unavailable")
+            return None
+        expires = now + self.expiry_s if self.expiry_s is not None else None
+        try:
+            return str(store.remember(spec.key, spec.scope, spec.scope_value, decision.value, now=now,
+                                      expires_at=expires, origin_option=option_id, origin_name=option_name,
+                                      agent=agent, example_title=title))
+        except StoreError as exc:  # e.g. read-only or full disk: existing entries stay usable
+            logs.get().error("remember.store_failed", key=spec.key, error=str(exc))
+            return None
+
+    def _drop(self, exc: StoreError) -> None:
+        self.error = str(exc)
+        if self.store is not None:
+            self.store.close()
+        self.store = None
