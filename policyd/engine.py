@@ -60,10 +60,11 @@ class Engine:
             fields["remembered_entry"] = remembered.entry_id
         return Resolution(decision, fields)
 
-    def remember_choice(self, choice: RememberChoice) -> None:
-        """Store the human's ``*_always`` answer (logged as ``permission.remembered``)."""
+    def remember_choice(self, choice: RememberChoice) -> str | None:
+        """Store the human's ``*_always`` answer (logged as ``permission.remembered``);
+        returns the entry id, or None when nothing was stored."""
         if self.memory is None:
-            return
+            return None
         query = choice.query
         verdict, facts, _ = self.evaluate(query)
         spec = spec_for(facts, verdict, self.policy.remember_rules, self.policy.remember)
@@ -71,12 +72,13 @@ class Engine:
                 "decision": choice.decision.value, "option": choice.option.option_id}
         if spec is None:
             logs.decision("permission.not_remembered", {**base, "reason": "a matched rule says remember = false"})
-            return
+            return None
         entry_id = self.memory.remember(spec, choice.decision, now=time.time(), option_id=choice.option.option_id,
                                         option_name=choice.option.name, agent=query.agent.name, title=facts.title)
         if entry_id is not None:
             logs.decision("permission.remembered", {**base, "entry_id": entry_id, "key": spec.key,
                                                     "scope": spec.scope, "scope_value": spec.scope_value})
+        return entry_id
 
 
 def _match_fields(m: RuleMatch) -> dict[str, Any]:

@@ -9,6 +9,7 @@ When nothing at all is found, the shipped policies embedded in the package
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -30,8 +31,27 @@ def _dir_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.suffix == ".toml" and p.is_file())
 
 
-def collect(policy_paths: Sequence[str], search_path: Sequence[str]) -> tuple[list[Path], list[LoadError]]:
-    """The files to load, in order, and errors for explicit paths that are missing."""
+def insecure(path: Path) -> str:
+    """Why ``path`` may not hold policy for a daemon ("" when fine): it must be owned by root
+    or by the daemon's own user, and not writable by group or others (symlinks followed)."""
+    try:
+        st = path.stat()
+    except OSError as exc:
+        return f"cannot stat: {exc.strerror or exc}"
+    if st.st_uid not in (0, os.geteuid()):
+        return f"owned by uid {st.st_uid}, not by root or the daemon's user (uid {os.geteuid()})"
+    if st.st_mode & 0o022:
+        return f"writable by {'others' if st.st_mode & 0o002 else 'its group'} (mode {st.st_mode & 0o777:o})"
+    return ""
+
+
+def collect(
+    policy_paths: Sequence[str], search_path: Sequence[str], secure: bool = False
+) -> tuple[list[Path], list[LoadError]]:
+    """The files to load, in order, and errors for explicit paths that are missing.
+
+    ``secure`` (the daemon): every policy file and directory must pass :func:`insecure`.
+    """
     files: list[Path] = []
     errors: list[LoadError] = []
     for entry in search_path:
@@ -46,6 +66,12 @@ def collect(policy_paths: Sequence[str], search_path: Sequence[str]) -> tuple[li
             files.append(p)
         else:
             errors.append(LoadError(entry, 0, "", "policy path does not exist"))
+    if secure:
+        dirs = [Path(e) for e in [*search_path, *policy_paths] if Path(e).is_dir()]
+        for p in [*dirs, *files]:
+            why = insecure(p)
+            if why:
+                errors.append(LoadError(str(p), 0, "", f"refused: policy {why}"))
     return files, errors
 
 
@@ -73,9 +99,9 @@ def embedded_sources() -> list[tuple[str, str]]:
     return [(f"<embedded>/{n}", (root / n).read_text(encoding="utf-8")) for n in names]
 
 
-def load(policy_paths: Sequence[str], search_path: Sequence[str]) -> Loaded:
+def load(policy_paths: Sequence[str], search_path: Sequence[str], secure: bool = False) -> Loaded:
     """Load the whole policy set, all or nothing. Raises PolicyError with every problem."""
-    files, errors = collect(policy_paths, search_path)
+    files, errors = collect(policy_paths, search_path, secure)
     sources, read_errors = read_sources(files)
     errors.extend(read_errors)
     if errors:

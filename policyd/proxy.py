@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
 import signal
 import stat
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from policyd import logs
@@ -31,7 +32,10 @@ from policyd.reload import Reloader
 #: Bytes per read from either side.
 READ_CHUNK = 256 * 1024
 
-Decider = Callable[[Consult], Resolution]
+#: Decides a consult, synchronously (embedded engine) or not (the daemon).
+Decider = Callable[[Consult], Resolution | Awaitable[Resolution]]
+#: Stores a human's *_always choice, synchronously or not.
+Rememberer = Callable[[RememberChoice], object]
 
 
 def _is_pipe_like(fd: int) -> bool:
@@ -119,7 +123,8 @@ class Proxy:
         self, argv: Sequence[str], relay: Relay, decide: Decider, kill_grace_s: float, reloader: Reloader | None = None
     ) -> None:
         self.reloader = reloader
-        self.on_remember: Callable[[RememberChoice], None] | None = None
+        self.on_remember: Rememberer | None = None
+        self.local_decision_log = True  # False when a daemon writes the decision log
         self.argv = list(argv)
         self.relay = relay
         self.decide = decide
@@ -205,20 +210,23 @@ class Proxy:
             elif isinstance(action, SendToClient):
                 await self.stdout.write(action.data)
             elif isinstance(action, Consult):
-                queue[0:0] = self.relay.resolve(action.key, self._safe_decide(action))
+                queue[0:0] = self.relay.resolve(action.key, await self._safe_decide(action))
             elif isinstance(action, Log):
-                _log(action)
+                _log(action, self.local_decision_log)
             elif isinstance(action, RememberChoice) and self.on_remember is not None:
                 try:
-                    self.on_remember(action)
+                    result = self.on_remember(action)
+                    if inspect.isawaitable(result):
+                        await result
                 except Exception as exc:  # never let memory break the relay
                     logs.get().error("remember.failed", error=repr(exc))
 
-    def _safe_decide(self, consult: Consult) -> Resolution:
+    async def _safe_decide(self, consult: Consult) -> Resolution:
         if consult.query is None:
             return Resolution(None)
         try:
-            return self.decide(consult)
+            result = self.decide(consult)
+            return await result if inspect.isawaitable(result) else result
         except Exception as exc:  # fail closed: an engine fault is never an allow
             logs.get().error("permission.engine_failed", error=repr(exc))
             return Resolution(None, {"error": repr(exc)})
@@ -253,9 +261,12 @@ class Proxy:
             logs.get().warning("client.stdout_closed")
 
 
-def _log(action: Log) -> None:
+def _log(action: Log, local_decision_log: bool = True) -> None:
     if action.event.startswith("permission."):
-        logs.decision(action.event, action.fields)
+        if local_decision_log:
+            logs.decision(action.event, action.fields)
+        else:  # the daemon keeps the decision log; ours is the operational trace
+            logs.get().debug(action.event, **action.fields)
     else:
         logs.get().warning(action.event, **action.fields)
 
@@ -266,11 +277,13 @@ def run_proxy(
     decide: Decider,
     kill_grace_s: float,
     reloader: Reloader | None = None,
-    on_remember: Callable[[RememberChoice], None] | None = None,
+    on_remember: Rememberer | None = None,
+    local_decision_log: bool = True,
 ) -> int:
     """Run the proxy until the agent exits; returns the exit code for policyd."""
     proxy = Proxy(argv, relay, decide, kill_grace_s, reloader)
     proxy.on_remember = on_remember
+    proxy.local_decision_log = local_decision_log
     return asyncio.run(proxy.run())
 
 

@@ -119,7 +119,11 @@ class Reloader:
         rehash_s: float = DEFAULT_REHASH_S,
         force_polling: bool = False,
         on_change: Callable[[ReloadStatus], None] | None = None,
+        secure: bool = False,
+        watch: bool = True,
     ) -> None:
+        self.secure = secure
+        self.watch = watch
         self.holder = holder
         self.paths = paths
         self.rehash_s = rehash_s
@@ -135,12 +139,13 @@ class Reloader:
         self._stop.set()
 
     async def run(self) -> None:
-        """Watch and re-hash until :meth:`stop`."""
+        """Watch and re-hash until :meth:`stop` (only wait, when ``watch`` is off: then
+        only explicit :meth:`reload` calls, e.g. on SIGHUP, reload)."""
         policy_paths, search_path, _ = self.paths()
-        files, _ = loader.collect(policy_paths, search_path)
+        files, _ = loader.collect(policy_paths, search_path, self.secure)
         sources, _ = loader.read_sources(files)
         self._current_hash = _sources_hash(sources) if files else None
-        tasks = [asyncio.create_task(self._watch()), asyncio.create_task(self._rehash())]
+        tasks = [asyncio.create_task(self._watch()), asyncio.create_task(self._rehash())] if self.watch else []
         await self._stop.wait()
         for t in tasks:
             t.cancel()
@@ -188,7 +193,7 @@ class Reloader:
         start = time.perf_counter()
         policy_paths, search_path, _ = self.paths()
         try:
-            files, errors = loader.collect(policy_paths, search_path)
+            files, errors = loader.collect(policy_paths, search_path, self.secure)
             sources, read_errors = loader.read_sources(files)
         except OSError as exc:
             log.warning("policy.reload_failed", reason=reason, errors=[f"cannot list policy files: {exc}"])
@@ -203,7 +208,7 @@ class Reloader:
         try:
             if errors or read_errors:
                 raise PolicyError([*errors, *read_errors])
-            loaded = await asyncio.to_thread(loader.load, policy_paths, search_path)
+            loaded = await asyncio.to_thread(loader.load, policy_paths, search_path, self.secure)
         except PolicyError as exc:
             self._failed_hash = new_hash
             messages = [str(e) for e in exc.errors]

@@ -86,6 +86,10 @@ class Settings(BaseSettings):
     store_path: str | None = None
     remember_expiry: str = "30d"
     pass_always_to_agent: bool = False
+    daemon: Literal["auto", "require", "off"] = "auto"
+    daemon_socket: str | None = None
+    daemon_timeout_s: float = Field(2.0, gt=0)
+    group: str | None = None
     watch: bool = True
     rehash_s: float = Field(30.0, gt=0)
     force_polling: bool = False

@@ -1,37 +1,43 @@
-"""Command line: ``policyd proxy | check | eval | demo``.
+"""Command line: ``policyd proxy | serve | check | eval | status | reload | remembered | demo``.
 
-Exit codes: ``proxy`` exits with the agent's code (128+N for signal N); ``check`` 0 when the
-set loads, 1 with every error otherwise; ``eval`` 0, or 1 when an input line was invalid;
-2 for usage errors (bad flags, bad settings, a policy set that does not load at start).
+Exit codes: ``proxy`` exits with the agent's code (128+N for signal N); ``serve`` 0 after a
+clean shutdown, 1 when it cannot start; ``check`` 0 when the set loads, 1 with every error
+otherwise; ``eval`` 0, or 1 when an input line was invalid; 2 for usage errors (bad flags,
+bad settings, a policy set that does not load at start).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import sys
-import time
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
-from policyd import __version__, loader, logs
-from policyd.core.decide import choose_outcome
-from policyd.core.model import PeerInfo, PermissionOption, PermissionQuery, SessionInfo
-from policyd.core.policy import PolicyError
-from policyd.core.toolcalls import ToolCallTracker
-from policyd.settings import Settings, find_config, load_settings
-
-USAGE_ERROR = 2
+from policyd import __version__, logs
+from policyd.cli.common import USAGE_ERROR
+from policyd.settings import Settings, load_settings
 
 
 def _policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", action="append", metavar="PATH", help="policy file or directory (repeatable)")
     p.add_argument("--config", metavar="FILE", help="config TOML (default: XDG / /etc/policyd)")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+
+
+def _engine_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--decision-log", metavar="FILE", help="append decision log JSON lines here")
+    p.add_argument("--store", dest="store_path", metavar="FILE", help="remembered-choices SQLite file")
+    p.add_argument("--no-remember", action="store_true", help="neither use nor store remembered choices")
+    p.add_argument("--remember-expiry", metavar="DURATION", help="lifetime of new choices: 30d, 12h, never")
+    p.add_argument("--no-watch", action="store_true", help="do not watch policy files (SIGHUP still reloads)")
+    p.add_argument("--force-polling", action="store_true", help="poll policy files instead of inotify")
+    p.add_argument("--rehash", type=float, dest="rehash_s", metavar="SECONDS", help="periodic re-hash interval")
+
+
+def _daemon_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--daemon", dest="daemon_socket", metavar="SOCKET", help="the policyd serve socket")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,19 +47,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     proxy = sub.add_parser("proxy", help="run an ACP agent behind policyd: policyd proxy [options] -- AGENT...")
     _policy_args(proxy)
+    _engine_args(proxy)
     proxy.add_argument("--headless", action="store_true", default=None, help="no human to ask: ask -> fallback")
     proxy.add_argument("--headless-fallback", choices=["deny", "cancel"], help="answer for ask when headless")
-    proxy.add_argument("--decision-log", metavar="FILE", help="append decision log JSON lines here")
     proxy.add_argument("--kill-grace", type=float, dest="kill_grace_s", metavar="SECONDS")
-    proxy.add_argument("--store", dest="store_path", metavar="FILE", help="remembered-choices SQLite file")
-    proxy.add_argument("--no-remember", action="store_true", help="neither use nor store remembered choices")
-    proxy.add_argument("--remember-expiry", metavar="DURATION", help="lifetime of new choices: 30d, 12h, never")
     proxy.add_argument("--pass-always-to-agent", action="store_true", default=None,
                        help="relay the client's *_always answers unchanged (default: as *_once)")
-    proxy.add_argument("--no-watch", action="store_true", help="do not watch policy files (SIGHUP still reloads)")
-    proxy.add_argument("--force-polling", action="store_true", help="poll policy files instead of inotify")
-    proxy.add_argument("--rehash", type=float, dest="rehash_s", metavar="SECONDS", help="periodic re-hash interval")
+    _daemon_arg(proxy)
+    proxy.add_argument("--require-daemon", action="store_const", const="require", dest="daemon_mode",
+                       help="consult the daemon; when it is unreachable, fail closed")
+    proxy.add_argument("--no-daemon", action="store_const", const="off", dest="daemon_mode",
+                       help="always embed the engine, even when a daemon runs")
+    proxy.add_argument("--daemon-timeout", type=float, dest="daemon_timeout_s", metavar="SECONDS")
     proxy.add_argument("agent", nargs=argparse.REMAINDER, help="-- then the agent command line")
+
+    serve = sub.add_parser("serve", help="run the policy daemon on a Unix socket (systemd service)")
+    _policy_args(serve)
+    _engine_args(serve)
+    serve.add_argument("--socket", metavar="PATH", help="socket path (default $XDG_RUNTIME_DIR/policyd/policyd.sock)")
+    serve.add_argument("--group", metavar="NAME", help="members of this group may query (socket mode 0660)")
 
     check = sub.add_parser("check", help="load, compile and run the examples of a policy set")
     _policy_args(check)
@@ -62,7 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     _policy_args(ev)
     ev.add_argument("file", nargs="?", default="-")
 
-    sub.add_parser("status", help="show the policy in force in every running policyd proxy")
+    st = sub.add_parser("status", help="policy in force, load time and last reload error of the daemon and proxies")
+    _daemon_arg(st)
+    rl = sub.add_parser("reload", help="ask the running daemon to reload its policy")
+    _daemon_arg(rl)
 
     rem = sub.add_parser("remembered", help="list or forget remembered allow_always / reject_always choices")
     rem.add_argument("--store", dest="store_path", metavar="FILE")
@@ -84,289 +99,58 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    def flag(name: str) -> Any:
+        return getattr(args, name, None)
+
     cli: dict[str, Any] = {
-        "policy": getattr(args, "policy", None),
-        "log_level": getattr(args, "log_level", None),
-        "headless": getattr(args, "headless", None),
-        "headless_fallback": getattr(args, "headless_fallback", None),
-        "decision_log": getattr(args, "decision_log", None),
-        "kill_grace_s": getattr(args, "kill_grace_s", None),
-        "watch": False if getattr(args, "no_watch", False) else None,
-        "force_polling": True if getattr(args, "force_polling", False) else None,
-        "rehash_s": getattr(args, "rehash_s", None),
-        "store_path": getattr(args, "store_path", None),
-        "remember": False if getattr(args, "no_remember", False) else None,
-        "remember_expiry": getattr(args, "remember_expiry", None),
-        "pass_always_to_agent": getattr(args, "pass_always_to_agent", None),
+        "policy": flag("policy"),
+        "log_level": flag("log_level"),
+        "headless": flag("headless"),
+        "headless_fallback": flag("headless_fallback"),
+        "decision_log": flag("decision_log"),
+        "kill_grace_s": flag("kill_grace_s"),
+        "watch": False if flag("no_watch") else None,
+        "force_polling": True if flag("force_polling") else None,
+        "rehash_s": flag("rehash_s"),
+        "store_path": flag("store_path"),
+        "remember": False if flag("no_remember") else None,
+        "remember_expiry": flag("remember_expiry"),
+        "pass_always_to_agent": flag("pass_always_to_agent"),
+        "daemon": flag("daemon_mode"),
+        "daemon_socket": flag("daemon_socket"),
+        "daemon_timeout_s": flag("daemon_timeout_s"),
+        "group": flag("group"),
     }
-    return load_settings(cli, getattr(args, "config", None))
+    return load_settings(cli, flag("config"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        if args.command == "demo":
-            from policyd.cli.demo import run_demo
+    if args.command == "demo":
+        from policyd.cli.demo import run_demo
 
-            return run_demo(args.policy or [])
+        return run_demo(args.policy or [])
+    try:
         settings = _settings(args)
-        logs.configure(settings.log_level, getattr(settings, "decision_log", None) if args.command == "proxy" else None)
+        decision_log = settings.decision_log if args.command in ("proxy", "serve") else None
+        logs.configure(settings.log_level, decision_log)
     except (ValidationError, FileNotFoundError, OSError) as exc:
         print(f"policyd: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    if args.command == "check":
-        return _check(settings)
-    if args.command == "status":
-        return _status()
-    if args.command == "remembered":
-        return _remembered(settings, args)
-    if args.command == "eval":
-        return _eval(settings, args.file)
-    return _proxy(settings, args.agent, getattr(args, "config", None))
+    from policyd.cli import admin, evaluate, run
 
-
-def _load(settings: Settings) -> loader.Loaded:
-    loaded = loader.load(settings.policy, settings.search_path)
-    log = logs.get()
-    files = [{"path": f.path, "rules": len(f.rules)} for f in loaded.policy.files]
-    log.info("policy.loaded", hash=loaded.policy.short_hash, files=files, embedded=loaded.embedded)
-    return loaded
-
-
-def _check(settings: Settings) -> int:
-    try:
-        loaded = loader.load(settings.policy, settings.search_path)
-    except PolicyError as exc:
-        for err in exc.errors:
-            print(f"error: {err}", file=sys.stderr)
-        print(f"policy set rejected: {len(exc.errors)} error(s)", file=sys.stderr)
-        return 1
-    p = loaded.policy
-    for f in p.files:
-        print(f"ok {f.path}: {len(f.rules)} rules, default {f.default.value}")
-    print(f"policy set {p.short_hash}: {len(p.files)} files, {len(p.rules)} rules, default {p.default.value}")
-    return 0
-
-
-def _proxy(settings: Settings, agent: list[str], args_config: str | None) -> int:
-    from policyd import status
-    from policyd.core.relay import Relay
-    from policyd.engine import Engine
-    from policyd.memory import Memory
-    from policyd.proxy import engine_decider, run_proxy
-    from policyd.reload import Reloader
-    from policyd.store import default_path as default_store_path
-
-    if agent and agent[0] == "--":
-        agent = agent[1:]
-    if not agent:
-        print("policyd proxy: missing agent command: policyd proxy [options] -- AGENT [ARGS...]", file=sys.stderr)
-        return USAGE_ERROR
-    try:
-        loaded = _load(settings)
-    except PolicyError as exc:
-        logs.get().error("policy.load_failed", errors=[str(e) for e in exc.errors])
-        for err in exc.errors:
-            print(f"policyd: {err}", file=sys.stderr)
-        return USAGE_ERROR
-    relay = Relay(
-        headless=settings.headless,
-        headless_fallback=settings.headless_fallback,
-        home=settings.home,
-        pass_always_to_agent=settings.pass_always_to_agent,
-    )
-    memory = None
-    if settings.remember:
-        memory = Memory(settings.store_path or default_store_path(), settings.remember_expiry_s)
-    engine = Engine(loaded.policy, memory)
-    cli_policy, config = list(settings.policy), args_config
-
-    def paths() -> tuple[list[str], list[str], str | None]:
-        """Re-read settings (config file and environment may have changed)."""
-        try:
-            fresh = load_settings({"policy": cli_policy or None}, config)
-        except Exception:  # a broken config keeps the paths in force
-            fresh = settings
-        found = find_config_quiet(config)
-        return list(fresh.policy), list(fresh.search_path), str(found) if found else None
-
-    reloader = Reloader(
-        engine,
-        paths,
-        rehash_s=settings.rehash_s,
-        force_polling=settings.force_polling,
-        on_change=lambda st: status.write(st, agent),
-    )
-    status.write(reloader.status, agent)
-    try:
-        return run_proxy(
-            agent,
-            relay,
-            engine_decider(engine),
-            settings.kill_grace_s,
-            reloader if settings.watch else None,
-            on_remember=engine.remember_choice,
-        )
-    finally:
-        status.remove()
-        logs.close()
-
-
-def _remembered(settings: Settings, args: argparse.Namespace) -> int:
-    from policyd.store import Store, StoreError, default_path
-
-    path = settings.store_path or default_path()
-    try:
-        store = Store(path)
-        if args.action == "list":
-            now = None if args.all else time.time()
-            entries = store.entries(scope=args.scope, match=args.match, now=now)
-            for e in entries:
-                if args.json:
-                    print(json.dumps(e.as_dict()))
-                else:
-                    created = datetime.datetime.fromtimestamp(e.created_at, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M")
-                    expires = "never" if e.expires_at is None else datetime.datetime.fromtimestamp(
-                        e.expires_at, tz=datetime.UTC).strftime("%Y-%m-%d")
-                    where = e.scope if e.scope == "global" else f"{e.scope} {e.scope_value}"
-                    print(f"{e.id:>6}  {e.decision:<5}  {e.key}  [{where}]  created {created}, expires {expires}"
-                          f"  (chose {e.origin_option!r} for {e.example_title!r})")
-            if not args.json:
-                print(f"{len(entries)} entries in {path}", file=sys.stderr)
-            return 0
-        if not (args.ids or args.all or args.match):
-            print("policyd remembered forget: give entry IDs, --match TEXT or --all", file=sys.stderr)
-            return USAGE_ERROR
-        count = store.forget(ids=args.ids, match=args.match, everything=args.all)
-        print(f"forgot {count} entries")
-        return 0
-    except StoreError as exc:
-        print(f"policyd: {exc}", file=sys.stderr)
-        return 1
-
-
-def find_config_quiet(config: str | None) -> Path | None:
-    try:
-        return find_config(config)
-    except FileNotFoundError:
-        return None
-
-
-def _status() -> int:
-    from policyd import status
-
-    entries = status.read_all()
-    if not entries:
-        print("no running policyd proxy (status files in " + str(status.runtime_dir()) + ")")
-        return 0
-    for e in entries:
-        loaded = datetime.datetime.fromtimestamp(e["loaded_at"], tz=datetime.UTC).isoformat(timespec="seconds")
-        print(f"pid {e['pid']}: policy {e['policy_hash'][:12]} loaded {loaded}, {len(e['files'])} files, "
-              f"{e.get('reloads', 0)} reloads; agent: {' '.join(e['agent'])}")
-        for f in e["files"]:
-            print(f"  {f['path']}: {f['rules']} rules")
-        if e.get("last_error"):
-            when = datetime.datetime.fromtimestamp(e["last_error_at"], tz=datetime.UTC).isoformat(timespec="seconds")
-            print(f"  last reload failed at {when} (the policy above stays in force):")
-            for line in e["last_error"]:
-                print(f"    {line}")
-    return 0
-
-
-# ----------------------------------------------------------------------------- eval
-
-
-def _eval_query(item: Mapping[str, Any], settings: Settings) -> PermissionQuery:
-    """One eval input line -> PermissionQuery. Raises ValueError naming the problem."""
-    if "request" in item:
-        params = item["request"]
-        cwd = item.get("cwd", "")
-        extra = item.get("additionalDirectories", [])
-        agent = item.get("agent", "")
-        client = item.get("client", "")
-        updates = item.get("toolCalls", [])
-        home = item.get("home", settings.home)
-    else:
-        params, cwd, extra, agent, client, updates, home = item, "", [], "", "", [], settings.home
-    if not isinstance(params, Mapping):
-        raise ValueError("request must be an object (session/request_permission params)")
-    session_id = params.get("sessionId")
-    if not isinstance(session_id, str) or not session_id:
-        raise ValueError("sessionId must be a non-empty string")
-    tool_call = params.get("toolCall")
-    if not isinstance(tool_call, Mapping) or not isinstance(tool_call.get("toolCallId"), str):
-        raise ValueError("toolCall must be an object with a string toolCallId")
-    raw_options = params.get("options", [])
-    if not isinstance(raw_options, list):
-        raise ValueError("options must be a list")
-    options = []
-    for i, o in enumerate(raw_options):
-        if not isinstance(o, Mapping) or not isinstance(o.get("optionId"), str) or not isinstance(o.get("kind"), str):
-            raise ValueError(f"options[{i}] needs string optionId and kind")
-        options.append(PermissionOption(o["optionId"], str(o.get("name", "")), o["kind"]))
-    if not isinstance(cwd, str) or not isinstance(home, str):
-        raise ValueError("cwd and home must be strings")
-    if not isinstance(extra, list) or not all(isinstance(d, str) for d in extra):
-        raise ValueError("additionalDirectories must be a list of strings")
-    tracker = ToolCallTracker()
-    if not isinstance(updates, list):
-        raise ValueError("toolCalls must be a list of tool_call / tool_call_update objects")
-    for u in updates:
-        if isinstance(u, Mapping):
-            tracker.observe_update(session_id, u.get("update", u) if isinstance(u.get("update"), Mapping) else u)
-    return PermissionQuery(
-        session=SessionInfo(session_id, cwd, tuple(extra)),
-        tool_call=tracker.merged(session_id, tool_call),
-        options=tuple(options),
-        agent=PeerInfo(str(agent)),
-        client=PeerInfo(str(client)),
-        home=home,
-        now_s=time.time(),
-    )
-
-
-def _eval(settings: Settings, file: str) -> int:
-    from policyd.engine import Engine
-
-    try:
-        engine = Engine(_load(settings).policy)
-    except PolicyError as exc:
-        for err in exc.errors:
-            print(f"policyd: {err}", file=sys.stderr)
-        return USAGE_ERROR
-    stream = sys.stdin if file == "-" else open(file, encoding="utf-8")  # noqa: SIM115
-    failed = False
-    out = sys.stdout
-    with stream:
-        for lineno, line in enumerate(stream, 1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-                if not isinstance(item, Mapping):
-                    raise ValueError("each line must be a JSON object")
-                query = _eval_query(item, settings)
-            except (ValueError, RecursionError) as exc:
-                failed = True
-                result: dict[str, Any] = {
-                    "decision": "ask",
-                    "outcome": None,
-                    "rules": [],
-                    "reason": "",
-                    "error": f"line {lineno}: {exc}",
-                }
-                out.write(json.dumps(result) + "\n")
-                continue
-            verdict, _facts, _eval_us = engine.evaluate(query)
-            result = {
-                "decision": verdict.decision.value,
-                "outcome": choose_outcome(verdict.decision, query.options),
-                "rules": [m.rule_id for m in verdict.matches],
-                "reason": verdict.reason,
-            }
-            if verdict.errors:
-                result["errors"] = list(verdict.errors)
-            out.write(json.dumps(result) + "\n")
-    out.flush()
-    return 1 if failed else 0
-
+    match args.command:
+        case "proxy":
+            return run.proxy(settings, args.agent, args.policy, args.config)
+        case "serve":
+            return run.serve(settings, args.socket, args.policy, args.config)
+        case "check":
+            return admin.check(settings)
+        case "eval":
+            return evaluate.evaluate(settings, args.file)
+        case "status":
+            return admin.show_status(settings)
+        case "reload":
+            return admin.reload(settings)
+        case _:
+            return admin.remembered(settings, args)

@@ -30,7 +30,7 @@ def run_demo(policies: list[str]) -> int:
         (workspace / "src").mkdir(parents=True)
         log_path = Path(tmp) / "decisions.jsonl"
         cmd = [sys.executable, "-m", "policyd", "proxy", "--decision-log", str(log_path), "--log-level", "warning",
-               "--store", str(Path(tmp) / "remembered.sqlite3")]
+               "--store", str(Path(tmp) / "remembered.sqlite3"), "--no-daemon"]
         for p in policies:
             cmd += ["--policy", str(Path(p).resolve())]
         cmd += ["--", sys.executable, "-m", "policyd.demo_agent"]

@@ -329,17 +329,19 @@ def _mk(
     vs: str = "",
     vl: str = "",
     al: str = "",
-    os: str = "",
+    opt: str = "",
     ns: str = "",
     sd: bool = False,
     stop: bool = False,
 ) -> _Spec:
+    """A spec from compact strings: ``vs``/``opt``/``ns`` short letters taking a value (always,
+    attached only, numeric only), ``vl`` long names taking a value, ``al`` alias groups."""
     aliases = _aliases(al)
     vlong = frozenset(vl.split())
     longs = {n for n in aliases if len(n) > 1} | set(vlong)
     for targets in aliases.values():
         longs.update(n for n in targets if len(n) > 1)
-    return _Spec(vs, os, ns, vlong, aliases, frozenset(longs), sd, stop)
+    return _Spec(vs, opt, ns, vlong, aliases, frozenset(longs), sd, stop)
 
 
 def _merge(a: _Spec, b: _Spec) -> _Spec:
@@ -383,7 +385,7 @@ _TAR = _mk(vs="fCbTXgKNVIHF", vl="file directory files-from exclude-from exclude
               "p preserve-permissions|P absolute-names|O to-stdout|h dereference|"
               "T files-from|X exclude-from|d diff compare|I use-compress-program|W verify|"
               "a auto-compress|U unlink-first|delete")
-_SED = _mk(vs="efl", os="i", vl="expression file line-length",
+_SED = _mk(vs="efl", opt="i", vl="expression file line-length",
            al="i in-place|n quiet silent|E r regexp-extended|e expression|f file|"
               "s separate|z null-data|u unbuffered|debug|sandbox|posix")
 _AWK = _mk(vs="fvF", vl="file assign field-separator", al="f file|v assign|F field-separator")
@@ -467,7 +469,7 @@ _FIND = _mk(sd=True)
 _SSH = _mk(vs="BbcDEeFIiJLlmOoPpQRSWw", al="4|6|A|a|C|f|G|g|K|k|M|N|n|q|s|T|t|V|v|X|x|Y|y")
 
 _WRAPPER_SPECS: dict[str, _Spec] = {
-    "sudo": _mk(vs="aCcDgpRrTtUu", os="h", vl="user group prompt close-from login-class "
+    "sudo": _mk(vs="aCcDgpRrTtUu", opt="h", vl="user group prompt close-from login-class "
                 "role type other-user command-timeout chdir chroot auth-type",
                 al="u user|g group|E preserve-env|H set-home|i login|s shell|n non-interactive|"
                    "k reset-timestamp|K remove-timestamp|l list|v validate|b background|"
@@ -487,19 +489,19 @@ _WRAPPER_SPECS: dict[str, _Spec] = {
     "command": _mk(al="p|v|V"),
     "builtin": _mk(),
     "exec": _mk(vs="a", al="c|l|a"),
-    "xargs": _mk(vs="IdEanLPs", os="iel", vl="arg-file delimiter max-args max-procs "
+    "xargs": _mk(vs="IdEanLPs", opt="iel", vl="arg-file delimiter max-args max-procs "
                  "max-chars process-slot-var",
                  al="0 null|I replace|i|d delimiter|E|e eof|a arg-file|n max-args|"
                     "L max-lines|l|P max-procs|s max-chars|t verbose|p interactive|"
                     "r no-run-if-empty|x exit|o open-tty"),
-    "parallel": _mk(vs="adEIjPLnNSsCJ", os="il", vl="jobs arg-file delimiter sshlogin "
+    "parallel": _mk(vs="adEIjPLnNSsCJ", opt="il", vl="jobs arg-file delimiter sshlogin "
                     "sshloginfile slf colsep joblog results res tmpdir workdir wd tag-string "
                     "timeout delay halt retries basefile bf transfer-file tf return env load "
                     "memfree nice profile max-args max-lines max-chars max-replace-args "
                     "termseq limit",
                     al="j jobs P|k keep-order|v|q quote|u ungroup|g group|X xargs|m|0 null|"
                        "r no-run-if-empty|t verbose|p interactive|n max-args|a arg-file"),
-    "watch": _mk(vs="nq", os="d", vl="interval equexit",
+    "watch": _mk(vs="nq", opt="d", vl="interval equexit",
                  al="n interval|d differences|g chgexit|t no-title|b beep|e errexit|p precise|"
                     "c color|C no-color|x exec|w no-wrap|r no-rerun|q equexit"),
     "unbuffer": _mk(al="p"),
@@ -520,7 +522,7 @@ _WRAPPER_SPECS: dict[str, _Spec] = {
     "torsocks": _mk(vs="uapP", vl="user pass address port", al="i isolate|d debug|q quiet"),
     "proxychains": _mk(vs="f", al="q"),
     "proxychains4": _mk(vs="f", al="q"),
-    "nsenter": _mk(vs="tSGwr", os="mupiUCnT", vl="target setuid setgid wd root",
+    "nsenter": _mk(vs="tSGwr", opt="mupiUCnT", vl="target setuid setgid wd root",
                    al="a all|F no-fork|Z follow-context|preserve-credentials"),
     "unshare": _mk(vl="setgroups map-user map-group propagation", al="f fork|r map-root-user|"
                    "m mount|u uts|i ipc|n net|p pid|U user|C cgroup|T time"),
@@ -537,7 +539,7 @@ _WRAPPER_SPECS: dict[str, _Spec] = {
     "su": _mk(vs="cgGsw", vl="command session-command group supp-group shell "
               "whitelist-environment", al="l login|m p preserve-environment|f fast|P pty|"
                                           "c command|s shell"),
-    "script": _mk(vs="cEIOBTm", os="t", vl="command echo log-in log-out log-io log-timing "
+    "script": _mk(vs="cEIOBTm", opt="t", vl="command echo log-in log-out log-io log-timing "
                   "logging-format output-limit", al="a append|c command|e return|f flush|"
                                                    "q quiet|t timing"),
 }
@@ -583,7 +585,7 @@ _GIT = _SubProg(
                     al="f force|d delete|u set-upstream|n dry-run|q quiet|v verbose|"
                        "4 ipv4|6 ipv6|all|mirror|tags|follow-tags|prune|force-with-lease|"
                        "force-if-includes|no-verify|atomic|porcelain"),
-        "commit": _mk(vs="mFCct", os="uS", vl="message file reuse-message reedit-message "
+        "commit": _mk(vs="mFCct", opt="uS", vl="message file reuse-message reedit-message "
                       "template author date fixup squash cleanup trailer pathspec-from-file",
                       al="a all|m message|F file|n no-verify|q quiet|v verbose|s signoff|"
                          "e edit|p patch|i include|o only|C reuse-message|c reedit-message|"
@@ -1844,9 +1846,12 @@ class _Walker:
                     _analyze_text(self.st, self.echo[prev.id], self.depth + 1, f"| {stdin}")
         elif len(words) > 1:
             printed = [w.value for w in words[1:]]
+            escapes = key == "printf"
             while key == "echo" and printed and printed[0] in ("-n", "-e", "-E", "-ne", "-en"):
+                escapes = escapes or "e" in printed[0]
                 printed = printed[1:]
-            self.echo[node.id] = self.echo[anchor.id] = " ".join(printed)
+            line = " ".join(printed)
+            self.echo[node.id] = self.echo[anchor.id] = _ansi_c(line) if escapes else line
         return more
 
     def _note_runs_output(self, node: Node) -> None:

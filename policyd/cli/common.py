@@ -1,0 +1,77 @@
+"""Pieces shared by the CLI commands: loading the policy, building the engine and reloader."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from policyd import loader, logs
+from policyd.core.policy import PolicyError
+from policyd.engine import Engine
+from policyd.memory import Memory
+from policyd.reload import Reloader, ReloadStatus
+from policyd.settings import Settings, find_config, load_settings
+from policyd.store import default_path as default_store_path
+
+#: Exit code for usage errors and a policy set that does not load at start.
+USAGE_ERROR = 2
+
+
+def find_config_quiet(config: str | None) -> Path | None:
+    try:
+        return find_config(config)
+    except FileNotFoundError:
+        return None
+
+
+def load_policy(settings: Settings, secure: bool = False) -> loader.Loaded:
+    """Load the set in force and log ``policy.loaded``; raises PolicyError."""
+    loaded = loader.load(settings.policy, settings.search_path, secure)
+    files = [{"path": f.path, "rules": len(f.rules)} for f in loaded.policy.files]
+    logs.get().info("policy.loaded", hash=loaded.policy.short_hash, files=files, embedded=loaded.embedded)
+    return loaded
+
+
+def report_load_error(exc: PolicyError) -> int:
+    logs.get().error("policy.load_failed", errors=[str(e) for e in exc.errors])
+    for err in exc.errors:
+        print(f"policyd: {err}", file=sys.stderr)
+    return USAGE_ERROR
+
+
+def build_engine(settings: Settings, loaded: loader.Loaded) -> Engine:
+    memory = None
+    if settings.remember:
+        memory = Memory(settings.store_path or default_store_path(), settings.remember_expiry_s)
+    return Engine(loaded.policy, memory)
+
+
+def build_reloader(
+    engine: Engine,
+    settings: Settings,
+    cli_policy: list[str] | None,
+    config: str | None,
+    on_change: Callable[[ReloadStatus], None] | None = None,
+    secure: bool = False,
+) -> Reloader:
+    """A Reloader that re-reads the settings (config file, environment) on every reload;
+    ``cli_policy`` are the ``--policy`` flags, which keep precedence."""
+
+    def paths() -> tuple[list[str], list[str], str | None]:
+        try:
+            fresh = load_settings({"policy": cli_policy}, config)
+        except Exception:  # a broken config keeps the paths in force
+            fresh = settings
+        found = find_config_quiet(config)
+        return list(fresh.policy), list(fresh.search_path), str(found) if found else None
+
+    return Reloader(
+        engine,
+        paths,
+        rehash_s=settings.rehash_s,
+        force_polling=settings.force_polling,
+        on_change=on_change,
+        secure=secure,
+        watch=settings.watch,
+    )

@@ -1,0 +1,90 @@
+"""``policyd proxy`` and ``policyd serve``."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from policyd import logs, status
+from policyd.cli.common import USAGE_ERROR, build_engine, build_reloader, load_policy, report_load_error
+from policyd.core.policy import PolicyError
+from policyd.core.relay import Relay
+from policyd.settings import Settings
+
+
+def daemon_path(settings: Settings) -> Path | None:
+    """The daemon this proxy consults, or None to embed the engine.
+
+    ``daemon = off``: embedded. ``require``, or an explicit ``daemon_socket``: that daemon
+    (default socket when not given), failing closed when it is unreachable. ``auto``: the
+    default socket when it exists, else embedded (the CI default).
+    """
+    from policyd.server import default_socket_path
+
+    if settings.daemon == "off":
+        return None
+    if settings.daemon_socket:
+        return Path(settings.daemon_socket)
+    default = default_socket_path()
+    if settings.daemon == "require" or default.exists():
+        return default
+    return None
+
+
+def proxy(settings: Settings, agent: list[str], cli_policy: list[str] | None, config: str | None) -> int:
+    from policyd.proxy import engine_decider, run_proxy
+
+    if agent and agent[0] == "--":
+        agent = agent[1:]
+    if not agent:
+        print("policyd proxy: missing agent command: policyd proxy [options] -- AGENT [ARGS...]", file=sys.stderr)
+        return USAGE_ERROR
+    relay = Relay(
+        headless=settings.headless,
+        headless_fallback=settings.headless_fallback,
+        home=settings.home,
+        pass_always_to_agent=settings.pass_always_to_agent,
+    )
+    socket_path = daemon_path(settings)
+    try:
+        if socket_path is not None:
+            from policyd.daemon_client import DaemonClient
+
+            client = DaemonClient(socket_path, settings.daemon_timeout_s)
+            logs.get().info("daemon.consulted", socket=str(socket_path), timeout_s=settings.daemon_timeout_s)
+            return run_proxy(agent, relay, client.decide, settings.kill_grace_s, None,
+                             on_remember=client.remember, local_decision_log=False)
+        try:
+            loaded = load_policy(settings)
+        except PolicyError as exc:
+            return report_load_error(exc)
+        engine = build_engine(settings, loaded)
+        reloader = build_reloader(engine, settings, cli_policy, config, on_change=lambda st: status.write(st, agent))
+        status.write(reloader.status, agent)
+        try:
+            return run_proxy(agent, relay, engine_decider(engine), settings.kill_grace_s, reloader,
+                             on_remember=engine.remember_choice)
+        finally:
+            status.remove()
+    finally:
+        logs.close()
+
+
+def serve(settings: Settings, socket_path: str | None, cli_policy: list[str] | None, config: str | None) -> int:
+    from policyd.server import Daemon, default_socket_path
+
+    try:
+        loaded = load_policy(settings, secure=True)
+    except PolicyError as exc:
+        return report_load_error(exc)
+    engine = build_engine(settings, loaded)
+    reloader = build_reloader(engine, settings, cli_policy, config, secure=True)
+    path = Path(socket_path or settings.daemon_socket or default_socket_path())
+    try:
+        daemon = Daemon(engine, reloader, socket_path=path, group=settings.group)
+        return asyncio.run(daemon.serve())
+    except (OSError, KeyError) as exc:
+        logs.get().error("daemon.start_failed", error=str(exc))
+        print(f"policyd serve: {exc}", file=sys.stderr)
+        return 1

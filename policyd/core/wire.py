@@ -1,0 +1,105 @@
+"""The daemon protocol's value shapes (newline-delimited JSON-RPC 2.0 on a Unix socket).
+
+Protocol version :data:`PROTOCOL_VERSION`; methods are named ``v1/<name>``:
+
+- ``v1/decide`` params = a *query*: the ACP ``session/request_permission`` params
+  (``sessionId``, ``toolCall`` — already merged with tracked ``session/update`` state —
+  ``options``) plus ``session`` ``{cwd, additionalDirectories}``, ``agent`` and ``client``
+  ``{name, version}`` and ``home``. Result: ``{"decision": "allow|deny|ask",
+  "outcome": <ACP RequestPermissionOutcome or null>, "fields": {decision-log fields}}``.
+- ``v1/remember`` params ``{"query": <query>, "decision": "allow|deny", "option":
+  {optionId, name, kind}}`` -> ``{"entryId": str|null}``.
+- ``v1/remembered/list`` ``{scope?, match?}`` -> ``{"entries": [...]}``;
+  ``v1/remembered/forget`` ``{ids?, match?, all?}`` -> ``{"forgotten": n}``.
+- ``v1/status`` -> hash, load time, last reload error, counters; ``v1/reload`` -> ``{"reloaded": bool}``.
+
+Errors: -32700 parse error, -32600 invalid request, -32601 unknown method, -32602 invalid
+params (the message names the field), -32003 the peer may not call this method.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from policyd.core.model import PeerInfo, PermissionOption, PermissionQuery, SessionInfo
+
+PROTOCOL_VERSION = 1
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+FORBIDDEN = -32003
+
+
+def _peer_dict(p: PeerInfo) -> dict[str, str]:
+    return {"name": p.name, "version": p.version}
+
+
+def query_to_wire(q: PermissionQuery) -> dict[str, Any]:
+    """PermissionQuery -> JSON-able params of ``v1/decide``."""
+    return {
+        "sessionId": q.session.session_id,
+        "toolCall": dict(q.tool_call),
+        "options": [{"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in q.options],
+        "session": {"cwd": q.session.cwd, "additionalDirectories": list(q.session.additional_directories)},
+        "agent": _peer_dict(q.agent),
+        "client": _peer_dict(q.client),
+        "home": q.home,
+    }
+
+
+def _peer(value: object, what: str) -> PeerInfo:
+    if value is None:
+        return PeerInfo()
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{what} must be an object")
+    name, version = value.get("name", ""), value.get("version", "")
+    if not isinstance(name, str) or not isinstance(version, str):
+        raise ValueError(f"{what}.name and {what}.version must be strings")
+    return PeerInfo(name, version)
+
+
+def option_from_wire(value: object, where: str) -> PermissionOption:
+    """``{optionId, name, kind}`` -> PermissionOption; raises ValueError naming ``where``."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where} must be an object")
+    oid, kind, name = value.get("optionId"), value.get("kind"), value.get("name", "")
+    if not isinstance(oid, str) or not isinstance(kind, str):
+        raise ValueError(f"{where} needs string optionId and kind")
+    return PermissionOption(oid, name if isinstance(name, str) else "", kind)
+
+
+def query_from_wire(params: object, now_s: float) -> PermissionQuery:
+    """Params of ``v1/decide`` -> PermissionQuery. Raises ValueError naming the bad field."""
+    if not isinstance(params, Mapping):
+        raise ValueError("params must be an object")
+    session_id = params.get("sessionId")
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError("sessionId must be a non-empty string")
+    call = params.get("toolCall")
+    if not isinstance(call, Mapping) or not isinstance(call.get("toolCallId"), str):
+        raise ValueError("toolCall must be an object with a string toolCallId")
+    raw_options = params.get("options")
+    if not isinstance(raw_options, list):
+        raise ValueError("options must be a list")
+    options = tuple(option_from_wire(o, f"options[{i}]") for i, o in enumerate(raw_options))
+    session = params.get("session", {})
+    if not isinstance(session, Mapping):
+        raise ValueError("session must be an object")
+    cwd = session.get("cwd", "")
+    extra = session.get("additionalDirectories", [])
+    if not isinstance(cwd, str) or not isinstance(extra, list) or not all(isinstance(d, str) for d in extra):
+        raise ValueError("session.cwd must be a string and session.additionalDirectories a list of strings")
+    home = params.get("home", "")
+    if not isinstance(home, str):
+        raise ValueError("home must be a string")
+    return PermissionQuery(
+        session=SessionInfo(session_id, cwd, tuple(extra)),
+        tool_call=dict(call),
+        options=options,
+        agent=_peer(params.get("agent"), "agent"),
+        client=_peer(params.get("client"), "client"),
+        home=home,
+        now_s=now_s,
+    )

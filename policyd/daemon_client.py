@@ -1,0 +1,106 @@
+"""The proxy's side of ``policyd serve``: JSON-RPC calls over the daemon's Unix socket.
+
+One connection per proxy, opened lazily and re-opened after any failure, so a proxy
+recovers by itself when the daemon comes back. Every call has a deadline
+(:data:`DEFAULT_TIMEOUT_S`); a failure raises :class:`DaemonError` and the caller fails
+closed (forward to the human, or the headless fallback — never an allow).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from policyd import logs
+from policyd.core import wire
+from policyd.core.model import Decision
+from policyd.core.relay import Consult, RememberChoice, Resolution
+
+#: Seconds a decision may take in the daemon before the proxy gives up on it (fails closed).
+DEFAULT_TIMEOUT_S = 2.0
+#: Longest response line read from the daemon.
+MAX_LINE_BYTES = 16 * 1024 * 1024
+
+
+class DaemonError(RuntimeError):
+    """The daemon could not be reached, was too slow, or answered with an error."""
+
+
+class DaemonClient:
+    """Calls ``policyd serve`` at ``path``; ``timeout_s`` bounds each call."""
+
+    def __init__(self, path: str | Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.path = str(path)
+        self.timeout_s = timeout_s
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._lock = asyncio.Lock()
+        self._ids = itertools.count()
+        self._healthy = True
+
+    async def call(self, method: str, params: Any) -> Any:
+        """One request/response; raises DaemonError (the connection is dropped on failure)."""
+        async with self._lock:
+            try:
+                return await asyncio.wait_for(self._call(method, params), self.timeout_s)
+            except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
+                self._drop()
+                if self._healthy:
+                    logs.get().error("daemon.unavailable", socket=self.path, error=repr(exc))
+                self._healthy = False
+                raise DaemonError(f"{self.path}: {exc!r}") from exc
+
+    async def _call(self, method: str, params: Any) -> Any:
+        if self._writer is None:
+            self._reader, self._writer = await asyncio.open_unix_connection(self.path, limit=MAX_LINE_BYTES)
+        assert self._reader is not None
+        rid = next(self._ids)
+        request = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+        self._writer.write(json.dumps(request).encode() + b"\n")
+        await self._writer.drain()
+        line = await self._reader.readuntil(b"\n")
+        reply = json.loads(line)
+        if not isinstance(reply, dict) or reply.get("id") != rid:
+            raise ValueError(f"unexpected reply {line[:200]!r}")
+        if not self._healthy:
+            logs.get().info("daemon.available", socket=self.path)
+            self._healthy = True
+        if "error" in reply:
+            error = reply["error"]
+            raise DaemonError(f"{method}: {error.get('message') if isinstance(error, dict) else error}")
+        return reply.get("result")
+
+    def _drop(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self._reader = self._writer = None
+
+    async def close(self) -> None:
+        self._drop()
+
+    # ------------------------------------------------------------------ proxy hooks
+
+    async def decide(self, consult: Consult) -> Resolution:
+        """A Decider for the proxy: the daemon's decision, or Resolution(None) on failure."""
+        assert consult.query is not None
+        try:
+            result = await self.call("v1/decide", wire.query_to_wire(consult.query))
+            decision = Decision.parse(result["decision"])
+            fields = result.get("fields") or {}
+        except (DaemonError, KeyError, TypeError, ValueError) as exc:
+            return Resolution(None, {"error": f"daemon: {exc}", "daemon": self.path})
+        return Resolution(decision, {**fields, "daemon": self.path})
+
+    async def remember(self, choice: RememberChoice) -> None:
+        params = {
+            "query": wire.query_to_wire(choice.query),
+            "decision": choice.decision.value,
+            "option": {"optionId": choice.option.option_id, "name": choice.option.name, "kind": choice.option.kind},
+        }
+        try:
+            await self.call("v1/remember", params)
+        except DaemonError as exc:
+            logs.get().error("remember.failed", error=str(exc), daemon=self.path)

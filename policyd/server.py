@@ -1,0 +1,372 @@
+"""``policyd serve``: one policy daemon per user or machine, on a Unix socket.
+
+Lifecycle (as uvicorn: config, start, serve, shutdown): load the policy (an invalid set is
+an error exit), open the store, take the listening socket from systemd socket activation
+(``LISTEN_FDS``) or bind it (``$XDG_RUNTIME_DIR/policyd/policyd.sock``; mode 0600, or 0660
+with ``--group``), notify ``READY=1``; serve until SIGTERM/SIGINT; then ``STOPPING=1``,
+stop accepting, let in-flight requests finish (at most ``SHUTDOWN_GRACE_S``), flush the
+decision log and close the store. SIGHUP (``systemctl reload``) reloads the policy with
+``RELOADING=1`` + ``MONOTONIC_USEC`` and ``READY=1`` around it.
+
+Who may ask (checked on every connection with ``SO_PEERCRED``, see unix(7)): the daemon's
+own uid, or a member of ``--group`` (primary or supplementary group); only the daemon's uid
+may remember, forget or reload. A refused peer is logged (``peer.refused``).
+
+Protocol: see :mod:`policyd.core.wire`. Each connection is served by its own task; a
+malformed line gets a JSON-RPC error and the connection survives; a line longer than
+:data:`MAX_LINE_BYTES` closes that connection only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import grp
+import json
+import os
+import signal
+import socket
+import struct
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from policyd import logs, sdnotify
+from policyd.core import wire
+from policyd.core.decide import choose_outcome
+from policyd.core.model import Decision
+from policyd.core.relay import RememberChoice
+from policyd.engine import Engine
+from policyd.reload import Reloader
+from policyd.store import StoreError
+
+#: Longest request line accepted (a permission request with a large diff fits easily).
+MAX_LINE_BYTES = 16 * 1024 * 1024
+#: Seconds in-flight requests may take to finish after SIGTERM.
+SHUTDOWN_GRACE_S = 5.0
+#: Seconds a write to a client may block before that client is dropped.
+WRITE_TIMEOUT_S = 10.0
+_MUTATING = frozenset({"v1/remember", "v1/remembered/forget", "v1/reload"})
+
+
+def default_socket_path() -> Path:
+    """``$XDG_RUNTIME_DIR/policyd/policyd.sock``, or ``/run/policyd/policyd.sock`` for root."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return Path(runtime) / "policyd" / "policyd.sock"
+    if os.geteuid() == 0:
+        return Path("/run/policyd/policyd.sock")
+    return Path(f"/tmp/policyd-{os.getuid()}/policyd.sock")
+
+
+def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
+    """``(pid, uid, gid)`` of the process at the other end of a Unix socket (SO_PEERCRED)."""
+    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, gid = struct.unpack("3i", raw)
+    return pid, uid, gid
+
+
+def _supplementary_groups(pid: int) -> set[int]:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Groups:"):
+                return {int(g) for g in line.split()[1:]}
+    except (OSError, ValueError):
+        pass
+    return set()
+
+
+class Daemon:
+    """The policy daemon. ``group``: name of a group whose members may query."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        reloader: Reloader | None,
+        *,
+        socket_path: Path,
+        group: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self.reloader = reloader
+        self.socket_path = socket_path
+        self.owner_uid = os.geteuid()
+        self.group_gid = grp.getgrnam(group).gr_gid if group else None
+        self.counters: Counter[str] = Counter()
+        self.started_at = time.time()
+        self._stop = asyncio.Event()
+        self._inflight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._background: set[asyncio.Task[Any]] = set()
+        self._bound_by_us = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _listen_socket(self) -> socket.socket:
+        activated = sdnotify.listen_fds()
+        if activated:
+            logs.get().info("daemon.socket_activated", fds=len(activated))
+            self._bound_by_us = False
+            return activated[0]
+        self._bound_by_us = True
+        path = self.socket_path
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700 if self.group_gid is None else 0o750)
+        if path.exists() or path.is_symlink():
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(str(path))
+            except OSError:
+                path.unlink()  # stale socket of a dead daemon
+            else:
+                probe.close()
+                raise OSError(f"another policyd is already serving {path}")
+            finally:
+                probe.close()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177 if self.group_gid is None else 0o117)
+        try:
+            sock.bind(str(path))
+        finally:
+            os.umask(old_umask)
+        if self.group_gid is not None:
+            os.chown(path, -1, self.group_gid)
+            os.chmod(path, 0o660)
+        else:
+            os.chmod(path, 0o600)
+        sock.listen(128)
+        return sock
+
+    async def serve(self) -> int:
+        log = logs.get()
+        sock = self._listen_socket()
+        server = await asyncio.start_unix_server(self._connection, sock=sock, limit=MAX_LINE_BYTES)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._stop.set)
+        loop.add_signal_handler(signal.SIGHUP, self._sighup)
+        reload_task = asyncio.create_task(self.reloader.run()) if self.reloader else None
+        where = sock.getsockname() or str(self.socket_path)
+        log.info("daemon.started", socket=where, pid=os.getpid(), policy_hash=self.engine.policy.short_hash)
+        sdnotify.notify("READY=1", f"STATUS=serving {where}, policy {self.engine.policy.short_hash}")
+        await self._stop.wait()
+        log.info("daemon.stopping")
+        sdnotify.notify("STOPPING=1", "STATUS=stopping")
+        server.close()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), SHUTDOWN_GRACE_S)
+        if self.reloader is not None and reload_task is not None:
+            self.reloader.stop()
+            await reload_task
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.remove_signal_handler(sig)
+        if self.engine.memory is not None and self.engine.memory.store is not None:
+            self.engine.memory.store.close()
+        if self._bound_by_us:  # an activated socket belongs to systemd
+            with contextlib.suppress(OSError):
+                self.socket_path.unlink()
+        log.info("daemon.stopped", counters=dict(self.counters))
+        logs.close()
+        return 0
+
+    def _sighup(self) -> None:
+        task = asyncio.get_running_loop().create_task(self.reload("sighup"))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def reload(self, reason: str) -> bool:
+        if self.reloader is None:
+            return False
+        sdnotify.notify("RELOADING=1", sdnotify.monotonic_usec(), "STATUS=reloading policy")
+        try:
+            changed = await self.reloader.reload(reason, force=True)
+        finally:
+            sdnotify.notify("READY=1", f"STATUS=serving, policy {self.engine.policy.short_hash}")
+        return changed
+
+    # ------------------------------------------------------------------ connections
+
+    def _allowed(self, pid: int, uid: int, gid: int) -> tuple[bool, bool]:
+        """(may query, may change state)."""
+        owner = uid == self.owner_uid
+        if owner:
+            return True, True
+        if self.group_gid is not None and (gid == self.group_gid or self.group_gid in _supplementary_groups(pid)):
+            return True, False
+        return False, False
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        log = logs.get()
+        sock = writer.get_extra_info("socket")
+        try:
+            pid, uid, gid = peer_credentials(sock)
+        except OSError:
+            pid, uid, gid = 0, -1, -1
+        may_query, may_change = self._allowed(pid, uid, gid)
+        if not may_query:
+            self.counters["refused"] += 1
+            log.warning("peer.refused", pid=pid, uid=uid, gid=gid)
+            await self._send(writer, _error(None, wire.FORBIDDEN, f"policyd: uid {uid} may not use this daemon"))
+            writer.close()
+            return
+        self.counters["connections"] += 1
+        try:
+            while not self._stop.is_set():
+                try:
+                    line = await reader.readuntil(b"\n")
+                except asyncio.IncompleteReadError as exc:
+                    if exc.partial.strip():
+                        await self._send(writer, _error(None, wire.PARSE_ERROR, "unterminated line at end of input"))
+                    break
+                except asyncio.LimitOverrunError:
+                    await self._send(writer, _error(None, wire.INVALID_REQUEST, f"line longer than {MAX_LINE_BYTES}"))
+                    break
+                self._begin()
+                try:
+                    response = self._handle_line(line, may_change, uid)
+                finally:
+                    self._end()
+                if response is not None and not await self._send(writer, response):
+                    break
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    def _begin(self) -> None:
+        self._inflight += 1
+        self._idle.clear()
+
+    def _end(self) -> None:
+        self._inflight -= 1
+        if self._inflight == 0:
+            self._idle.set()
+
+    async def _send(self, writer: asyncio.StreamWriter, payload: dict[str, Any]) -> bool:
+        try:
+            writer.write(json.dumps(payload, separators=(",", ":")).encode() + b"\n")
+            await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+            return True
+        except (TimeoutError, ConnectionResetError, BrokenPipeError):
+            return False
+
+    # ------------------------------------------------------------------ requests
+
+    def _handle_line(self, line: bytes, may_change: bool, uid: int) -> dict[str, Any] | None:
+        try:
+            msg = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            self.counters["errors"] += 1
+            return _error(None, wire.PARSE_ERROR, f"not JSON: {exc}")
+        if not isinstance(msg, dict) or not isinstance(msg.get("method"), str):
+            self.counters["errors"] += 1
+            return _error(msg.get("id") if isinstance(msg, dict) else None, wire.INVALID_REQUEST,
+                          "expected a JSON-RPC 2.0 request object with a method")
+        rid, method, params = msg.get("id"), msg["method"], msg.get("params", {})
+        if method in _MUTATING and not may_change:
+            self.counters["refused"] += 1
+            logs.get().warning("peer.refused", uid=uid, method=method)
+            return _error(rid, wire.FORBIDDEN, f"only uid {self.owner_uid} may call {method}")
+        handler = _HANDLERS.get(method)
+        if handler is None:
+            self.counters["errors"] += 1
+            return _error(rid, wire.METHOD_NOT_FOUND, f"unknown method {method!r}; this is protocol v1")
+        try:
+            result = handler(self, params)
+        except ValueError as exc:
+            self.counters["errors"] += 1
+            return _error(rid, wire.INVALID_PARAMS, str(exc))
+        except StoreError as exc:
+            self.counters["errors"] += 1
+            return _error(rid, -32000, str(exc))
+        if "id" not in msg:
+            return None  # a notification gets no answer
+        return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+    def decide(self, params: Any) -> dict[str, Any]:
+        query = wire.query_from_wire(params, time.time())
+        resolution = self.engine.decide(query)
+        decision = resolution.decision or Decision.ASK
+        outcome = choose_outcome(decision, query.options)
+        fields = dict(resolution.fields)
+        fields.update({"session_id": query.session.session_id, "decision": decision.value,
+                       "answer": outcome.get("optionId", "cancelled") if outcome else "forwarded"})
+        logs.decision("permission.decided", fields)
+        self.counters[f"decisions.{decision.value}"] += 1
+        return {"decision": decision.value, "outcome": outcome, "fields": resolution.fields}
+
+    def remember(self, params: Any) -> dict[str, Any]:
+        if not isinstance(params, dict):
+            raise ValueError("params must be an object")
+        query = wire.query_from_wire(params.get("query"), time.time())
+        decision = Decision.parse(params.get("decision"))
+        if decision is Decision.ASK:
+            raise ValueError("decision must be allow or deny")
+        option = wire.option_from_wire(params.get("option"), "option")
+        entry = self.engine.remember_choice(RememberChoice(query, decision, option))
+        self.counters["remembered"] += 1
+        return {"entryId": entry}
+
+    def status(self, params: Any) -> dict[str, Any]:
+        policy = self.engine.policy
+        info: dict[str, Any] = {
+            "protocolVersion": wire.PROTOCOL_VERSION,
+            "pid": os.getpid(),
+            "startedAt": self.started_at,
+            "policyHash": policy.hash,
+            "files": [{"path": f.path, "rules": len(f.rules)} for f in policy.files],
+            "counters": dict(self.counters),
+        }
+        if self.reloader is not None:
+            st = self.reloader.status
+            info.update({"loadedAt": st.loaded_at, "lastError": st.last_error, "lastErrorAt": st.last_error_at,
+                         "reloads": st.reloads})
+        memory = self.engine.memory
+        info["store"] = None if memory is None else {"path": str(memory.path), "error": memory.error}
+        return info
+
+    def remembered_list(self, params: Any) -> dict[str, Any]:
+        store = self._store()
+        p = params if isinstance(params, dict) else {}
+        return {"entries": [e.as_dict() for e in store.entries(p.get("scope"), p.get("match"), time.time())]}
+
+    def remembered_forget(self, params: Any) -> dict[str, Any]:
+        store = self._store()
+        p = params if isinstance(params, dict) else {}
+        ids = p.get("ids") or []
+        if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+            raise ValueError("ids must be a list of integers")
+        if not (ids or p.get("match") or p.get("all")):
+            raise ValueError("give ids, match or all")
+        return {"forgotten": store.forget(ids=ids, match=p.get("match"), everything=bool(p.get("all")))}
+
+    def _store(self) -> Any:
+        memory = self.engine.memory
+        store = memory._open() if memory is not None else None
+        if store is None:
+            raise StoreError(memory.error if memory and memory.error else "remembering is off in this daemon")
+        return store
+
+    def reload_method(self, params: Any) -> dict[str, Any]:
+        task = asyncio.get_running_loop().create_task(self.reload("request"))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return {"reloading": True, "policyHash": self.engine.policy.hash}
+
+
+_HANDLERS: dict[str, Any] = {
+    "v1/decide": Daemon.decide,
+    "v1/remember": Daemon.remember,
+    "v1/status": Daemon.status,
+    "v1/remembered/list": Daemon.remembered_list,
+    "v1/remembered/forget": Daemon.remembered_forget,
+    "v1/reload": Daemon.reload_method,
+}
+
+
+def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+
