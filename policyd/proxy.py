@@ -21,6 +21,7 @@ import os
 import signal
 import stat
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -39,8 +40,30 @@ Rememberer = Callable[[RememberChoice], object]
 
 
 def _is_pipe_like(fd: int) -> bool:
+    """Pipes and sockets can be polled; files and character devices (/dev/null, a tty) are
+    read and written directly (epoll refuses /dev/null)."""
     mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+async def _chunks_from_thread(fd: int) -> AsyncIterator[bytes]:
+    """Blocking reads on a daemon thread (never keeps the process alive at exit)."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def pump() -> None:
+        while True:
+            try:
+                chunk = os.read(fd, READ_CHUNK)
+            except OSError:
+                chunk = b""
+            loop.call_soon_threadsafe(queue.put_nowait, chunk)
+            if not chunk:
+                return
+
+    threading.Thread(target=pump, name="policyd-stdin", daemon=True).start()
+    while chunk := await queue.get():
+        yield chunk
 
 
 async def _chunks_from_fd(fd: int) -> AsyncIterator[bytes]:
@@ -55,8 +78,8 @@ async def _chunks_from_fd(fd: int) -> AsyncIterator[bytes]:
                 yield chunk
         finally:
             transport.close()
-    else:  # a regular file: reads never block for long
-        while chunk := await asyncio.to_thread(os.read, fd, READ_CHUNK):
+    else:
+        async for chunk in _chunks_from_thread(fd):
             yield chunk
 
 

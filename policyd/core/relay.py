@@ -5,7 +5,13 @@ https://agentclientprotocol.com/protocol/transports):
 
 - Every line that is not an intercepted ``session/request_permission`` is passed on as the
   exact bytes received, in order: nothing is re-serialised, no id is rewritten. A line that
-  is not JSON is passed on too, with a ``relay.non_json_line`` log action.
+  is not JSON is passed on too, with a ``relay.non_json_line`` log action. Exceptions, each
+  deliberate: the client's ``*_always`` answer to a request policyd forwarded reaches the
+  agent as the matching ``*_once`` option (see ``pass_always_to_agent``); the agent's
+  ``$/cancel_request`` for a request policyd is still deciding is answered by policyd, not
+  passed on; and headless, an agent line that looks like JSON but cannot be parsed, or a
+  JSON-RPC batch, is not passed to the (automatic) client but answered with an error — it
+  could hide a permission request.
 - Messages are classified by direction, never by id alone: both peers number their own
   requests from 0.
 - A permission request from the agent becomes a :class:`Consult`. Until every earlier
@@ -37,7 +43,9 @@ from policyd.core.model import Decision, PeerInfo, PermissionOption, PermissionQ
 from policyd.core.toolcalls import ToolCallTracker
 
 PERMISSION_METHOD = "session/request_permission"
-#: JSON-RPC "Invalid params" (https://www.jsonrpc.org/specification#error_object).
+#: JSON-RPC error codes (https://www.jsonrpc.org/specification#error_object).
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 #: ACP "request cancelled" (https://agentclientprotocol.com/protocol/cancellation).
 REQUEST_CANCELLED = -32800
@@ -169,12 +177,13 @@ class Relay:
 
     def from_client(self, line: bytes) -> list[Action]:
         """Handle one line the client wrote (newline included, or the last unterminated one)."""
-        msg, log = _parse(line, "client")
+        parsed, log = _parse(line, "client")
         actions: list[Action] = [SendToAgent(line)]
         if log is not None:
             actions.append(log)
-        if msg is None:
+        if not isinstance(parsed, dict):
             return actions
+        msg = parsed
         method = msg.get("method")
         if isinstance(method, str):
             params = msg.get("params")
@@ -241,9 +250,12 @@ class Relay:
 
     def from_agent(self, line: bytes, now_s: float = 0.0) -> list[Action]:
         """Handle one line the agent wrote; ``now_s`` (epoch seconds) stamps a new query."""
-        msg, log = _parse(line, "agent")
+        parsed, log = _parse(line, "agent")
         actions: list[Action] = [] if log is None else [log]
-        if msg is not None:
+        if self.headless and (isinstance(parsed, list) or (parsed is None and _looks_like_json(line))):
+            return actions + self._refuse_unexamined(parsed, line)
+        if isinstance(parsed, dict):
+            msg = parsed
             method = msg.get("method")
             if method == PERMISSION_METHOD and "id" in msg:
                 actions.append(self._intercept(line, msg, now_s))
@@ -259,6 +271,19 @@ class Relay:
             elif method is None and "id" in msg:
                 self._observe_response(msg)
         actions.extend(self._to_client(line))
+        return actions
+
+    def _refuse_unexamined(self, parsed: list[Any] | None, line: bytes) -> list[Action]:
+        """Headless, a line the relay cannot examine (JSON it cannot parse, or a batch) is not
+        passed to an automatic client: it could be a permission request. Each request in it
+        gets an error (id null when the id cannot be read)."""
+        requests = [m for m in parsed if isinstance(m, dict) and "method" in m and "id" in m] if parsed else []
+        ids = [m["id"] for m in requests] if parsed is not None else [None]
+        code = INVALID_REQUEST if parsed is not None else PARSE_ERROR
+        what = "a JSON-RPC batch" if parsed is not None else "a line that looks like JSON but does not parse"
+        message = f"policyd (headless) does not relay {what}: it cannot examine it for permission requests"
+        actions: list[Action] = [Log("relay.unexamined_line_blocked", {"bytes": len(line), "requests": len(ids)})]
+        actions.extend(SendToAgent(_response(rid, error={"code": code, "message": message})) for rid in ids)
         return actions
 
     def _observe_response(self, msg: Mapping[str, Any]) -> None:
@@ -428,18 +453,35 @@ class Relay:
 # ----------------------------------------------------------------------------- helpers
 
 
-def _parse(line: bytes, side: str) -> tuple[dict[str, Any] | None, Log | None]:
+def _parse_int(text: str) -> int | float:
+    """JSON integers of any length (Python's int() refuses more than 4300 digits)."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def _parse(line: bytes, side: str) -> tuple[dict[str, Any] | list[Any] | None, Log | None]:
+    """The message on ``line`` (an object, or a list for a batch), or None with a log.
+
+    Parsing is as lenient as a JavaScript peer's: invalid UTF-8 is replaced, integers of any
+    length are accepted, so a line the client would read as a request is read as one here.
+    """
     stripped = line.strip()
     if not stripped:
         return None, None
     try:
-        msg = json.loads(stripped)
+        msg = json.loads(stripped.decode("utf-8", "replace"), parse_int=_parse_int)
     except (ValueError, RecursionError):
         preview = stripped[:120].decode("utf-8", "replace")
         return None, Log("relay.non_json_line", {"from": side, "bytes": len(line), "preview": preview})
-    if not isinstance(msg, dict):
-        return None, None
-    return msg, None
+    if isinstance(msg, dict | list):
+        return msg, None
+    return None, None
+
+
+def _looks_like_json(line: bytes) -> bool:
+    return line.lstrip()[:1] in (b"{", b"[")
 
 
 def _id_key(request_id: Any) -> str:
