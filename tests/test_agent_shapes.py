@@ -35,17 +35,55 @@ def facts_for(before: list[dict[str, Any]], request: dict[str, Any]) -> Facts:
 def shell_shapes(command: str) -> dict[str, tuple[list[dict[str, Any]], dict[str, Any]]]:
     return {
         "claude": (
-            [{"sessionUpdate": "tool_call", "toolCallId": "t", "kind": "execute", "title": command,
-              "rawInput": {"command": command, "description": "run it"}}],
-            {"toolCallId": "t", "kind": "execute", "title": command, "rawInput": {"command": command, "description": "run it"}},
+            [
+                {
+                    "sessionUpdate": "tool_call",
+                    "toolCallId": "t",
+                    "kind": "execute",
+                    "title": command,
+                    "rawInput": {"command": command, "description": "run it"},
+                }
+            ],
+            {
+                "toolCallId": "t",
+                "kind": "execute",
+                "title": command,
+                "rawInput": {"command": command, "description": "run it"},
+            },
         ),
-        "codex-ts": ([], {"toolCallId": "t", "kind": "execute", "status": "pending", "rawInput": {"command": command, "cwd": CWD}}),
-        "codex-rust": ([], {"toolCallId": "t", "kind": "execute", "title": command,
-                            "rawInput": {"call_id": "x", "command": ["bash", "-lc", command], "cwd": CWD, "reason": "r"}}),
-        "codex-rust-mislabelled": ([], {"toolCallId": "t", "kind": "read", "title": "Read",
-                                        "rawInput": {"command": ["bash", "-lc", command], "cwd": CWD}}),
-        "gemini": ([], {"toolCallId": "run_shell_command-1-0", "status": "pending", "title": command, "kind": "execute",
-                        "content": [], "locations": []}),
+        "codex-ts": (
+            [],
+            {"toolCallId": "t", "kind": "execute", "status": "pending", "rawInput": {"command": command, "cwd": CWD}},
+        ),
+        "codex-rust": (
+            [],
+            {
+                "toolCallId": "t",
+                "kind": "execute",
+                "title": command,
+                "rawInput": {"call_id": "x", "command": ["bash", "-lc", command], "cwd": CWD, "reason": "r"},
+            },
+        ),
+        "codex-rust-mislabelled": (
+            [],
+            {
+                "toolCallId": "t",
+                "kind": "read",
+                "title": "Read",
+                "rawInput": {"command": ["bash", "-lc", command], "cwd": CWD},
+            },
+        ),
+        "gemini": (
+            [],
+            {
+                "toolCallId": "run_shell_command-1-0",
+                "status": "pending",
+                "title": command,
+                "kind": "execute",
+                "content": [],
+                "locations": [],
+            },
+        ),
     }
 
 
@@ -53,29 +91,67 @@ def edit_shapes(path: str) -> dict[str, tuple[list[dict[str, Any]], dict[str, An
     diff = {"type": "diff", "path": path, "oldText": "foo", "newText": "bar"}
     return {
         "claude": (
-            [{"sessionUpdate": "tool_call", "toolCallId": "t", "kind": "edit", "title": f"Edit {path}",
-              "content": [diff], "locations": [{"path": path}]}],
-            {"toolCallId": "t", "kind": "edit", "title": f"Edit {path}",
-             "rawInput": {"file_path": path, "old_string": "foo", "new_string": "bar"}},
+            [
+                {
+                    "sessionUpdate": "tool_call",
+                    "toolCallId": "t",
+                    "kind": "edit",
+                    "title": f"Edit {path}",
+                    "content": [diff],
+                    "locations": [{"path": path}],
+                }
+            ],
+            {
+                "toolCallId": "t",
+                "kind": "edit",
+                "title": f"Edit {path}",
+                "rawInput": {"file_path": path, "old_string": "foo", "new_string": "bar"},
+            },
         ),
         "codex-ts": (
             [{"sessionUpdate": "tool_call", "toolCallId": "t", "kind": "edit", "title": "Edit", "content": [diff]}],
             {"toolCallId": "t", "kind": "edit", "status": "pending"},
         ),
-        "gemini": ([], {"toolCallId": "t", "kind": "edit", "title": f"{path}: foo => bar",
-                        "content": [{**diff, "_meta": {"kind": "modify"}}], "locations": [{"path": path}]}),
+        "gemini": (
+            [],
+            {
+                "toolCallId": "t",
+                "kind": "edit",
+                "title": f"{path}: foo => bar",
+                "content": [{**diff, "_meta": {"kind": "modify"}}],
+                "locations": [{"path": path}],
+            },
+        ),
         "ts-sdk-example": (
-            [{"sessionUpdate": "tool_call", "toolCallId": "t", "kind": "edit", "title": "Modifying",
-              "locations": [{"path": "/elsewhere/config.json"}], "rawInput": {"path": "/elsewhere/config.json"}}],
-            {"toolCallId": "t", "kind": "edit", "title": "Modifying", "locations": [{"path": path}],
-             "rawInput": {"path": path, "content": "{}"}},
+            [
+                {
+                    "sessionUpdate": "tool_call",
+                    "toolCallId": "t",
+                    "kind": "edit",
+                    "title": "Modifying",
+                    "locations": [{"path": "/elsewhere/config.json"}],
+                    "rawInput": {"path": "/elsewhere/config.json"},
+                }
+            ],
+            {
+                "toolCallId": "t",
+                "kind": "edit",
+                "title": "Modifying",
+                "locations": [{"path": path}],
+                "rawInput": {"path": path, "content": "{}"},
+            },
         ),
     }
 
 
 @pytest.mark.parametrize(
     ("command", "decision"),
-    [("npm test", "allow"), ("git reset --hard", "deny"), ("git push origin main", "ask"), ("cat ~/.ssh/id_rsa", "deny")],
+    [
+        ("npm test", "allow"),
+        ("git reset --hard", "deny"),
+        ("git push origin main", "ask"),
+        ("cat ~/.ssh/id_rsa", "deny"),
+    ],
 )
 def test_shell_shapes_agree(shipped: PolicySet, command: str, decision: str) -> None:
     """Claude, Codex (TS, Rust, mislabelled kind) and Gemini shapes of one command agree."""
@@ -96,7 +172,9 @@ def test_title_only_command_is_flagged() -> None:
     )
 
 
-@pytest.mark.parametrize(("path", "decision"), [("/p/src/a.ts", "allow"), ("/p/.env", "deny"), ("/home/u/.bashrc", "deny")])
+@pytest.mark.parametrize(
+    ("path", "decision"), [("/p/src/a.ts", "allow"), ("/p/.env", "deny"), ("/home/u/.bashrc", "deny")]
+)
 def test_edit_shapes_agree(shipped: PolicySet, path: str, decision: str) -> None:
     """Claude, Codex TS (paths only in the earlier tool_call), Gemini and the TS SDK example agree."""
     results = {}

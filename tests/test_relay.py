@@ -14,13 +14,23 @@ def line(msg: dict[str, Any]) -> bytes:
 
 
 def permission(rid: Any = 0, session: str = "s1", call: str = "c1", options: Any = None, **tool: Any) -> bytes:
-    opts = options if options is not None else [
-        {"optionId": "yes", "name": "Allow", "kind": "allow_once"},
-        {"optionId": "yes-always", "name": "Always", "kind": "allow_always"},
-        {"optionId": "no", "name": "Reject", "kind": "reject_once"},
-    ]
-    return line({"jsonrpc": "2.0", "id": rid, "method": "session/request_permission",
-                 "params": {"sessionId": session, "toolCall": {"toolCallId": call, **tool}, "options": opts}})
+    opts = (
+        options
+        if options is not None
+        else [
+            {"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+            {"optionId": "yes-always", "name": "Always", "kind": "allow_always"},
+            {"optionId": "no", "name": "Reject", "kind": "reject_once"},
+        ]
+    )
+    return line(
+        {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "method": "session/request_permission",
+            "params": {"sessionId": session, "toolCall": {"toolCallId": call, **tool}, "options": opts},
+        }
+    )
 
 
 def sends(actions: list[Any]) -> list[tuple[str, bytes]]:
@@ -61,32 +71,45 @@ def test_allow_answers_first_allow_once() -> None:
     relay = Relay()
     c = consult_of(relay.from_agent(permission(rid="7")))
     out = sends(relay.resolve(c.key, Resolution(Decision.ALLOW)))
-    assert [("agent", line({"jsonrpc": "2.0", "id": "7", "result": {"outcome": {"outcome": "selected", "optionId": "yes"}}}).replace(b" ", b""))] == out
+    assert [
+        (
+            "agent",
+            line(
+                {"jsonrpc": "2.0", "id": "7", "result": {"outcome": {"outcome": "selected", "optionId": "yes"}}}
+            ).replace(b" ", b""),
+        )
+    ] == out
 
 
 def test_deny_without_reject_option_is_cancelled() -> None:
     """deny with no reject option -> outcome cancelled."""
     relay = Relay()
     c = consult_of(relay.from_agent(permission(options=[{"optionId": "ok", "name": "OK", "kind": "allow_once"}])))
-    (who, data), = sends(relay.resolve(c.key, Resolution(Decision.DENY)))
+    ((who, data),) = sends(relay.resolve(c.key, Resolution(Decision.DENY)))
     assert ("agent", {"outcome": "cancelled"}) == (who, json.loads(data)["result"]["outcome"])
 
 
 def test_deny_prefers_reject_once_over_reject_always() -> None:
     """deny -> reject_once even when reject_always comes first."""
     relay = Relay()
-    opts = [{"optionId": "never", "name": "n", "kind": "reject_always"}, {"optionId": "skip", "name": "s", "kind": "reject_once"}]
+    opts = [
+        {"optionId": "never", "name": "n", "kind": "reject_always"},
+        {"optionId": "skip", "name": "s", "kind": "reject_once"},
+    ]
     c = consult_of(relay.from_agent(permission(options=opts)))
-    (_, data), = sends(relay.resolve(c.key, Resolution(Decision.DENY)))
+    ((_, data),) = sends(relay.resolve(c.key, Resolution(Decision.DENY)))
     assert "skip" == json.loads(data)["result"]["outcome"]["optionId"]
 
 
 def test_allow_falls_back_to_allow_always() -> None:
     """allow with only allow_always offered selects it."""
     relay = Relay()
-    opts = [{"optionId": "always", "name": "a", "kind": "allow_always"}, {"optionId": "no", "name": "n", "kind": "reject_once"}]
+    opts = [
+        {"optionId": "always", "name": "a", "kind": "allow_always"},
+        {"optionId": "no", "name": "n", "kind": "reject_once"},
+    ]
     c = consult_of(relay.from_agent(permission(options=opts)))
-    (_, data), = sends(relay.resolve(c.key, Resolution(Decision.ALLOW)))
+    ((_, data),) = sends(relay.resolve(c.key, Resolution(Decision.ALLOW)))
     assert "always" == json.loads(data)["result"]["outcome"]["optionId"]
 
 
@@ -102,11 +125,11 @@ def test_ask_headless_uses_fallback_deny_and_cancel() -> None:
     """Headless: ask becomes the fallback (reject_once by default, or cancelled)."""
     relay = Relay(headless=True)
     c = consult_of(relay.from_agent(permission()))
-    (who, data), = sends(relay.resolve(c.key, Resolution(Decision.ASK)))
+    ((who, data),) = sends(relay.resolve(c.key, Resolution(Decision.ASK)))
     assert ("agent", "no") == (who, json.loads(data)["result"]["outcome"]["optionId"])
     relay = Relay(headless=True, headless_fallback="cancel")
     c = consult_of(relay.from_agent(permission()))
-    (_, data), = sends(relay.resolve(c.key, Resolution(Decision.ASK)))
+    ((_, data),) = sends(relay.resolve(c.key, Resolution(Decision.ASK)))
     assert {"outcome": "cancelled"} == json.loads(data)["result"]["outcome"]
 
 
@@ -118,7 +141,7 @@ def test_engine_failure_is_never_allow() -> None:
     assert [("client", raw)] == sends(relay.resolve(c.key, Resolution(None)))
     relay = Relay(headless=True)
     c = consult_of(relay.from_agent(permission()))
-    (_, data), = sends(relay.resolve(c.key, Resolution(None)))
+    ((_, data),) = sends(relay.resolve(c.key, Resolution(None)))
     assert "no" == json.loads(data)["result"]["outcome"]["optionId"]
 
 
@@ -131,7 +154,7 @@ def test_malformed_request_forwarded_or_invalid_params() -> None:
     assert [("client", bad)] == sends(relay.resolve(c.key, Resolution(None)))
     relay = Relay(headless=True)
     c = consult_of(relay.from_agent(bad))
-    (who, data), = sends(relay.resolve(c.key, Resolution(None)))
+    ((who, data),) = sends(relay.resolve(c.key, Resolution(None)))
     err = json.loads(data)
     assert ("agent", 5, -32602) == (who, err["id"], err["error"]["code"])
     assert "toolCall" in err["error"]["message"]
@@ -142,7 +165,13 @@ def test_lines_behind_an_open_consult_wait_in_order() -> None:
     relay = Relay()
     first = permission(rid=1, call="a")
     second = permission(rid=2, call="b")
-    note = line({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": {"sessionUpdate": "plan"}}})
+    note = line(
+        {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": "s1", "update": {"sessionUpdate": "plan"}},
+        }
+    )
     c1 = consult_of(relay.from_agent(first))
     assert [] == sends(relay.from_agent(note))
     c2 = consult_of(relay.from_agent(second))
@@ -175,7 +204,9 @@ def test_agent_cancel_request_for_open_consult() -> None:
 def test_ids_of_both_sides_do_not_collide() -> None:
     """The agent's request id 0 and the client's id 0 are different requests."""
     relay = Relay()
-    relay.from_client(line({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"clientInfo": {"name": "zed"}}}))
+    relay.from_client(
+        line({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"clientInfo": {"name": "zed"}}})
+    )
     c = consult_of(relay.from_agent(permission(rid=0)))
     relay.resolve(c.key, Resolution(Decision.ASK))
     answer = line({"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"outcome": "cancelled"}}})
@@ -188,12 +219,35 @@ def test_ids_of_both_sides_do_not_collide() -> None:
 def test_session_context_and_tool_call_tracking() -> None:
     """session/new (id from the response) and earlier tool_call updates reach the query."""
     relay = Relay(home="/home/u")
-    relay.from_client(line({"jsonrpc": "2.0", "id": 1, "method": "session/new",
-                            "params": {"cwd": "/w", "additionalDirectories": ["/lib"], "mcpServers": []}}))
+    relay.from_client(
+        line(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "session/new",
+                "params": {"cwd": "/w", "additionalDirectories": ["/lib"], "mcpServers": []},
+            }
+        )
+    )
     relay.from_agent(line({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s9"}}))
-    relay.from_agent(line({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s9", "update": {
-        "sessionUpdate": "tool_call", "toolCallId": "e1", "kind": "edit", "title": "Edit",
-        "content": [{"type": "diff", "path": "/w/a.txt", "oldText": None, "newText": "x"}]}}}))
+    relay.from_agent(
+        line(
+            {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {
+                    "sessionId": "s9",
+                    "update": {
+                        "sessionUpdate": "tool_call",
+                        "toolCallId": "e1",
+                        "kind": "edit",
+                        "title": "Edit",
+                        "content": [{"type": "diff", "path": "/w/a.txt", "oldText": None, "newText": "x"}],
+                    },
+                },
+            }
+        )
+    )
     c = consult_of(relay.from_agent(permission(session="s9", call="e1", status="pending")))
     assert c.query is not None
     assert ("/w", ("/w", "/lib"), "edit") == (c.query.session.cwd, c.query.session.roots, c.query.tool_call["kind"])

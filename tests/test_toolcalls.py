@@ -9,11 +9,22 @@ from policyd.core.toolcalls import ToolCallTracker
 def test_update_merges_and_replaces_lists() -> None:
     """tool_call_update merges fields; locations replace the whole list; null keeps a field."""
     t = ToolCallTracker()
-    t.observe_update("s", {"sessionUpdate": "tool_call", "toolCallId": "c", "kind": "edit", "title": "A",
-                           "locations": [{"path": "/a"}, {"path": "/b"}]})
-    t.observe_update("s", {"sessionUpdate": "tool_call_update", "toolCallId": "c", "title": None,
-                           "locations": [{"path": "/c"}]})
-    assert {"toolCallId": "c", "kind": "edit", "title": "A", "locations": [{"path": "/c"}]} == t.merged("s", {"toolCallId": "c"})
+    t.observe_update(
+        "s",
+        {
+            "sessionUpdate": "tool_call",
+            "toolCallId": "c",
+            "kind": "edit",
+            "title": "A",
+            "locations": [{"path": "/a"}, {"path": "/b"}],
+        },
+    )
+    t.observe_update(
+        "s", {"sessionUpdate": "tool_call_update", "toolCallId": "c", "title": None, "locations": [{"path": "/c"}]}
+    )
+    assert {"toolCallId": "c", "kind": "edit", "title": "A", "locations": [{"path": "/c"}]} == t.merged(
+        "s", {"toolCallId": "c"}
+    )
 
 
 def test_request_fields_win_and_unseen_id_creates_entry() -> None:
