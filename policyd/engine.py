@@ -19,7 +19,7 @@ from policyd.core.facts import Facts
 from policyd.core.model import Decision, PermissionQuery, RuleMatch, Verdict
 from policyd.core.policy import PolicySet
 from policyd.core.relay import RememberChoice, Resolution
-from policyd.core.remember import combine, spec_for
+from policyd.core.remember import combine, explain_spec, spec_for
 from policyd.memory import Memory
 
 #: Characters of a command kept in a decision-log line.
@@ -67,11 +67,11 @@ class Engine:
             return None
         query = choice.query
         verdict, facts, _ = self.evaluate(query)
-        spec = spec_for(facts, verdict, self.policy.remember_rules, self.policy.remember)
+        spec, why_not = explain_spec(facts, verdict, self.policy.remember_rules, self.policy.remember)
         base = {"session_id": query.session.session_id, "tool_call_id": str(facts.call.get("toolCallId", "")),
                 "decision": choice.decision.value, "option": choice.option.option_id}
         if spec is None:
-            logs.decision("permission.not_remembered", {**base, "reason": "a matched rule says remember = false"})
+            logs.decision("permission.not_remembered", {**base, "reason": why_not})
             return None
         entry_id = self.memory.remember(spec, choice.decision, now=time.time(), option_id=choice.option.option_id,
                                         option_name=choice.option.name, agent=query.agent.name, title=facts.title)

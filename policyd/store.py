@@ -90,9 +90,7 @@ class Store:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if mode != "wal" and self._writable():
-                raise StoreError(f"{self.path}: cannot switch to WAL journal (got {mode})")
+            self._wal()
             self._migrate()
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
@@ -102,14 +100,34 @@ class Store:
     def _writable(self) -> bool:
         return os.access(self.path, os.W_OK)
 
+    def _wal(self) -> None:
+        """Switch to WAL; another process switching at the same moment holds a lock that the
+        busy handler does not wait for, so retry until the busy timeout."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+        if mode != "wal" and self._writable():
+            raise StoreError(f"{self.path}: cannot switch to WAL journal (got {mode})")
+
     def _migrate(self) -> None:
+        """Apply missing migrations, each in a write transaction that re-reads the version
+        first, so processes opening a new store at once apply each migration exactly once."""
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version > len(MIGRATIONS):
             raise StoreError(f"{self.path}: schema version {version} is newer than this policyd ({len(MIGRATIONS)})")
-        for number in range(version, len(MIGRATIONS)):
+        while version < len(MIGRATIONS):
             with self._transaction():
-                self._db.execute(MIGRATIONS[number])
-                self._db.execute(f"PRAGMA user_version = {number + 1}")
+                version = self._db.execute("PRAGMA user_version").fetchone()[0]
+                if version < len(MIGRATIONS):
+                    self._db.execute(MIGRATIONS[version])
+                    self._db.execute(f"PRAGMA user_version = {version + 1}")
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:

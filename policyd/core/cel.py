@@ -184,7 +184,7 @@ class Program:
                 result = self.runner.evaluate(dict(activation))
         except Exception as exc:
             raise CelEvalError(_eval_message(exc)) from exc
-        if isinstance(result, celtypes.StringType):
+        if isinstance(result, str):  # StringType, or a plain str from cel-python's `+`
             return str(result)
         raise CelEvalError(f"expression must yield a string, got {type(result).__name__}")
 

@@ -121,7 +121,14 @@ def _evaluate_key(program: cel.Program, activation: Mapping[str, Any]) -> str:
 
 def spec_for(facts: Facts, verdict: Verdict, rule_configs: Mapping[str, RememberConfig],
              file_config: RememberConfig | None) -> RememberSpec | None:
-    """Where a choice for this request lives, or None when memory is off for it.
+    """Where a choice for this request lives, or None when memory is off for it
+    (see :func:`explain_spec` for the reason)."""
+    return explain_spec(facts, verdict, rule_configs, file_config)[0]
+
+
+def explain_spec(facts: Facts, verdict: Verdict, rule_configs: Mapping[str, RememberConfig],
+                 file_config: RememberConfig | None) -> tuple[RememberSpec | None, str]:
+    """The spec, or None with the reason memory is off for this request.
 
     ``rule_configs`` maps rule ids to their ``remember`` setting; the first matched rule
     with a setting wins over ``file_config`` (the set's ``[remember]``). A key expression
@@ -132,22 +139,22 @@ def spec_for(facts: Facts, verdict: Verdict, rule_configs: Mapping[str, Remember
         rc = rule_configs.get(match.rule_id)
         if rc is not None:
             if not rc.enabled:
-                return None
+                return None, f"rule {match.rule_id!r} says remember = false"
             config = rc
             break
     scope = (config.scope if config else None) or DEFAULT_SCOPE
     if config is not None and config.key is not None:
         try:
             key = f"{facts.kind}:{_evaluate_key(config.key, facts.activation())}"
-        except cel.CelEvalError:
-            return None
+        except cel.CelEvalError as exc:
+            return None, f"the remember key expression failed: {exc}"
     else:
         key = default_key(facts)
     session = facts.query.session
     value = {"session": session.session_id, "workspace": session.cwd, "global": ""}[scope]
     if scope == "workspace" and not value:
-        return None  # no cwd known: nothing to scope a workspace choice to
-    return RememberSpec(key, scope, value)
+        return None, "workspace scope but the session has no known cwd"
+    return RememberSpec(key, scope, value), ""
 
 
 def combine(verdict: Verdict, remembered: Remembered | None, memory_failed: bool = False) -> tuple[Decision, str]:

@@ -2,25 +2,30 @@
 
 :func:`analyze` parses a command string with tree-sitter-bash and lists *every* simple
 command it can run, however it is spelled: pipelines, ``&&``/``||``/``;`` lists, subshells,
-groups, ``$( )``/backticks (also inside double quotes, assignments and redirect targets),
-process substitution, compound statements, function bodies; commands behind wrappers
-(``sudo``, ``env``, ``xargs``, ``find -exec``, ``timeout``...); and commands inside shell
-strings (``bash -c STR``, ``eval``, ``su -c``, ``ssh host CMD``, ``watch CMD``, heredocs and
-here-strings fed to a shell, ``echo STR | sh``), which are parsed again one level deeper.
+groups, ``$( )``/backticks (also inside double quotes, assignments, redirect targets and
+unquoted heredoc bodies), process substitution, compound statements, function bodies;
+commands behind wrappers (``sudo``, ``env``, ``xargs``, ``find -exec``, ``timeout``...,
+listed with the wrapper, same depth); and commands inside shell strings, parsed again one
+level deeper (``bash -c STR``, ``eval``, ``su -c``, ``ssh host CMD``, ``watch CMD``,
+``parallel``, ``env -S``, ``flock -c``, ``trap``, ``git -c core.pager=..``/``alias.x=!..``,
+``git rebase --exec``, ``ssh -o ProxyCommand=``, ``rsync -e``, heredocs, here-strings and
+``echo STR |`` fed to a shell, ``bash -c "$(cat <<EOF ..)"``).
 
 Words are reduced to the literal string the shell would pass (quotes removed, escapes and
 ``$'..'`` decoded, concatenations joined); a word that depends on an expansion keeps the
 source text of that expansion and is marked dynamic. ``~`` is kept as written (it is not
-dynamic: paths are resolved elsewhere).
+dynamic: paths are resolved elsewhere). Interpreter code (``python -c``) is not parsed.
 
 The module never raises on any input string: every failure is reported as
-``parse_ok=False`` with a human-readable reason in ``errors``.
+``parse_ok=False`` with a human-readable reason in ``errors``. Each thread gets its own
+tree-sitter parser, so :func:`analyze` may run on a reload thread and the main thread at once.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -40,10 +45,21 @@ MAX_TEXT_CHARS: int = 4 * 1024 * 1024
 #: Error messages kept (one is enough to make parse_ok False).
 MAX_ERRORS: int = 20
 
+# Non-ASCII bytes -> letters (bash treats them as word characters too).
+_ASCII_IMAGE = bytes(range(128)) + bytes(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"[i % 52] for i in range(128)
+)
 _HARD_MAX_DEPTH = 16  # caller-supplied max_depth is clamped to this (bounded recursion)
 
 _LANGUAGE = Language(tree_sitter_bash.language())
-_PARSER = Parser(_LANGUAGE)
+_PARSERS = threading.local()  # a tree-sitter Parser is not thread-safe: one per thread
+
+
+def _parser() -> Parser:
+    parser: Parser | None = getattr(_PARSERS, "parser", None)
+    if parser is None:
+        parser = _PARSERS.parser = Parser(_LANGUAGE)
+    return parser
 
 
 # --------------------------------------------------------------------------- public types
@@ -60,8 +76,10 @@ class SimpleCommand:
     with subcommands (``aws``: service and operation joined by a space), else ``""``;
     ``positionals`` are the non-option arguments (option values the tables know skipped;
     the subcommand included); ``wrapper`` names what produced the command (``""`` at top
-    level, ``"sudo"``, ``"bash -c"``, ``"find -exec"``...); ``depth`` counts shell-string
-    levels; ``dynamic`` is True when the name or an argument depends on an expansion.
+    level, ``"sudo"``, ``"find -exec"`` for an unwrapped argv; ``"bash -c"``, ``"eval"``,
+    ``"bash <<"``, ``"| sh"``... for every top-level command of a shell string); ``depth``
+    counts shell-string levels; ``dynamic`` is True when the name or an argument depends on an
+    expansion, glob or brace expansion.
     """
 
     name: str
@@ -1565,7 +1583,7 @@ _RUNS_ARG = frozenset({"eval", *_SHELLS})  # their last argument is run as code
 _MAX_STDIN_SCAN = 64  # nodes examined looking for the shell that reads a heredoc
 # Nodes whose children get a parent link (the lookups heredocs, here-strings and pipes need).
 _TRACK_PARENT = frozenset({"redirected_statement", "heredoc_redirect", "herestring_redirect",
-                           "pipeline", "command_substitution", "command", "file_redirect"})
+                           "pipeline", "command_substitution", "file_redirect"})
 
 
 class _State:
@@ -1596,7 +1614,7 @@ class _State:
             self.full = True
             self.error(f"more than MAX_COMMANDS={MAX_COMMANDS} commands")
             return False
-        self.text_left -= len(cmd.text) + sum(len(a) for a in cmd.args)
+        self.text_left -= 2 * len(cmd.text)  # args are (unquoted) parts of the text
         if self.text_left < 0:
             self.full = True
             self.error(f"more than MAX_TEXT_CHARS={MAX_TEXT_CHARS} characters of commands")
@@ -1623,7 +1641,10 @@ def _analyze_text(st: _State, text: str, depth: int, label: str) -> None:
         st.error(f"nesting deeper than MAX_DEPTH={st.max_depth} at {label!r}")
         return
     src = text.encode("utf-8", "surrogatepass")
-    tree = _PARSER.parse(src)
+    # tree-sitter-bash's scanner calls ctype isalpha() etc. on the raw code point: non-ASCII
+    # input reads outside the ctype table (a segfault for large code points). Parse an
+    # ASCII image with the same byte offsets; words are read from the real bytes.
+    tree = _parser().parse(src if src.isascii() else src.translate(_ASCII_IMAGE))
     root = tree.root_node
     walker = _Walker(st, src, depth, label)
     if root.has_error:
@@ -1810,12 +1831,23 @@ class _Walker:
                     more.append(ch)
                     if inner:
                         self._note_runs_output(inner[0])
-            elif ct in _REDIRECTS or ct in _NOT_ARGS:
+            elif ct in _REDIRECTS:
+                more.append(ch)
+                self.parent[ch.id] = node
+            elif ct in _NOT_ARGS:
                 more.append(ch)
             elif name_node is not None:
                 if src[ch.start_byte : ch.start_byte + 1] == b"\n":
                     cut = ch.start_byte  # tree-sitter quirk: a heredoc body line taken as args
                     break
+                if ct == "word":  # fast path of _word for the common plain word
+                    raw = src[ch.start_byte : ch.end_byte]
+                    if b"\\" not in raw:
+                        value = _dec(raw)
+                        words.append(_Word(value, _PATTERN.search(value) is not None,
+                                           ch.start_byte, ch.end_byte))
+                        args.append(ch)
+                        continue
                 w = _word(ch, src)
                 words.append(w)
                 args.append(ch)
@@ -2128,8 +2160,8 @@ def split_argv_command(argv: Sequence[str]) -> str:
     """Join an argv list into shell text (``shlex.join``), unwrapping a shell wrapper.
 
     ``["bash", "-lc", "npm test"]``, ``["sh", "-c", X]``, ``["/bin/zsh", "-c", X]`` -> the
-    command string itself. Items that are not strings are converted with ``str``; an empty
-    list gives ``""``. Never raises.
+    command string X itself (unless X is blank). Items that are not strings are converted
+    with ``str``; an empty list gives ``""``. Never raises for a sequence of strings.
     """
     vals = [a if isinstance(a, str) else str(a) for a in argv]
     if not vals:
@@ -2137,6 +2169,6 @@ def split_argv_command(argv: Sequence[str]) -> str:
     name = _norm_name(vals[0], False)
     if name.lower() in _SHELLS:
         out, _ = _h_shell(name, vals[1:])
-        if out.shells:
+        if out.shells and out.shells[0][0].strip():
             return out.shells[0][0]
     return shlex.join(vals)
