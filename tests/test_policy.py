@@ -151,3 +151,21 @@ def test_cel_helpers(when: str, example: dict[str, object], expected: bool) -> N
     """The documented helpers and variables behave as the README says."""
     p = load(HEADER + rule("h", when, "allow"))
     assert expected == (decide_on(p, **example) is Decision.ALLOW)
+
+
+def test_input_beyond_limits_never_allows() -> None:
+    """A request cut to fit the evaluation limits (a list longer than MAX_LIST_ITEMS, a huge
+    string) is never allowed: the rules did not see all of it."""
+    from policyd.core import cel
+
+    p = load(HEADER + rule("in-roots", "tool.paths.all(p, p.within(session.roots))", "allow"))
+    few = [f"/workspace/project/f{i}" for i in range(10)]
+    many = [f"/workspace/project/f{i}" for i in range(cel.MAX_LIST_ITEMS)] + ["/home/user/.ssh/id_rsa"]
+    assert Decision.ALLOW == decide_on(p, kind="read", paths=few)
+    verdict = decide(p, Facts(example_query({"kind": "read", "paths": many})))
+    assert Decision.ASK == verdict.decision
+    assert any("exceeds evaluation limits" in e for e in verdict.errors)
+    no_rm = load(HEADER + rule("no-rm", '!tool.command.contains("rm -rf")', "allow"))
+    hidden = "echo " + "x" * cel.MAX_STRING_CHARS + "; rm -rf ~"
+    assert Decision.ALLOW == decide_on(no_rm, kind="execute", command="echo hi")
+    assert Decision.ASK == decide_on(no_rm, kind="execute", command=hidden)

@@ -44,8 +44,9 @@ from policyd.core import paths
 
 #: Longest string passed into CEL; longer strings are cut (bounded evaluation time).
 MAX_STRING_CHARS = 65536
-#: Longest list passed into CEL; extra items are dropped (comprehensions are O(n) per rule).
-MAX_LIST_ITEMS = 512
+#: Longest list passed into CEL (comprehensions are O(n) per rule); as many as the shell
+#: analysis lists commands, so a long script is seen whole.
+MAX_LIST_ITEMS = 2048
 #: Deepest nesting of maps/lists passed into CEL (cel-python recurses per level).
 MAX_DEPTH = 12
 #: Deepest parenthesis/call nesting accepted in a rule (cel-python recurses per level).
@@ -280,17 +281,21 @@ def _eval_message(exc: BaseException) -> str:
 # ---------------------------------------------------------------------------- values
 
 
-def to_cel(value: Any, depth: int = 0) -> Any:
+def to_cel(value: Any, depth: int = 0, cut: list[str] | None = None) -> Any:
     """Plain JSON-like Python value -> CEL value, bounded.
 
     Strings are cut at MAX_STRING_CHARS, lists at MAX_LIST_ITEMS, nesting below MAX_DEPTH
-    becomes ``null``. ``int`` -> IntType, ``float`` -> DoubleType, ``None`` -> null.
+    becomes ``null``; each cut is described in ``cut`` when given (a policy that did not see
+    all of its input must not allow: see ``decide``). ``int`` -> IntType, ``float`` ->
+    DoubleType, ``None`` -> null.
     """
     if value is None:
         return None
     if isinstance(value, bool):
         return celtypes.BoolType(value)
     if isinstance(value, str):
+        if len(value) > MAX_STRING_CHARS and cut is not None:
+            cut.append(f"a string of {len(value)} characters (limit {MAX_STRING_CHARS})")
         return celtypes.StringType(value[:MAX_STRING_CHARS])
     if isinstance(value, int):
         if -(2**63) <= value < 2**63:
@@ -298,19 +303,21 @@ def to_cel(value: Any, depth: int = 0) -> Any:
         return celtypes.DoubleType(float(value))
     if isinstance(value, float):
         return celtypes.DoubleType(value)
+    if isinstance(value, celtypes.TimestampType):
+        return value
     if depth >= MAX_DEPTH:
+        if cut is not None:
+            cut.append(f"nesting deeper than {MAX_DEPTH} levels")
         return None
     if isinstance(value, Mapping):
         return celtypes.MapType(
-            {celtypes.StringType(str(k)[:MAX_STRING_CHARS]): to_cel(v, depth + 1) for k, v in value.items()}
+            {celtypes.StringType(str(k)[:MAX_STRING_CHARS]): to_cel(v, depth + 1, cut) for k, v in value.items()}
         )
     if isinstance(value, Sequence | frozenset | set):
-        items = list(value)[:MAX_LIST_ITEMS] if not isinstance(value, Sequence) else value[:MAX_LIST_ITEMS]
-        if isinstance(value, frozenset | set):
-            items = sorted(items, key=str)
-        return celtypes.ListType([to_cel(v, depth + 1) for v in items])
-    if isinstance(value, celtypes.TimestampType):
-        return value
+        items = sorted(value, key=str) if isinstance(value, frozenset | set) else list(value)
+        if len(items) > MAX_LIST_ITEMS and cut is not None:
+            cut.append(f"a list of {len(items)} items (limit {MAX_LIST_ITEMS})")
+        return celtypes.ListType([to_cel(v, depth + 1, cut) for v in items[:MAX_LIST_ITEMS]])
     return celtypes.StringType(str(value)[:MAX_STRING_CHARS])
 
 

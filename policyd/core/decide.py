@@ -7,6 +7,8 @@ Rules this module owns:
   strictest ``default`` among its files).
 - A rule whose evaluation errors fails toward safety (see ``policy.rule_outcome``); the
   error is reported with the rule id.
+- When the request had to be cut to fit the evaluation limits (``cel.to_cel``), an allow
+  becomes ask: the rules did not see all of it.
 - Answers are chosen by option ``kind``, never by a fixed optionId
   (https://agentclientprotocol.com/protocol/tool-calls#requesting-permission):
   allow -> first ``allow_once``, else ``allow_always``; deny -> first ``reject_once``, else
@@ -43,10 +45,12 @@ def decide(policy: PolicySet, facts: Facts) -> Verdict:
                 errors.append(f"{rule.id}: {outcome.error}")
             if outcome.matched:
                 matches.append(RuleMatch(rule.id, rule.decision, rule.reason, outcome.error))
-    if matches:
-        decision = Decision.strictest([m.decision for m in matches])
-        return Verdict(decision, tuple(matches), tuple(errors), False, policy.hash)
-    return Verdict(policy.default, (), tuple(errors), True, policy.hash)
+    if facts.cut:  # the rules did not see the whole request: never allow on that basis
+        errors.append(f"input exceeds evaluation limits ({'; '.join(sorted(set(facts.cut))[:3])}): allow becomes ask")
+    decision = Decision.strictest([m.decision for m in matches]) if matches else policy.default
+    if facts.cut and decision is Decision.ALLOW:
+        decision = Decision.ASK
+    return Verdict(decision, tuple(matches), tuple(errors), not matches, policy.hash)
 
 
 def choose_outcome(decision: Decision, options: Sequence[PermissionOption]) -> dict[str, Any] | None:

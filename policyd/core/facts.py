@@ -104,6 +104,8 @@ class Facts:
         self.call: Mapping[str, Any] = query.tool_call
         raw = self.call.get("rawInput")
         self.raw_input: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        #: What had to be cut to fit the evaluation limits (see ``cel.to_cel``).
+        self.cut: list[str] = []
 
     # ------------------------------------------------------------------ simple fields
 
@@ -210,9 +212,9 @@ class Facts:
     @functools.cached_property
     def paths(self) -> tuple[str, ...]:
         found: list[str] = []
-        for loc in _dicts(self.call.get("locations")):
+        for loc in self._dicts(self.call.get("locations")):
             _add_path(found, loc.get("path"))
-        for item in _dicts(self.call.get("content")):
+        for item in self._dicts(self.call.get("content")):
             if item.get("type") == "diff":
                 _add_path(found, item.get("path"))
         for key in PATH_KEYS:
@@ -220,7 +222,7 @@ class Facts:
         for key in PATH_LIST_KEYS:
             value = self.raw_input.get(key)
             if isinstance(value, list):
-                for v in value[: cel.MAX_LIST_ITEMS]:
+                for v in self._bounded(value, f"rawInput.{key}"):
                     _add_path(found, v)
         if self.analysis is not None:
             found.extend(self.analysis.path_args)
@@ -249,6 +251,16 @@ class Facts:
     def command_paths(self, c: shell.SimpleCommand) -> list[str]:
         """A command's operands (non-flag arguments; ``dd``'s ``if=``/``of=``) resolved."""
         return [r for a in _operands(c) for r in self.resolve_all(a)]
+
+    def _bounded(self, value: list[Any], what: str) -> list[Any]:
+        if len(value) > cel.MAX_LIST_ITEMS:
+            self.cut.append(f"{what}: {len(value)} items (limit {cel.MAX_LIST_ITEMS})")
+        return value[: cel.MAX_LIST_ITEMS]
+
+    def _dicts(self, value: object) -> list[Mapping[str, Any]]:
+        if not isinstance(value, list):
+            return []
+        return [v for v in self._bounded(value, "a tool-call list") if isinstance(v, Mapping)]
 
     @functools.cached_property
     def real_paths(self) -> tuple[str, ...]:
@@ -344,7 +356,7 @@ class Facts:
             "client": {"name": q.client.name, "version": q.client.version},
             "options": [o.kind for o in q.options],
         }
-        act = {k: cel.to_cel(v) for k, v in plain.items()}
+        act = {k: cel.to_cel(v, cut=self.cut) for k, v in plain.items()}
         act["now"] = cel.timestamp(q.now_s)
         return act
 
@@ -412,10 +424,7 @@ def _command_map(c: shell.SimpleCommand, paths_: list[str]) -> dict[str, Any]:
     }
 
 
-def _dicts(value: object) -> list[Mapping[str, Any]]:
-    if not isinstance(value, list):
-        return []
-    return [v for v in value[: cel.MAX_LIST_ITEMS] if isinstance(v, Mapping)]
+
 
 
 def _add_path(found: list[str], value: object) -> None:
