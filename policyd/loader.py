@@ -61,7 +61,10 @@ def collect(
     for entry in policy_paths:
         p = Path(entry)
         if p.is_dir():
-            files.extend(_dir_files(p))
+            found = _dir_files(p)
+            if not found:
+                errors.append(LoadError(entry, 0, "", "policy directory holds no *.toml files"))
+            files.extend(found)
         elif p.is_file():
             files.append(p)
         else:

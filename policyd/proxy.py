@@ -233,6 +233,8 @@ class Proxy:
             elif isinstance(action, SendToClient):
                 await self.stdout.write(action.data)
             elif isinstance(action, Consult):
+                if self._background:  # a SIGHUP reload in flight: decide under the new set
+                    await asyncio.gather(*self._background, return_exceptions=True)
                 queue[0:0] = self.relay.resolve(action.key, await self._safe_decide(action))
             elif isinstance(action, Log):
                 _log(action, self.local_decision_log)

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import watchfiles
 
 from policyd import loader, logs
-from policyd.core.policy import LoadError, PolicyError, PolicySet
+from policyd.core.policy import LoadError, PolicyError, PolicySet, build_set
 
 #: Milliseconds watchfiles waits for more events before reporting a batch.
 DEBOUNCE_MS = 40
@@ -43,6 +43,12 @@ STEP_MS = 10
 DEFAULT_REHASH_S = 30.0
 #: Milliseconds the watcher waits before yielding an empty batch (to re-check the watch set).
 WATCH_TIMEOUT_MS = 1000
+#: Milliseconds between the two reads that must agree before a set is built.
+STABLE_MS = 15
+#: Reads tried before building from the last one anyway (a file rewritten without pause).
+STABLE_READS = 5
+#: Seconds after a re-watch before one more read (events before the new watch are lost).
+REWATCH_SETTLE_S = 0.2
 
 PathsFn = Callable[[], tuple[list[str], list[str], str | None]]
 
@@ -130,8 +136,11 @@ class Reloader:
         self.force_polling = force_polling
         self.on_change = on_change
         self.status = ReloadStatus(holder.policy.hash, time.time(), _files_summary(holder.policy))
-        self._current_hash: str | None = None
+        # the set in force was built from sources with exactly this hash (None: embedded)
+        embedded = any(f.path.startswith("<embedded>") for f in holder.policy.files)
+        self._current_hash: str | None = None if embedded else holder.policy.hash
         self._failed_hash: str | None = None
+        self._background: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
         self._stop = asyncio.Event()
 
@@ -141,10 +150,6 @@ class Reloader:
     async def run(self) -> None:
         """Watch and re-hash until :meth:`stop` (only wait, when ``watch`` is off: then
         only explicit :meth:`reload` calls, e.g. on SIGHUP, reload)."""
-        policy_paths, search_path, _ = self.paths()
-        files, _ = loader.collect(policy_paths, search_path, self.secure)
-        sources, _ = loader.read_sources(files)
-        self._current_hash = _sources_hash(sources) if files else None
         tasks = [asyncio.create_task(self._watch()), asyncio.create_task(self._rehash())] if self.watch else []
         await self._stop.wait()
         for t in tasks:
@@ -160,9 +165,16 @@ class Reloader:
 
     async def _watch(self) -> None:
         log = logs.get()
+        first = True
         while not self._stop.is_set():
             roots = watch_roots(*self.paths())
             identity = _identity(roots)
+            if not first:
+                # the watch set changed: what happened before the new watch exists is
+                # only seen by reading again, now and once the new watch is surely live
+                await self.reload("rewatch")
+                self._later(REWATCH_SETTLE_S, "rewatch")
+            first = False
             try:
                 async for changes in watchfiles.awatch(
                     *roots,
@@ -183,6 +195,29 @@ class Reloader:
                 log.warning("policy.watch_restarted", error=str(exc))
                 await asyncio.sleep(0.05)
 
+    def _later(self, delay_s: float, reason: str) -> None:
+        async def run() -> None:
+            await asyncio.sleep(delay_s)
+            await self.reload(reason)
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _stable_sources(self) -> tuple[list[Path], list[LoadError], list[tuple[str, str]], list[LoadError]]:
+        """Read the policy files until two reads :data:`STABLE_MS` apart agree, so a file
+        caught half-written (an in-place save truncates first) is not what gets loaded."""
+        policy_paths, search_path, _ = self.paths()
+        previous: list[tuple[str, str]] | None = None
+        for _ in range(STABLE_READS):
+            files, errors = loader.collect(policy_paths, search_path, self.secure)
+            sources, read_errors = loader.read_sources(files)
+            if sources == previous:
+                break
+            previous = sources
+            await asyncio.sleep(STABLE_MS / 1000)
+        return files, errors, sources, read_errors
+
     async def reload(self, reason: str, force: bool = False) -> bool:
         """Reload if the content changed; True when a new set is in force."""
         async with self._lock:
@@ -191,10 +226,8 @@ class Reloader:
     async def _reload(self, reason: str, force: bool) -> bool:
         log = logs.get()
         start = time.perf_counter()
-        policy_paths, search_path, _ = self.paths()
         try:
-            files, errors = loader.collect(policy_paths, search_path, self.secure)
-            sources, read_errors = loader.read_sources(files)
+            files, errors, sources, read_errors = await self._stable_sources()
         except OSError as exc:
             log.warning("policy.reload_failed", reason=reason, errors=[f"cannot list policy files: {exc}"])
             return False
@@ -202,13 +235,19 @@ class Reloader:
         if not files and self._current_hash is not None:
             errors.append(LoadError("(policy set)", 0, "", "no policy files found any more; keeping the set in force"))
         if not force and new_hash == self._current_hash:
+            if self.status.last_error is not None:  # back to the content in force
+                self.status.last_error = self.status.last_error_at = None
+                self._failed_hash = None
+                if self.on_change:
+                    self.on_change(self.status)
             return False
         if not force and new_hash is not None and new_hash == self._failed_hash:
             return False
         try:
             if errors or read_errors:
                 raise PolicyError([*errors, *read_errors])
-            loaded = await asyncio.to_thread(loader.load, policy_paths, search_path, self.secure)
+            # build exactly what was hashed: never a second read of the files
+            policy = await asyncio.to_thread(build_set, sources)
         except PolicyError as exc:
             self._failed_hash = new_hash
             messages = [str(e) for e in exc.errors]
@@ -220,21 +259,18 @@ class Reloader:
                 self.on_change(self.status)
             return False
         old = self.holder.policy
-        self.holder.policy = loaded.policy  # the swap: one reference assignment
+        self.holder.policy = policy  # the swap: one reference assignment
         self._current_hash = new_hash
         self._failed_hash = None
         elapsed_ms = round((time.perf_counter() - start) * 1000, 1)
-        self.status = ReloadStatus(
-            loaded.policy.hash, time.time(), _files_summary(loaded.policy), reloads=self.status.reloads + 1
-        )
+        self.status = ReloadStatus(policy.hash, time.time(), _files_summary(policy), reloads=self.status.reloads + 1)
         log.info(
             "policy.reloaded",
             reason=reason,
             old_hash=old.short_hash,
-            new_hash=loaded.policy.short_hash,
+            new_hash=policy.short_hash,
             files=self.status.files,
-            rules=len(loaded.policy.rules),
-            embedded=loaded.embedded,
+            rules=len(policy.rules),
             duration_ms=elapsed_ms,
         )
         if self.on_change:

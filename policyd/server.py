@@ -222,6 +222,8 @@ class Daemon:
                 except asyncio.LimitOverrunError:
                     await self._send(writer, _error(None, wire.INVALID_REQUEST, f"line longer than {MAX_LINE_BYTES}"))
                     break
+                if self._background:  # a reload in flight (SIGHUP, v1/reload): answer under the new set
+                    await asyncio.gather(*self._background, return_exceptions=True)
                 self._begin()
                 try:
                     response = self._handle_line(line, may_change, uid)

@@ -27,6 +27,7 @@ expression) and :class:`CelEvalError` (evaluation failed or gave a non-bool).
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 import threading
 import types
@@ -229,8 +230,10 @@ def _nesting(source: str) -> int:
 _LINE_COL = re.compile(r"line (\d+)(?:, column (\d+)|:(\d+))?", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)
 def compile_expr(source: str) -> Program:
-    """Compile ``source`` once. Raises CelCompileError with the CEL parser's message."""
+    """Compile ``source`` (cached by text: a reload recompiles only rules that changed).
+    Raises CelCompileError with the CEL parser's message."""
     if not source.strip():
         raise CelCompileError("empty expression")
     nesting = _nesting(source)

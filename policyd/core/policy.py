@@ -197,7 +197,9 @@ def parse_file(path: str, text: str) -> tuple[PolicyFile | None, list[LoadError]
     if "remember" in data and not isinstance(data["remember"], dict):
         remember_errors = ["[remember] must be a table"]
     errors.extend(LoadError(path, 0, "", m) for m in remember_errors)
-    head = data.get("policy", {})
+    if "policy" not in data:  # also what an in-place save looks like while half-written
+        return None, [LoadError(path, 0, "", "missing the [policy] table (name, description, default)")]
+    head = data["policy"]
     if not isinstance(head, dict):
         return None, [LoadError(path, 0, "", "[policy] must be a table")]
     for key in head:
