@@ -23,9 +23,11 @@ import asyncio
 import contextlib
 import grp
 import json
+import math
 import os
 import signal
 import socket
+import stat
 import struct
 import time
 from collections import Counter
@@ -113,7 +115,11 @@ class Daemon:
         self._bound_by_us = True
         path = self.socket_path
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700 if self.group_gid is None else 0o750)
+        if self.group_gid is not None:  # members must be able to reach the socket
+            os.chown(path.parent, -1, self.group_gid)
         if path.exists() or path.is_symlink():
+            if not stat.S_ISSOCK(path.lstat().st_mode):
+                raise OSError(f"{path} exists and is not a socket; refusing to replace it")
             probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 probe.connect(str(path))
@@ -249,15 +255,17 @@ class Daemon:
 
     async def _send(self, writer: asyncio.StreamWriter, payload: dict[str, Any]) -> bool:
         try:
-            writer.write(json.dumps(payload, separators=(",", ":")).encode() + b"\n")
+            writer.write(json.dumps(payload, separators=(",", ":"), allow_nan=False).encode() + b"\n")
             await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
             return True
-        except (TimeoutError, ConnectionResetError, BrokenPipeError):
+        except (TimeoutError, ConnectionResetError, BrokenPipeError, ValueError):
             return False
 
     # ------------------------------------------------------------------ requests
 
     def _handle_line(self, line: bytes, may_change: bool, uid: int) -> dict[str, Any] | None:
+        """One request -> its response; None for a notification (never answered, even on
+        error: JSON-RPC 2.0 section 4.1)."""
         try:
             msg = json.loads(line)
         except (ValueError, RecursionError) as exc:
@@ -265,9 +273,17 @@ class Daemon:
             return _error(None, wire.PARSE_ERROR, f"not JSON: {exc}")
         if not isinstance(msg, dict) or not isinstance(msg.get("method"), str):
             self.counters["errors"] += 1
-            return _error(msg.get("id") if isinstance(msg, dict) else None, wire.INVALID_REQUEST,
-                          "expected a JSON-RPC 2.0 request object with a method")
+            rid = msg.get("id") if isinstance(msg, dict) and _valid_id(msg.get("id")) else None
+            return _error(rid, wire.INVALID_REQUEST, "expected a JSON-RPC 2.0 request object with a method")
+        notification = "id" not in msg
         rid, method, params = msg.get("id"), msg["method"], msg.get("params", {})
+        if not notification and not _valid_id(rid):
+            self.counters["errors"] += 1
+            return _error(None, wire.INVALID_REQUEST, "id must be a string, a finite number or null")
+        response = self._dispatch(rid, method, params, may_change, uid)
+        return None if notification else response
+
+    def _dispatch(self, rid: Any, method: str, params: Any, may_change: bool, uid: int) -> dict[str, Any]:
         if method in _MUTATING and not may_change:
             self.counters["refused"] += 1
             logs.get().warning("peer.refused", uid=uid, method=method)
@@ -284,8 +300,6 @@ class Daemon:
         except StoreError as exc:
             self.counters["errors"] += 1
             return _error(rid, -32000, str(exc))
-        if "id" not in msg:
-            return None  # a notification gets no answer
         return {"jsonrpc": "2.0", "id": rid, "result": result}
 
     def decide(self, params: Any) -> dict[str, Any]:
@@ -367,6 +381,12 @@ _HANDLERS: dict[str, Any] = {
     "v1/remembered/forget": Daemon.remembered_forget,
     "v1/reload": Daemon.reload_method,
 }
+
+
+def _valid_id(rid: Any) -> bool:
+    if rid is None or isinstance(rid, str):
+        return True
+    return isinstance(rid, int | float) and not isinstance(rid, bool) and math.isfinite(rid)
 
 
 def _error(rid: Any, code: int, message: str) -> dict[str, Any]:

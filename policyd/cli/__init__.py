@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from policyd import __version__, logs
 from policyd.cli.common import USAGE_ERROR
@@ -137,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = _settings(args)
         decision_log = settings.decision_log if args.command in ("proxy", "serve") else None
         logs.configure(settings.log_level, decision_log)
-    except (ValidationError, FileNotFoundError, OSError) as exc:
+    except (ValidationError, SettingsError, FileNotFoundError, OSError) as exc:
         print(f"policyd: {exc}", file=sys.stderr)
         return USAGE_ERROR
     from policyd.cli import admin, evaluate, run

@@ -2,9 +2,12 @@
 
 Rules this module owns:
 
-- Combining: every rule whose ``kinds`` admit the tool's kind is evaluated; the decision is
-  the strictest of the matches (deny > ask > allow); no match -> the set's default (the
-  strictest ``default`` among its files).
+- Combining: the rules whose ``kinds`` admit the tool's kind decide; the decision is the
+  strictest of the matches (deny > ask > allow); no match -> the set's default (the
+  strictest ``default`` among its files). Rules are evaluated strictest first and evaluation
+  stops when no remaining rule could change the decision: all deny rules always; ask rules
+  only when no deny rule matched; allow rules only when nothing stricter matched, until
+  the first match. ``matches`` lists the rules that decided.
 - A rule whose evaluation errors fails toward safety (see ``policy.rule_outcome``); the
   error is reported with the rule id.
 - When the request had to be cut to fit the evaluation limits (``cel.to_cel``), an allow
@@ -39,12 +42,21 @@ def decide(policy: PolicySet, facts: Facts) -> Verdict:
     if applicable:
         needs = frozenset().union(*(r.needs for r in applicable))
         activation = facts.activation(needs)
-        for rule in applicable:
-            outcome = rule_outcome(rule, activation)
-            if outcome.error:
-                errors.append(f"{rule.id}: {outcome.error}")
-            if outcome.matched:
-                matches.append(RuleMatch(rule.id, rule.decision, rule.reason, outcome.error))
+        # strictest first; stop once no remaining rule can change the decision: every deny
+        # rule is evaluated, ask rules only when no deny matched, allow rules until one matches
+        for level in (Decision.DENY, Decision.ASK, Decision.ALLOW):
+            if matches:
+                break
+            for rule in applicable:
+                if rule.decision is not level:
+                    continue
+                outcome = rule_outcome(rule, activation)
+                if outcome.error:
+                    errors.append(f"{rule.id}: {outcome.error}")
+                if outcome.matched:
+                    matches.append(RuleMatch(rule.id, rule.decision, rule.reason, outcome.error))
+                    if level is Decision.ALLOW:
+                        break
     if facts.cut:  # the rules did not see the whole request: never allow on that basis
         errors.append(f"input exceeds evaluation limits ({'; '.join(sorted(set(facts.cut))[:3])}): allow becomes ask")
     decision = Decision.strictest([m.decision for m in matches]) if matches else policy.default

@@ -11,7 +11,9 @@ Protocol version :data:`PROTOCOL_VERSION`; methods are named ``v1/<name>``:
   {optionId, name, kind}}`` -> ``{"entryId": str|null}``.
 - ``v1/remembered/list`` ``{scope?, match?}`` -> ``{"entries": [...]}``;
   ``v1/remembered/forget`` ``{ids?, match?, all?}`` -> ``{"forgotten": n}``.
-- ``v1/status`` -> hash, load time, last reload error, counters; ``v1/reload`` -> ``{"reloaded": bool}``.
+- ``v1/status`` -> hash, load time, last reload error, counters; ``v1/reload`` starts a
+  reload and returns ``{"reloading": true, "policyHash": <hash in force now>}`` (requests
+  that arrive while it runs are answered under the new set).
 
 Errors: -32700 parse error, -32600 invalid request, -32601 unknown method, -32602 invalid
 params (the message names the field), -32003 the peer may not call this method.
