@@ -189,8 +189,11 @@ class Reloader:
                 ):
                     if changes:
                         await self.reload("watch")
-                    if watch_roots(*self.paths()) != roots or _identity(roots) != identity:
-                        break  # re-watch: a directory appeared, vanished or was replaced
+                    watched = {str(r) for r in roots}
+                    replaced = any(path in watched for _, path in changes)  # seen from its parent
+                    if replaced or watch_roots(*self.paths()) != roots or _identity(roots) != identity:
+                        break  # re-watch: a directory appeared, vanished or was replaced (even
+                        # when the new one got the old inode back, as ext4 often does)
             except (OSError, RuntimeError) as exc:  # a watched directory vanished under us
                 log.warning("policy.watch_restarted", error=str(exc))
                 await asyncio.sleep(0.05)
