@@ -13,7 +13,6 @@ node_modules the tests skip.
 """
 
 # Assertions read `assert expected == actual` (the project's test style).
-# ruff: noqa: SIM300
 
 from __future__ import annotations
 

@@ -6,7 +6,6 @@ byte each side sent and received can be compared.
 """
 
 # Assertions read `assert expected == actual` (the project's test style).
-# ruff: noqa: SIM300
 
 from __future__ import annotations
 

@@ -22,7 +22,6 @@ of policyd's own answers.
 """
 
 # Assertions read `assert expected == actual` (the project's test style).
-# ruff: noqa: SIM300
 
 from __future__ import annotations
 
