@@ -65,12 +65,21 @@ def _setup(case: dict[str, Any], base: Path) -> None:
         link_path.symlink_to(_remap(target, base))
 
 
+def _outside_scratch(path: Path) -> bool:
+    resolved = path.resolve()
+    return not any(resolved == p or p in resolved.parents for p in (Path("/tmp"), Path("/var/tmp")))
+
+
 @pytest.fixture
 def case_root() -> Iterator[Path]:
-    """A scratch root outside /tmp: the shipped policies treat /tmp as scratch space, so a
-    remapped home under /tmp would not be 'outside the workspace' as in the cases."""
-    scratch = ROOT / "build"
-    scratch.mkdir(exist_ok=True)
+    """A scratch root outside /tmp and /var/tmp: the shipped policies treat those as scratch
+    space, so a remapped home there would not be 'outside the workspace' as in the cases
+    (CI may clone the project under /tmp: then the user's cache directory is used)."""
+    candidates = [ROOT / "build", Path.home() / ".cache" / "policyd-tests"]
+    scratch = next((c for c in candidates if _outside_scratch(c.parent)), None)
+    if scratch is None:
+        pytest.skip("no writable directory outside /tmp for the remapped case tree")
+    scratch.mkdir(parents=True, exist_ok=True)
     path = Path(tempfile.mkdtemp(prefix="cases-", dir=scratch))
     yield path
     shutil.rmtree(path, ignore_errors=True)
