@@ -23,11 +23,8 @@ the latencies. Run: ``python benchmarks/bench_daemon.py`` (~2-4 minutes).
 from __future__ import annotations
 
 import asyncio
-import datetime
 import json
-import math
 import os
-import platform
 import shutil
 import signal
 import socket
@@ -40,6 +37,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from _common import machine, nearest_rank  # noqa: E402 - benchmarks/_common.py (sys.path[0] is this folder)
 
 from policyd.core.model import PermissionOption, PermissionQuery, SessionInfo  # noqa: E402
 from policyd.core.relay import Consult  # noqa: E402
@@ -65,24 +64,11 @@ TARGET_RSS_MB = 100.0
 # ----------------------------------------------------------------------------- helpers
 
 
-def machine() -> str:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (f"date {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}  nproc {os.cpu_count()}  "
-            f"python {platform.python_version()}  {platform.system()} {platform.machine()}"
-            + (f"  cpu {cpu}" if cpu else ""))
 
 
 def pct(sorted_ns: list[int], p: float) -> float:
     """Nearest-rank percentile of sorted nanosecond samples, in milliseconds."""
-    k = max(0, min(len(sorted_ns) - 1, math.ceil(p / 100 * len(sorted_ns)) - 1))
-    return sorted_ns[k] / 1e6
+    return nearest_rank(sorted_ns, p) / 1e6
 
 
 def proc_status(pid: int) -> dict[str, int]:

@@ -15,12 +15,9 @@ as the proxy does per request. Run: ``python benchmarks/bench_decide.py`` (~1-2 
 
 from __future__ import annotations
 
-import datetime
 import gc
 import json
-import math
 import os
-import platform
 import statistics
 import sys
 import time
@@ -32,6 +29,8 @@ os.environ.setdefault("POLICYD_SEARCH_PATH", "[]")
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from _common import machine, nearest_rank  # noqa: E402 - benchmarks/_common.py (sys.path[0] is this folder)
 
 from policyd.core.model import PermissionOption, PermissionQuery, SessionInfo  # noqa: E402
 from policyd.core.policy import PolicySet, build_set  # noqa: E402
@@ -52,28 +51,11 @@ SHIPPED_BUDGET = (3000, 18.0)
 # ----------------------------------------------------------------------------- helpers
 
 
-def machine() -> str:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"date {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}  "
-        f"nproc {os.cpu_count()}  python {platform.python_version()} ({platform.python_implementation()})  "
-        f"{platform.system()} {platform.machine()}" + (f"  cpu {cpu}" if cpu else "")
-    )
 
 
 def pct(sorted_ns: list[int], p: float) -> float:
     """Nearest-rank percentile of sorted nanosecond samples, in microseconds."""
-    if not sorted_ns:
-        return float("nan")
-    k = max(0, min(len(sorted_ns) - 1, math.ceil(p / 100 * len(sorted_ns)) - 1))
-    return sorted_ns[k] / 1000
+    return nearest_rank(sorted_ns, p) / 1000
 
 
 def med(sorted_ns: list[int]) -> float:

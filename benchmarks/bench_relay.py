@@ -19,10 +19,7 @@ Run: ``python benchmarks/bench_relay.py`` (~30 s).
 from __future__ import annotations
 
 import contextlib
-import datetime
-import math
 import os
-import platform
 import select
 import shutil
 import statistics
@@ -32,6 +29,8 @@ import tempfile
 import time
 import zlib
 from pathlib import Path
+
+from _common import machine, nearest_rank  # benchmarks/_common.py (sys.path[0] is this folder)
 
 ROOT = Path(__file__).resolve().parent.parent
 N_MESSAGES = 100_000
@@ -88,25 +87,10 @@ while True:
 # ----------------------------------------------------------------------------- helpers
 
 
-def machine() -> str:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"date {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}  "
-        f"nproc {os.cpu_count()}  python {platform.python_version()} ({platform.python_implementation()})  "
-        f"{platform.system()} {platform.machine()}" + (f"  cpu {cpu}" if cpu else "")
-    )
 
 
 def pct(sorted_vals: list[float], p: float) -> float:
-    k = max(0, min(len(sorted_vals) - 1, math.ceil(p / 100 * len(sorted_vals)) - 1))
-    return sorted_vals[k]
+    return nearest_rank(sorted_vals, p)
 
 
 def env(tmp: Path) -> dict[str, str]:

@@ -22,11 +22,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import json
-import math
 import os
-import platform
 import queue
 import statistics
 import subprocess
@@ -37,6 +34,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _common import machine, nearest_rank  # benchmarks/_common.py (sys.path[0] is this folder)
 
 TARGET_P50_MS = 150.0
 TARGET_P99_MS = 500.0
@@ -279,26 +278,9 @@ def measure(proxy: Proxy, path: Path, style: str, saves: int, state: dict[str, A
 
 def pct(sorted_s: list[float], p: float) -> float:
     """Nearest-rank percentile of sorted samples (seconds -> ms)."""
-    if not sorted_s:
-        return float("nan")
-    k = max(0, min(len(sorted_s) - 1, math.ceil(p / 100 * len(sorted_s)) - 1))
-    return sorted_s[k] * 1000
+    return nearest_rank(sorted_s, p) * 1000
 
 
-def machine() -> str:
-    cpu = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (
-        f"date {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}  nproc {os.cpu_count()}  "
-        f"python {platform.python_version()}  {platform.system()} {platform.machine()}"
-        + (f"  cpu {cpu}" if cpu else "")
-        + f"  loadavg {load}"
-    )
 
 
 def main() -> int:

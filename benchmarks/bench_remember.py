@@ -19,10 +19,6 @@ Target: lookup p99 <= 1 ms. Run: ``python benchmarks/bench_remember.py`` (~10-30
 
 from __future__ import annotations
 
-import datetime
-import math
-import os
-import platform
 import random
 import statistics
 import sys
@@ -33,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from _common import machine, nearest_rank  # noqa: E402 - benchmarks/_common.py (sys.path[0] is this folder)
 
 from policyd.core.model import SessionInfo  # noqa: E402
 from policyd.memory import Memory  # noqa: E402
@@ -50,26 +48,11 @@ PROGRAMS = ["npm", "git", "cargo", "make", "python", "pytest", "docker", "kubect
 SUBCOMMANDS = ["test", "build", "run", "install", "push", "status", "lint", "fmt", "check", "deploy", "exec"]
 
 
-def machine() -> str:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"date {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}  "
-        f"nproc {os.cpu_count()}  python {platform.python_version()}  "
-        f"{platform.system()} {platform.machine()}" + (f"  cpu {cpu}" if cpu else "")
-    )
 
 
 def pct(sorted_ns: list[int], p: float) -> float:
     """Nearest-rank percentile of sorted nanosecond samples, in microseconds."""
-    k = max(0, min(len(sorted_ns) - 1, math.ceil(p / 100 * len(sorted_ns)) - 1))
-    return sorted_ns[k] / 1000
+    return nearest_rank(sorted_ns, p) / 1000
 
 
 def row(label: str, samples: list[int]) -> str:

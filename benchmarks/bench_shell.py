@@ -13,11 +13,8 @@ Run: ``python benchmarks/bench_shell.py`` (well under a minute).
 
 from __future__ import annotations
 
-import datetime
 import gc
-import math
 import os
-import platform
 import statistics
 import sys
 import time
@@ -28,6 +25,8 @@ os.environ.setdefault("POLICYD_SEARCH_PATH", "[]")
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from _common import machine, nearest_rank  # noqa: E402 - benchmarks/_common.py (sys.path[0] is this folder)
 
 from policyd.core import shell  # noqa: E402
 from policyd.core.facts import Facts  # noqa: E402
@@ -75,25 +74,10 @@ def heredoc_script(target_bytes: int = 20 * 1024) -> tuple[str, int]:
 # ----------------------------------------------------------------------------- helpers
 
 
-def machine() -> str:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"date {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}  "
-        f"nproc {os.cpu_count()}  python {platform.python_version()} ({platform.python_implementation()})  "
-        f"{platform.system()} {platform.machine()}" + (f"  cpu {cpu}" if cpu else "")
-    )
 
 
 def pct(sorted_ns: list[int], p: float) -> float:
-    k = max(0, min(len(sorted_ns) - 1, math.ceil(p / 100 * len(sorted_ns)) - 1))
-    return sorted_ns[k] / 1000
+    return nearest_rank(sorted_ns, p) / 1000
 
 
 def bench(fn: Callable[[], object], max_samples: int, budget_s: float, warmup: int) -> list[int]:

@@ -14,11 +14,8 @@ Run: ``python benchmarks/bench_startup.py`` (~40 s on an idle 2-core machine).
 
 from __future__ import annotations
 
-import datetime
 import json
-import math
 import os
-import platform
 import select
 import shutil
 import statistics
@@ -27,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _common import machine, nearest_rank  # benchmarks/_common.py (sys.path[0] is this folder)
 
 RUNS = 15
 WARMUP = 2
@@ -50,25 +49,10 @@ INITIALIZE = (
 ).encode()
 
 
-def machine() -> str:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"date {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}  "
-        f"nproc {os.cpu_count()}  python {platform.python_version()} ({platform.python_implementation()})  "
-        f"{platform.system()} {platform.machine()}" + (f"  cpu {cpu}" if cpu else "")
-    )
 
 
 def pct(sorted_vals: list[float], p: float) -> float:
-    k = max(0, min(len(sorted_vals) - 1, math.ceil(p / 100 * len(sorted_vals)) - 1))
-    return sorted_vals[k]
+    return nearest_rank(sorted_vals, p)
 
 
 def policyd_cmd() -> list[str]:
