@@ -3,7 +3,7 @@ may not touch (timing, symlink resolution).
 
 ``Engine.decide`` returns a :class:`policyd.core.relay.Resolution` whose fields are the
 decision-log record: ``tool_call_id``, ``kind``, ``title``, ``paths``, ``command``,
-``rules`` (every matched rule id with its decision and reason), ``errors``,
+``rules`` (the rules that decided, with decision and reason), ``errors``,
 ``policy_hash`` and ``eval_us`` (evaluation time in microseconds).
 """
 
@@ -34,17 +34,18 @@ class Engine:
         self.policy = policy
         self.memory = memory
 
-    def evaluate(self, query: PermissionQuery) -> tuple[Verdict, Facts, int]:
-        """Verdict, the facts it used, and the evaluation time in microseconds."""
-        policy = self.policy  # one set for the whole evaluation, even if swapped meanwhile
+    def evaluate(self, query: PermissionQuery, policy: PolicySet | None = None) -> tuple[Verdict, Facts, int]:
+        """Verdict, the facts it used, and the evaluation time in microseconds, under
+        ``policy`` (default: the set in force, read once)."""
+        policy = policy or self.policy
         start = time.perf_counter_ns()
         facts = Facts(query, realpath=os.path.realpath)
         verdict = decide(policy, facts)
         return verdict, facts, (time.perf_counter_ns() - start) // 1000
 
     def decide(self, query: PermissionQuery) -> Resolution:
-        policy = self.policy
-        verdict, facts, eval_us = self.evaluate(query)
+        policy = self.policy  # one set for the whole decision, even if a reload swaps it
+        verdict, facts, eval_us = self.evaluate(query, policy)
         fields = log_fields(verdict, facts, eval_us)
         if self.memory is None or verdict.decision is Decision.DENY:
             return Resolution(verdict.decision, fields)
