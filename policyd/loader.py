@@ -9,6 +9,9 @@ When nothing at all is found, the shipped policies embedded in the package
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import importlib.metadata
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -102,13 +105,66 @@ def embedded_sources() -> list[tuple[str, str]]:
     return [(f"<embedded>/{n}", (root / n).read_text(encoding="utf-8")) for n in names]
 
 
-def load(policy_paths: Sequence[str], search_path: Sequence[str], secure: bool = False) -> Loaded:
-    """Load the whole policy set, all or nothing. Raises PolicyError with every problem."""
+def _code_fingerprint() -> str:
+    """What inline example results depend on besides the policy text: policyd's own code
+    and cel-python's version."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        digest = hashlib.sha256(importlib.metadata.version("cel-python").encode())
+        for path in sorted(Path(__file__).parent.rglob("*.py")):
+            digest.update(path.read_bytes())
+        _FINGERPRINT = digest.hexdigest()
+    return _FINGERPRINT
+
+
+_FINGERPRINT: str | None = None
+#: Validated sets remembered (newest last); each line is one key.
+MAX_VALIDATED = 256
+
+
+def _validated_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "policyd" / "validated-sets"
+
+
+def build_checked(sources: list[tuple[str, str]]) -> PolicySet:
+    """``build_set`` that runs the inline examples only for content this code has not
+    validated before. Examples are tests of the rules, deterministic for the same text and
+    code (they use no filesystem state), so a set validated once needs no second run; the
+    cache (``$XDG_CACHE_HOME/policyd/validated-sets``) is best effort and never weakens a
+    rule: rules are always parsed and compiled."""
+    digest = hashlib.sha256(_code_fingerprint().encode())
+    for path, text in sources:
+        digest.update(path.encode() + b"\0" + text.encode() + b"\0")
+    key = digest.hexdigest()
+    cache = _validated_path()
+    try:
+        known = cache.read_text().split()
+    except OSError:
+        known = []
+    if key in known:
+        return build_set(sources, check_examples=False)
+    policy = build_set(sources)
+    with contextlib.suppress(OSError):
+        cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = cache.with_name(f".validated-{os.getpid()}")
+        tmp.write_text("\n".join([*known[-(MAX_VALIDATED - 1) :], key]) + "\n")
+        os.replace(tmp, cache)
+    return policy
+
+
+def load(
+    policy_paths: Sequence[str], search_path: Sequence[str], secure: bool = False, examples: str = "once"
+) -> Loaded:
+    """Load the whole policy set, all or nothing. Raises PolicyError with every problem.
+    ``examples``: ``once`` (skip inline examples this code already ran on this content) or
+    ``always``."""
+    build = build_checked if examples == "once" else build_set
     files, errors = collect(policy_paths, search_path, secure)
     sources, read_errors = read_sources(files)
     errors.extend(read_errors)
     if errors:
         raise PolicyError(errors)
     if not files:
-        return Loaded(build_set(embedded_sources()), embedded=True)
-    return Loaded(build_set(sources), embedded=False)
+        return Loaded(build(embedded_sources()), embedded=True)
+    return Loaded(build(sources), embedded=False)

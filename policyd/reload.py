@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import watchfiles
 
 from policyd import loader, logs
-from policyd.core.policy import LoadError, PolicyError, PolicySet, build_set
+from policyd.core.policy import LoadError, PolicyError, PolicySet
 
 #: Milliseconds watchfiles waits for more events before reporting a batch.
 DEBOUNCE_MS = 40
@@ -250,7 +250,7 @@ class Reloader:
             if errors or read_errors:
                 raise PolicyError([*errors, *read_errors])
             # build exactly what was hashed: never a second read of the files
-            policy = await asyncio.to_thread(build_set, sources)
+            policy = await asyncio.to_thread(loader.build_checked, sources)
         except PolicyError as exc:
             self._failed_hash = new_hash
             messages = [str(e) for e in exc.errors]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from policyd.core.decide import decide
@@ -169,3 +171,31 @@ def test_input_beyond_limits_never_allows() -> None:
     hidden = "echo " + "x" * cel.MAX_STRING_CHARS + "; rm -rf ~"
     assert Decision.ALLOW == decide_on(no_rm, kind="execute", command="echo hi")
     assert Decision.ASK == decide_on(no_rm, kind="execute", command=hidden)
+
+
+def test_examples_run_once_per_content_and_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """loader.build_checked runs inline examples for content it has not validated, skips them
+    for content validated before (same text, same code), and never caches a failing set."""
+    from policyd import loader
+    from policyd.core import policy as core_policy
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calls: list[str] = []
+    real = core_policy._check_examples
+
+    def counting(rule: object, examples: object) -> list[object]:
+        calls.append(getattr(rule, "id", ""))
+        return real(rule, examples)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(core_policy, "_check_examples", counting)
+    example = "examples.match = [{ kind = 'read' }]\n"
+    good = [("/p/a.toml", HEADER + rule("ex", 'tool.kind == "read"', "allow", extra=example))]
+    loader.build_checked(good)
+    assert ["ex"] == calls
+    loader.build_checked(good)
+    assert ["ex"] == calls  # validated before: not run again
+    bad = [("/p/a.toml", HEADER + rule("ex", 'tool.kind == "edit"', "allow", extra=example))]
+    for _ in range(2):
+        with pytest.raises(PolicyError):
+            loader.build_checked(bad)
+    assert ["ex", "ex", "ex"] == calls  # a failing set is checked every time

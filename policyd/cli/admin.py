@@ -25,7 +25,7 @@ def _when(ts: float | None) -> str:
 
 def check(settings: Settings) -> int:
     try:
-        loaded = loader.load(settings.policy, settings.search_path)
+        loaded = loader.load(settings.policy, settings.search_path, examples="always")
     except PolicyError as exc:
         for err in exc.errors:
             print(f"error: {err}", file=sys.stderr)

@@ -179,8 +179,10 @@ def _str(table: Mapping[str, Any], key: str, errors: list[str], required: bool =
     return value
 
 
-def parse_file(path: str, text: str) -> tuple[PolicyFile | None, list[LoadError]]:
-    """Parse and compile one file; returns the file (None when unusable) and its errors."""
+def parse_file(path: str, text: str, check_examples: bool = True) -> tuple[PolicyFile | None, list[LoadError]]:
+    """Parse and compile one file; returns the file (None when unusable) and its errors.
+    ``check_examples`` False skips running the inline examples (already run on this very
+    content by this very code: see ``policyd.loader``)."""
     errors: list[LoadError] = []
     try:
         data = tomllib.loads(text)
@@ -224,7 +226,7 @@ def parse_file(path: str, text: str) -> tuple[PolicyFile | None, list[LoadError]
     rules: list[Rule] = []
     for index, raw in enumerate(raw_rules):
         line = lines[index] if index < len(lines) else 0
-        rule, rule_errors = _parse_rule(path, text, line, raw)
+        rule, rule_errors = _parse_rule(path, text, line, raw, check_examples)
         errors.extend(rule_errors)
         if rule is not None:
             rules.append(rule)
@@ -232,7 +234,9 @@ def parse_file(path: str, text: str) -> tuple[PolicyFile | None, list[LoadError]
     return PolicyFile(path, name, description, default, tuple(rules), sha, file_remember), errors
 
 
-def _parse_rule(path: str, text: str, line: int, raw: object) -> tuple[Rule | None, list[LoadError]]:
+def _parse_rule(
+    path: str, text: str, line: int, raw: object, check_examples: bool = True
+) -> tuple[Rule | None, list[LoadError]]:
     if not isinstance(raw, dict):
         return None, [LoadError(path, line, "", "a rule must be a table")]
     msgs: list[str] = []
@@ -282,7 +286,8 @@ def _parse_rule(path: str, text: str, line: int, raw: object) -> tuple[Rule | No
         wrong = program.non_bool_type(probe)
         if wrong:
             return None, [LoadError(path, line, rule_id, f"'when' must yield a bool, got {wrong}")]
-    errors.extend(_check_examples(rule, raw.get("examples")))
+    if check_examples:
+        errors.extend(_check_examples(rule, raw.get("examples")))
     return rule, errors
 
 
@@ -372,11 +377,12 @@ def _check_examples(rule: Rule, examples: object) -> list[LoadError]:
     return errors
 
 
-def build_set(sources: Sequence[tuple[str, str]]) -> PolicySet:
+def build_set(sources: Sequence[tuple[str, str]], check_examples: bool = True) -> PolicySet:
     """Compile ``[(path, text), ...]`` (in load order) into one PolicySet.
 
     Raises PolicyError listing every error of every file, including rule ids defined twice
     across the set. An empty ``sources`` is an error too: a policy of nothing is not a policy.
+    ``check_examples`` False skips the inline examples (see :func:`parse_file`).
     """
     if not sources:
         raise PolicyError([LoadError("(policy set)", 0, "", "no policy files to load")])
@@ -384,7 +390,7 @@ def build_set(sources: Sequence[tuple[str, str]]) -> PolicySet:
     files: list[PolicyFile] = []
     seen: dict[str, Rule] = {}
     for path, text in sources:
-        pf, file_errors = parse_file(path, text)
+        pf, file_errors = parse_file(path, text, check_examples)
         errors.extend(file_errors)
         if pf is None:
             continue
