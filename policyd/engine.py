@@ -59,6 +59,7 @@ class Engine:
         fields["remember_key"] = spec.key
         if remembered is not None and source == "memory":
             fields["remembered_entry"] = remembered.entry_id
+            fields["reason"] = f"remembered {decision.value} (entry {remembered.entry_id}); policy: {fields['reason']}"
         return Resolution(decision, fields)
 
     def remember_choice(self, choice: RememberChoice) -> str | None:

@@ -28,8 +28,9 @@ def runtime_dir() -> Path:
 
 
 def _proxies_dir() -> Path:
+    runtime_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
     d = runtime_dir() / "proxies"
-    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    d.mkdir(exist_ok=True, mode=0o700)
     return d
 
 

@@ -199,3 +199,10 @@ def test_examples_run_once_per_content_and_code(tmp_path: Path, monkeypatch: pyt
         with pytest.raises(PolicyError):
             loader.build_checked(bad)
     assert ["ex", "ex", "ex"] == calls  # a failing set is checked every time
+
+
+def test_has_macro_yields_a_usable_bool() -> None:
+    """`has(tool.raw_input.description)` (a plain bool in cel-python) is a valid rule."""
+    p = load(HEADER + rule("desc", "has(tool.raw_input.description)", "allow"))
+    assert Decision.ALLOW == decide_on(p, kind="execute", raw_input={"command": "ls", "description": "list"})
+    assert Decision.ASK == decide_on(p, kind="execute", raw_input={"command": "ls"})

@@ -1113,7 +1113,7 @@ def test_e2e_allow_always_is_remembered_across_proxy_processes(
 
     args = {"--all": ["--all"], "id": [str(entry["id"])], "--match": ["--match", "npm"]}[forget]
     forgot = policyd_cli(tmp_path, store, "forget", *args)
-    assert (0, "forgot 1 entries") == (forgot.returncode, forgot.stdout.strip())
+    assert (0, "forgot 1 entry") == (forgot.returncode, forgot.stdout.strip())
 
     third = proxies.run(store, script, pol, answer_with("reject"), project)
     assert 1 == len(third["requests"])
@@ -1177,7 +1177,7 @@ def test_e2e_forget_applies_to_a_running_proxy(tmp_path: Path, proxies: Proxies)
     (entry,) = [json.loads(line) for line in policyd_cli(tmp_path, store, "list", "--json").stdout.splitlines()]
     assert entry["expires_at"] is None  # --remember-expiry never
     forgot = policyd_cli(tmp_path, store, "forget", str(entry["id"]))
-    assert "forgot 1 entries" == forgot.stdout.strip()
+    assert "forgot 1 entry" == forgot.stdout.strip()
     requests, texts = client.prompt(session, answer_with("reject"))  # same process, next identical request
     assert (1, ["permission call_1: selected reject"]) == (len(requests), texts)
     assert 0 == client.close()
@@ -1299,7 +1299,7 @@ def test_cli_list_and_forget(tmp_path: Path) -> None:
 
     assert 2 == policyd_cli(tmp_path, store, "forget").returncode  # nothing named: usage error
     assert "forgot 0 entries" == policyd_cli(tmp_path, store, "forget", "99999").stdout.strip()
-    assert "forgot 1 entries" == policyd_cli(tmp_path, store, "forget", "--match", "git push").stdout.strip()
+    assert "forgot 1 entry" == policyd_cli(tmp_path, store, "forget", "--match", "git push").stdout.strip()
     assert [npm] == ids()
     assert "forgot 2 entries" == policyd_cli(tmp_path, store, "forget", "--all").stdout.strip()
     assert [] == ids("--all")

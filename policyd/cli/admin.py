@@ -129,7 +129,7 @@ def remembered(settings: Settings, args: argparse.Namespace) -> int:
             print("policyd remembered forget: give entry IDs, --match TEXT or --all", file=sys.stderr)
             return USAGE_ERROR
         count = store.forget(ids=args.ids, match=args.match, everything=args.all)
-        print(f"forgot {count} entries")
+        print(f"forgot {count} {'entry' if count == 1 else 'entries'}")
         return 0
     except StoreError as exc:
         print(f"policyd: {exc}", file=sys.stderr)

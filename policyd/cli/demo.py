@@ -3,7 +3,8 @@ tiny ACP client, with the shipped policies embedded in the package (or ``--polic
 
 It prints one line per permission request: what the agent asked, policyd's decision, the
 rule that decided, and what the agent received. Forwarded (ask) requests are answered by
-this client with the first ``reject_once`` option, as a cautious human would in a demo.
+this client with the first ``reject_once`` option, as a cautious human would in a demo
+(shown as "asked the client").
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def run_demo(policies: list[str]) -> int:
             call_id = d.get("tool_call_id", "")
             how = received.get(call_id, "?")
             if call_id in forwarded:
-                how = f"asked you -> {how}"
+                how = f"asked the client -> {how}"
             deciding = [r["id"] for r in d.get("rules", []) if r["decision"] == d["decision"]]
             rule = ", ".join(deciding) or "(no rule matched: default)"
             print(f"{d.get('title', '')[:43]:<44} {d['decision']:<8} {how:<30} {rule}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import sys
 from pathlib import Path
 
@@ -13,12 +14,14 @@ from policyd.core.relay import Relay
 from policyd.settings import Settings
 
 
-def daemon_path(settings: Settings) -> Path | None:
+def daemon_path(settings: Settings, own_policy: bool = False) -> Path | None:
     """The daemon this proxy consults, or None to embed the engine.
 
     ``daemon = off``: embedded. ``require``, or an explicit ``daemon_socket``: that daemon
     (default socket when not given), failing closed when it is unreachable. ``auto``: the
-    default socket when it exists, else embedded (the CI default).
+    default socket when a daemon answers there — unless this proxy was given its own
+    ``--policy`` or ``--decision-log`` (``own_policy``), which it then honours embedded; a
+    socket left by a daemon that died is not a daemon.
     """
     from policyd.server import default_socket_path
 
@@ -27,9 +30,20 @@ def daemon_path(settings: Settings) -> Path | None:
     if settings.daemon_socket:
         return Path(settings.daemon_socket)
     default = default_socket_path()
-    if settings.daemon == "require" or default.exists():
+    if settings.daemon == "require":
         return default
-    return None
+    if own_policy or not default.exists():
+        return None
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(0.5)
+        probe.connect(str(default))
+    except OSError as exc:
+        logs.get().warning("daemon.stale_socket", socket=str(default), error=str(exc), effect="engine embedded")
+        return None
+    finally:
+        probe.close()
+    return default
 
 
 def proxy(settings: Settings, agent: list[str], cli_policy: list[str] | None, config: str | None) -> int:
@@ -46,7 +60,7 @@ def proxy(settings: Settings, agent: list[str], cli_policy: list[str] | None, co
         home=settings.home,
         pass_always_to_agent=settings.pass_always_to_agent,
     )
-    socket_path = daemon_path(settings)
+    socket_path = daemon_path(settings, own_policy=bool(cli_policy) or settings.decision_log is not None)
     try:
         if socket_path is not None:
             from policyd.daemon_client import DaemonClient

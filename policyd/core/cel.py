@@ -169,7 +169,7 @@ class Program:
                 result = self.runner.evaluate(dict(activation))
         except Exception as exc:  # cel-python raises CELEvalError and plain Python errors
             raise CelEvalError(_eval_message(exc)) from exc
-        if isinstance(result, celtypes.BoolType):
+        if isinstance(result, celtypes.BoolType | bool):  # has() gives a plain bool
             return bool(result)
         if isinstance(result, _CelpyEvalError):
             raise CelEvalError(_eval_message(result))
@@ -199,7 +199,7 @@ class Program:
                 result = self.runner.evaluate(dict(activation))
         except Exception:
             return ""
-        if isinstance(result, celtypes.BoolType | _CelpyEvalError):
+        if isinstance(result, celtypes.BoolType | bool | _CelpyEvalError):
             return ""
         return type(result).__name__
 
