@@ -188,3 +188,20 @@ def test_request_fields_win_over_tracked() -> None:
     """The TS SDK example's request path (not the earlier tool_call's) is what is decided."""
     before, request = edit_shapes("/p/config.json")["ts-sdk-example"]
     assert ("/p/config.json",) == facts_for(before, request).paths
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("rm -rf {/home/u,x}", {"/home/u", "/p/x"}),
+        ("cd \"$(pwd)/..\" && rm -rf project", {"/p/project", "/(unknown directory)/project"}),
+        ("env --chdir=/ rm -rf home/u", {"/p/home/u", "/home/u"}),
+        ("sed -i '/^#/d' config.ini", {"/p/config.ini"}),
+        ("git log --output=/home/u/.bashrc", {"/home/u/.bashrc"}),
+    ],
+)
+def test_write_paths_see_through_spellings(command: str, expected: set[str]) -> None:
+    """Brace expansion, a cd to a directory known only at run time, -C/--chdir, a sed script
+    that looks like a path, --output=: the written paths are what the shell would write."""
+    _, request = shell_shapes(command)["claude"]
+    assert expected == set(facts_for([], request).write_paths)

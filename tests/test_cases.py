@@ -43,6 +43,8 @@ def _request(case: dict[str, Any], base: Path) -> dict[str, Any]:
         call["title"] = raw["command"]
     if "url" in case:
         raw["url"] = case["url"]
+    if "raw_cwd" in case:  # our variants: the tool's own cwd (Codex rawInput.cwd)
+        raw["cwd"] = _remap(case["raw_cwd"], base)
     if raw:
         call["rawInput"] = raw
     if "paths" in case:
@@ -131,5 +133,5 @@ def test_public_cases(case_root: Path) -> None:
 def test_own_variant_cases(case_root: Path) -> None:
     """Our own variants of each fault kind (other wrappers, spellings, shapes)."""
     cases = _load(OWN_CASES)
-    assert 50 <= len(cases)
+    assert 140 <= len(cases)
     assert [] == _report(run_cases(cases, case_root), "tests/cases/variants.jsonl")

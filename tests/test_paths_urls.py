@@ -24,6 +24,8 @@ HOME = "/home/dev"
         ("//etc//passwd", "/etc/passwd"),
         ("/tmp/../etc", "/etc"),
         (".", "/workspace/project"),
+        ("~dev/Documents", "/home/dev/Documents"),
+        ("~root", "/root"),
         ("", ""),
     ],
 )

@@ -89,6 +89,21 @@ RealPath = Callable[[str], str]
 
 #: Directories from ``cd`` kept per command (each relative path is resolved against each).
 MAX_CD_DIRS = 8
+#: Where relative paths point after a ``cd`` to a directory known only at run time: outside
+#: every root, so no allow rule can take it for the workspace.
+UNKNOWN_DIR = "/(unknown directory)"
+#: Alternatives a brace expansion in a path operand is expanded into (beyond: left as is).
+MAX_BRACE_ALTERNATIVES = 32
+#: Commands whose first operand is a script or pattern, not a file (unless -e/-f give it).
+PATTERN_FIRST: frozenset[str] = frozenset({"sed", "grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk"})
+_PATTERN_FLAGS = ("-e", "-f", "--regexp", "--file", "--expression")
+#: Commands whose arguments are text to print, never files.
+PURE_OUTPUT: frozenset[str] = frozenset({"echo", "printf"})
+#: Options that name a directory to run in (like ``cd``): ``env -C``, ``make -C``, ``git -C``, ``tar -C``.
+CHDIR_OPTIONS: frozenset[str] = frozenset({"-C", "--chdir", "--directory"})
+#: ``--opt=value`` options whose value is written.
+OUTPUT_OPTIONS = ("--output=", "--out=", "-o=", "--basetemp=", "--log-file=", "--junitxml=")
+_BRACE = re.compile(r"\{([^{}]*,[^{}]*)\}")
 
 
 class Facts:
@@ -157,14 +172,15 @@ class Facts:
             return ()
         dirs: list[str] = []
         for c in a.commands:
-            if _base(c.name) not in ("cd", "pushd") or c.dynamic:
+            targets = _chdir_targets(c)
+            if not targets:
                 continue
-            operands = [x for x in _operands(c)]
-            target = operands[0] if operands else "~"
-            if target == "-":
+            if c.dynamic and _base(c.name) in ("cd", "pushd"):
+                dirs.append(UNKNOWN_DIR)  # where relative paths then point is not known
                 continue
-            bases = [self.cwd, *dirs]
-            dirs.extend(paths.resolve(target, b, self.query.home) for b in bases)
+            for target in targets:
+                bases = [self.cwd, *dirs]
+                dirs.extend(r for b in bases for r in _resolve_braces(target, b, self.query.home))
             if len(dirs) > MAX_CD_DIRS:
                 break
         return _unique(dirs[:MAX_CD_DIRS])
@@ -173,10 +189,10 @@ class Facts:
         """Every place ``path`` may name: against the cwd and, when relative, against each
         directory the command ``cd``s into (we do not track which command runs where, so a
         policy sees them all: stricter for deny rules and for "all within" allow rules)."""
-        first = self.resolve(path)
+        found = _resolve_braces(path, self.cwd, self.query.home)
         if not self.cd_dirs or path.startswith(("/", "~", "$HOME", "${HOME}")):
-            return [first]
-        return [first, *(paths.resolve(path, d, self.query.home) for d in self.cd_dirs)]
+            return found
+        return [*found, *(r for d in self.cd_dirs for r in _resolve_braces(path, d, self.query.home))]
 
     # ------------------------------------------------------------------ command
 
@@ -224,6 +240,8 @@ class Facts:
             if isinstance(value, list):
                 for v in self._bounded(value, f"rawInput.{key}"):
                     _add_path(found, v)
+        if isinstance(self.raw_input.get("cwd"), str) and self.raw_input.get("cwd"):
+            found.append(self.cwd)  # the tool runs there: it must pass the same checks
         if self.analysis is not None:
             found.extend(self.analysis.path_args)
             for c in self.analysis.commands:
@@ -246,6 +264,7 @@ class Facts:
                 found.extend(arg[3:] for arg in c.args if arg.startswith("of="))
             elif name in WRITE_COMMANDS and (name != "sed" or "i" in c.flags):
                 found.extend(_operands(c))
+            found.extend(a.split("=", 1)[1] for a in c.args if a.startswith(OUTPUT_OPTIONS))
         return _unique(r for p in found for r in self.resolve_all(p))
 
     def command_paths(self, c: shell.SimpleCommand) -> list[str]:
@@ -366,17 +385,69 @@ def _base(name: str) -> str:
 
 
 def _operands(c: shell.SimpleCommand) -> list[str]:
-    """Non-flag arguments (all after ``--``); for dd the values of ``if=``/``of=``."""
-    if _base(c.name) == "dd":
+    """The arguments that may name files: non-flag arguments (all after ``--``) and the
+    values of ``--opt=value`` options that look like paths; not the script or pattern of
+    sed/grep/awk (unless ``-e``/``-f`` give it), not a git ``-m`` message, nothing of
+    echo/printf; for dd the values of ``if=``/``of=``; for a path-less ``find``, ``.``."""
+    name = _base(c.name)
+    if name == "dd":
         return [a.split("=", 1)[1] for a in c.args if a.startswith(("if=", "of=")) and "=" in a]
+    if name in PURE_OUTPUT:
+        return []
     out: list[str] = []
-    rest = False
+    rest = skip_next = False
     for a in c.args:
-        if rest or not a.startswith("-") or a == "-":
+        if skip_next:
+            skip_next = False
+        elif rest or not a.startswith("-") or a == "-":
             out.append(a)
         elif a == "--":
             rest = True
+        elif name == "git" and a in ("-m", "--message"):
+            skip_next = True
+        elif "=" in a and a.startswith("-"):
+            value = a.split("=", 1)[1]
+            if _path_like(value):
+                out.append(value)
+    if name in PATTERN_FIRST and out and not any(a.startswith(_PATTERN_FLAGS) for a in c.args):
+        out = out[1:]
+    if name == "find" and (not c.args or c.args[0].startswith(("-", "(", "!"))):
+        out.insert(0, ".")
     return out
+
+
+def _chdir_targets(c: shell.SimpleCommand) -> list[str]:
+    """Directories a command runs in: ``cd``/``pushd`` DIR (no DIR: ``~``) and the value of
+    ``-C DIR``, ``--chdir[=]DIR``, ``--directory[=]DIR``."""
+    name = _base(c.name)
+    if name in ("cd", "pushd"):
+        operands = [a for a in c.args if not a.startswith("-") or a == "-"]
+        target = operands[0] if operands else "~"
+        return [] if target == "-" else [target]
+    found: list[str] = []
+    for i, a in enumerate(c.args):
+        if a in CHDIR_OPTIONS and i + 1 < len(c.args):
+            found.append(c.args[i + 1])
+        elif a.startswith(("--chdir=", "--directory=")):
+            found.append(a.split("=", 1)[1])
+    return found
+
+
+def _resolve_braces(path: str, cwd: str, home: str) -> list[str]:
+    """``resolve`` after a brace expansion ``{a,b}`` (each alternative; bounded)."""
+    words = [path]
+    for _ in range(4):
+        expanded: list[str] = []
+        for w in words:
+            m = _BRACE.search(w)
+            if m is None:
+                expanded.append(w)
+                continue
+            expanded.extend(w[: m.start()] + alt + w[m.end() :] for alt in m.group(1).split(","))
+        if expanded == words or len(expanded) > MAX_BRACE_ALTERNATIVES:
+            break
+        words = expanded
+    return [paths.resolve(w, cwd, home) for w in words]
 
 
 def _path_like(arg: str) -> bool:

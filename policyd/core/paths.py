@@ -3,8 +3,8 @@
 Rules this module owns:
 
 - ``resolve(p, cwd, home)`` gives an absolute, normalised path: ``~``/``~/x`` and a leading
-  ``$HOME``/``${HOME}`` expand to ``home``; a relative path is joined to ``cwd``; ``.``,
-  ``..`` and repeated slashes are folded (``/w/../../etc`` -> ``/etc``).
+  ``$HOME``/``${HOME}`` expand to ``home``, ``~name`` to ``/home/name`` (``/root``); a
+  relative path is joined to ``cwd``; ``.``, ``..`` and repeated slashes are folded (``/w/../../etc`` -> ``/etc``).
 - ``within(p, d)`` is component-wise and case-exact: ``/a/b2`` is not within ``/a/b``;
   a directory is within itself.
 - ``glob(p, pattern)``: ``*`` and ``?`` never cross ``/``; ``**`` spans any number of
@@ -39,6 +39,11 @@ def resolve(path: str, cwd: str, home: str) -> str:
             path = home + path[5:]
         elif path.startswith("${HOME}/"):
             path = home + path[7:]
+    if path.startswith("~") and not path.startswith("~/") and path != "~":
+        # ~name is that user's home (bash); the passwd database is I/O, so use the usual
+        # layout: it is outside any workspace either way, never a relative path
+        name, _, rest = path[1:].partition("/")
+        path = ("/root" if name == "root" else f"/home/{name}") + ("/" + rest if rest else "")
     if not path.startswith("/"):
         path = posixpath.join(cwd or "/", path)
     norm = posixpath.normpath(path)
