@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -10,10 +11,10 @@ from typing import Any
 
 from policyd.cli.common import build_engine, load_policy, report_load_error
 from policyd.core.decide import choose_outcome
-from policyd.core.model import PeerInfo, PermissionQuery, SessionInfo
+from policyd.core.model import PermissionQuery
 from policyd.core.policy import PolicyError
 from policyd.core.toolcalls import ToolCallTracker
-from policyd.core.wire import option_from_wire
+from policyd.core.wire import query_from_wire
 from policyd.settings import Settings
 
 
@@ -21,47 +22,38 @@ def eval_query(item: Mapping[str, Any], home: str) -> PermissionQuery:
     """One input line -> PermissionQuery; raises ValueError naming the problem.
 
     A line is either ``session/request_permission`` params, or ``{"request": <params>,
-    "cwd", "additionalDirectories", "agent", "client", "home", "toolCalls": [updates]}``.
+    "cwd", "additionalDirectories", "agent", "client", "home", "toolCalls": [updates]}``;
+    validation is the daemon protocol's (``core.wire.query_from_wire``).
     """
-    if "request" in item:
-        params = item["request"]
-        cwd, extra = item.get("cwd", ""), item.get("additionalDirectories", [])
-        agent, client = item.get("agent", ""), item.get("client", "")
-        updates, home = item.get("toolCalls", []), item.get("home", home)
-    else:
-        params, cwd, extra, agent, client, updates = item, "", [], "", "", []
+    wrapped = "request" in item
+    params = item["request"] if wrapped else item
     if not isinstance(params, Mapping):
         raise ValueError("request must be an object (session/request_permission params)")
-    session_id = params.get("sessionId")
-    if not isinstance(session_id, str) or not session_id:
-        raise ValueError("sessionId must be a non-empty string")
-    tool_call = params.get("toolCall")
-    if not isinstance(tool_call, Mapping) or not isinstance(tool_call.get("toolCallId"), str):
-        raise ValueError("toolCall must be an object with a string toolCallId")
-    raw_options = params.get("options", [])
-    if not isinstance(raw_options, list):
-        raise ValueError("options must be a list")
-    options = tuple(option_from_wire(o, f"options[{i}]") for i, o in enumerate(raw_options))
-    if not isinstance(cwd, str) or not isinstance(home, str):
-        raise ValueError("cwd and home must be strings")
-    if not isinstance(extra, list) or not all(isinstance(d, str) for d in extra):
-        raise ValueError("additionalDirectories must be a list of strings")
+    context = item if wrapped else {}
+    agent, client = context.get("agent", ""), context.get("client", "")
+    query = query_from_wire(
+        {
+            **params,
+            "options": params.get("options", []),
+            "session": {
+                "cwd": context.get("cwd", ""),
+                "additionalDirectories": context.get("additionalDirectories", []),
+            },
+            "agent": {"name": agent} if isinstance(agent, str) else agent,
+            "client": {"name": client} if isinstance(client, str) else client,
+            "home": context.get("home", home),
+        },
+        time.time(),
+    )
+    updates = context.get("toolCalls", [])
     if not isinstance(updates, list):
         raise ValueError("toolCalls must be a list of tool_call / tool_call_update objects")
     tracker = ToolCallTracker()
     for u in updates:
         if isinstance(u, Mapping):
             inner = u.get("update")
-            tracker.observe_update(session_id, inner if isinstance(inner, Mapping) else u)
-    return PermissionQuery(
-        session=SessionInfo(session_id, cwd, tuple(extra)),
-        tool_call=tracker.merged(session_id, tool_call),
-        options=options,
-        agent=PeerInfo(str(agent)),
-        client=PeerInfo(str(client)),
-        home=home,
-        now_s=time.time(),
-    )
+            tracker.observe_update(query.session.session_id, inner if isinstance(inner, Mapping) else u)
+    return dataclasses.replace(query, tool_call=tracker.merged(query.session.session_id, query.tool_call))
 
 
 def evaluate(settings: Settings, file: str) -> int:
