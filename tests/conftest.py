@@ -9,6 +9,8 @@ Nothing here is autouse: test modules opt in by asking for a fixture or importin
   ``[op, arg]`` steps; it records every byte it reads from stdin to a file.
 - :class:`ProxyProcess` runs ``python -m policyd proxy`` with pipes and reader threads, so a
   test can act as the ACP client without deadlocking on large lines.
+- :class:`AcpClient` is a minimal ACP client (initialize, session/new, prompts) of a proxy in
+  front of ``python -m policyd.demo_agent``, answering forwarded permission requests.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -421,3 +423,106 @@ def load_transcript() -> list[tuple[str, dict[str, Any]]]:
 
 def is_permission_request(msg: Any) -> bool:
     return isinstance(msg, dict) and msg.get("method") == "session/request_permission" and "id" in msg
+
+
+class AcpClient:
+    """The ACP client of ``policyd proxy ... -- python -m policyd.demo_agent --script FILE``.
+
+    ``answer(request) -> optionId`` answers forwarded permission requests; every forwarded
+    request and every text of the agent (``permission call_N: selected X``) is recorded.
+    """
+
+    def __init__(self, argv: Sequence[str], env: dict[str, str], cwd: Path, stderr_path: Path) -> None:
+        self.stderr_path = stderr_path
+        self._stderr_file = open(stderr_path, "wb")  # noqa: SIM115 - closed in kill()
+        self.proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._stderr_file, env=env, cwd=cwd)
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+        self._next_id = 0
+        self.answer: Callable[[dict[str, Any]], str] = lambda _req: "reject"
+        self.requests: list[dict[str, Any]] = []
+        self.texts: list[str] = []
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in iter(self.proc.stdout.readline, b""):
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def call(self, method: str, params: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
+        rid = self._next_id
+        self._next_id += 1
+        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no answer to {method} in {timeout}s; stderr:\n{self.stderr()[-3000:]}") from None
+            if line is None:
+                raise AssertionError(f"proxy closed stdout during {method}; stderr:\n{self.stderr()[-3000:]}")
+            msg = json.loads(line)
+            if "method" in msg and "id" in msg:  # a request of the agent, forwarded to us
+                if msg["method"] == "session/request_permission":
+                    self.requests.append(msg)
+                    outcome = {"outcome": "selected", "optionId": self.answer(msg)}
+                    self._send({"jsonrpc": "2.0", "id": msg["id"], "result": {"outcome": outcome}})
+                else:
+                    self._send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}})
+            elif msg.get("method") == "session/update":
+                update = msg["params"]["update"]
+                if update.get("sessionUpdate") == "agent_message_chunk":
+                    self.texts.append(update["content"]["text"])
+            elif msg.get("id") == rid:
+                assert "result" in msg, msg
+                return dict(msg["result"])
+
+    def start(self, cwd: str) -> str:
+        self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {},
+                                 "clientInfo": {"name": "test-client", "version": "1"}})
+        return str(self.call("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"])
+
+    def prompt(self, session_id: str, answer: Callable[[dict[str, Any]], str] | None = None
+               ) -> tuple[list[dict[str, Any]], list[str]]:
+        """One prompt: the permission requests the client saw and the agent's texts."""
+        if answer is not None:
+            self.answer = answer
+        r0, t0 = len(self.requests), len(self.texts)
+        res = self.call("session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]})
+        assert "end_turn" == res["stopReason"]
+        return self.requests[r0:], self.texts[t0:]
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        with contextlib.suppress(BrokenPipeError):
+            self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout=30)
+        finally:
+            self.kill()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()  # this proxy only, by its own pid
+            self.proc.wait(timeout=10)
+        if not self._stderr_file.closed:
+            self._stderr_file.close()
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def events(self, name: str | None = None) -> list[dict[str, Any]]:
+        """The JSON log events policyd wrote to stderr (all, or those named ``name``)."""
+        out = []
+        for text in self.stderr().splitlines():
+            with contextlib.suppress(ValueError):
+                obj = json.loads(text)
+                if isinstance(obj, dict) and "event" in obj and (name is None or obj["event"] == name):
+                    out.append(obj)
+        return out

@@ -30,7 +30,6 @@ import contextlib
 import json
 import multiprocessing
 import os
-import queue
 import shutil
 import sqlite3
 import stat
@@ -45,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import AcpClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -903,110 +903,6 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-class AcpClient:
-    """A minimal ACP client driving ``policyd proxy ... -- python -m policyd.demo_agent``.
-
-    ``answer(request) -> optionId`` picks the client's answer to a forwarded permission
-    request. Every permission request the client saw, and every text the agent said
-    (the demo agent reports the outcome it received), is recorded per prompt.
-    """
-
-    def __init__(self, argv: Sequence[str], env: dict[str, str], cwd: Path, stderr: Path) -> None:
-        self._stderr_file = open(stderr, "wb")  # noqa: SIM115
-        self.stderr_path = stderr
-        self.proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._stderr_file, env=env, cwd=cwd)
-        self._lines: queue.Queue[bytes | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._pump, daemon=True)
-        self._reader.start()
-        self._next_id = 0
-        self.answer: Callable[[dict[str, Any]], str] = lambda _req: "reject"
-        self.requests: list[dict[str, Any]] = []
-        self.texts: list[str] = []
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in iter(self.proc.stdout.readline, b""):
-            self._lines.put(line)
-        self._lines.put(None)
-
-    def _send(self, msg: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def call(self, method: str, params: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
-        rid = self._next_id
-        self._next_id += 1
-        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self._lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no answer to {method} in {timeout}s; stderr:\n{self.stderr()[-3000:]}") from None
-            if line is None:
-                raise AssertionError(f"policyd closed stdout during {method}; stderr:\n{self.stderr()[-3000:]}")
-            msg = json.loads(line)
-            if "method" in msg and "id" in msg:  # a request from the agent side
-                if msg["method"] == "session/request_permission":
-                    self.requests.append(msg)
-                    outcome = {"outcome": "selected", "optionId": self.answer(msg)}
-                    self._send({"jsonrpc": "2.0", "id": msg["id"], "result": {"outcome": outcome}})
-                else:
-                    self._send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}})
-            elif msg.get("method") == "session/update":
-                update = msg["params"]["update"]
-                if update.get("sessionUpdate") == "agent_message_chunk":
-                    self.texts.append(update["content"]["text"])
-            elif msg.get("id") == rid:
-                assert "result" in msg, msg
-                return dict(msg["result"])
-
-    def start(self, cwd: str) -> str:
-        self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {},
-                                 "clientInfo": {"name": "test-client", "version": "1"}})
-        return str(self.call("session/new", {"cwd": cwd, "mcpServers": []})["sessionId"])
-
-    def prompt(self, session_id: str, answer: Callable[[dict[str, Any]], str] | None = None
-               ) -> tuple[list[dict[str, Any]], list[str]]:
-        """One prompt; returns the permission requests the client saw and the agent's texts."""
-        if answer is not None:
-            self.answer = answer
-        r0, t0 = len(self.requests), len(self.texts)
-        result = self.call("session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]})
-        assert "end_turn" == result["stopReason"]
-        return self.requests[r0:], self.texts[t0:]
-
-    def close(self) -> int:
-        assert self.proc.stdin is not None
-        with contextlib.suppress(BrokenPipeError):
-            self.proc.stdin.close()
-        try:
-            code = self.proc.wait(timeout=30)
-        finally:
-            self.kill()
-        return code
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()  # this proxy only, by its own pid
-            self.proc.wait(timeout=10)
-        self._stderr_file.close()
-
-    def stderr(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
-
-    def stderr_events(self) -> list[dict[str, Any]]:
-        out = []
-        for text in self.stderr().splitlines():
-            with contextlib.suppress(ValueError):
-                obj = json.loads(text)
-                if isinstance(obj, dict) and "event" in obj:
-                    out.append(obj)
-        return out
-
-
 class Proxies:
     """Starts ``policyd proxy`` processes for one test and stops them all at teardown."""
 
@@ -1037,7 +933,7 @@ class Proxies:
         requests, texts = client.prompt(session, answer)
         code = client.close()
         return {"requests": requests, "texts": texts, "code": code, "decisions": read_jsonl(decision_log),
-                "stderr": client.stderr_events()}
+                "stderr": client.events()}
 
     def stop(self) -> None:
         for client in self.started:
