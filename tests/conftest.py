@@ -73,6 +73,27 @@ def policyd_env(directory: Path, extra: Mapping[str, str] | None = None) -> dict
 # ----------------------------------------------------------------------------- policies
 
 
+def isolated_env(base: Path) -> dict[str, str]:
+    """Our environment minus any policyd configuration of the machine, with private runtime,
+    state and config directories under ``base``; unlike :func:`policyd_env` a daemon at the
+    private runtime directory's default socket is found (the daemon tests)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("POLICYD_", "NOTIFY_SOCKET", "LISTEN_"))}
+    for sub in ("run", "state", "config"):
+        (base / sub).mkdir(parents=True, exist_ok=True)
+    (base / "run").chmod(0o700)
+    config = base / "empty-config.toml"
+    if not config.exists():
+        config.write_text("# no settings: the tests pass everything as flags\n")
+    env.update({
+        "POLICYD_SEARCH_PATH": "[]",
+        "POLICYD_CONFIG": str(config),
+        "XDG_RUNTIME_DIR": str(base / "run"),
+        "XDG_STATE_HOME": str(base / "state"),
+        "XDG_CONFIG_HOME": str(base / "config"),
+    })
+    return env
+
+
 def _toml_value(value: Any) -> str:
     # JSON strings, numbers, booleans and arrays of them are valid TOML values.
     return json.dumps(value, ensure_ascii=True)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import AcpClient
+from conftest import AcpClient, isolated_env
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -53,25 +53,6 @@ OPTIONS = [
 
 
 # ----------------------------------------------------------------------------- environment, policies
-
-
-def isolated_env(base: Path) -> dict[str, str]:
-    """Our environment minus any policyd configuration of the machine."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("POLICYD_", "NOTIFY_SOCKET", "LISTEN_"))}
-    for sub in ("run", "state", "config"):
-        (base / sub).mkdir(parents=True, exist_ok=True)
-    (base / "run").chmod(0o700)
-    config = base / "empty-config.toml"
-    if not config.exists():
-        config.write_text("# no settings: the tests pass everything as flags\n")
-    env.update({
-        "POLICYD_SEARCH_PATH": "[]",
-        "POLICYD_CONFIG": str(config),
-        "XDG_RUNTIME_DIR": str(base / "run"),
-        "XDG_STATE_HOME": str(base / "state"),
-        "XDG_CONFIG_HOME": str(base / "config"),
-    })
-    return env
 
 
 def policy_text(edit: str, *, execute: str | None = None, name: str = "org") -> str:

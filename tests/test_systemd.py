@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import isolated_env
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -52,18 +53,6 @@ def policyd_binary() -> str:
     if not Path(found).is_file():
         pytest.skip("the policyd console script of this environment was not found")
     return found
-
-
-def isolated_env(base: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("POLICYD_", "NOTIFY_SOCKET", "LISTEN_"))}
-    for sub in ("run", "state", "config"):
-        (base / sub).mkdir(parents=True, exist_ok=True)
-    (base / "run").chmod(0o700)
-    config = base / "empty-config.toml"
-    config.write_text("# no settings\n")
-    env.update({"POLICYD_SEARCH_PATH": "[]", "POLICYD_CONFIG": str(config), "XDG_RUNTIME_DIR": str(base / "run"),
-                "XDG_STATE_HOME": str(base / "state"), "XDG_CONFIG_HOME": str(base / "config")})
-    return env
 
 
 def policy_file(path: Path, edit: str) -> Path:
