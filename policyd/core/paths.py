@@ -67,11 +67,6 @@ def within(path: str, directory: str) -> bool:
     return path == d or path.startswith(d + "/")
 
 
-def within_any(path: str, directories: tuple[str, ...] | list[str]) -> bool:
-    """``within(path, d)`` for some ``d`` in ``directories``."""
-    return any(within(path, d) for d in directories)
-
-
 @functools.lru_cache(maxsize=4096)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
     if not pattern.startswith("/") and not pattern.startswith("**"):
