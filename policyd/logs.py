@@ -3,11 +3,19 @@
 Two streams: the operational log (stderr) and the decision log (``permission.*`` events),
 which goes to ``--decision-log FILE`` when set (appended, one JSON object per line), else to
 stderr with the rest. Every line has ``timestamp`` (ISO 8601, UTC), ``level`` and ``event``.
+
+A decision-log line that cannot be written (full disk, I/O error) is dropped whole — never
+kept to be written later, never half a line followed by another — and :func:`decision`
+returns False; the first failure is reported on stderr (``decision_log.write_failed``), a
+later success too (``decision_log.write_recovered``). Callers that need the record before
+they act (an allow: see ``Relay.audit``) act only when it was written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sys
 from collections.abc import Mapping
 from typing import IO, Any, TextIO, cast
@@ -19,8 +27,44 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARN
 
 class _Sink:
     def __init__(self) -> None:
-        self.decision_file: IO[str] | None = None
+        self.decision_file: IO[str] | _AppendFile | None = None
         self.decision_logger: Any = None
+        self.failing = False  # the last decision-log write failed
+
+
+class _AppendFile:
+    """The decision log file: appends whole lines with ``os.write`` (O_APPEND). A line that
+    cannot be written raises OSError and is dropped, not buffered for a later retry."""
+
+    def __init__(self, path: str) -> None:
+        self.name = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        self._pending = ""
+        self._torn = False  # a line was cut short: start the next one on a fresh line
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        end = self._pending.rfind("\n")
+        if end == -1:
+            return len(text)
+        lines, self._pending = self._pending[: end + 1], self._pending[end + 1 :]
+        data = (("\n" if self._torn else "") + lines).encode("utf-8", "backslashreplace")
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(self._fd, view)
+            except OSError:
+                self._torn = len(view) != len(data)
+                raise
+            view = view[written:]
+        self._torn = False
+        return len(text)
+
+    def flush(self) -> None:
+        """Lines are written as soon as they are complete."""
+
+    def close(self) -> None:
+        os.close(self._fd)
 
 
 _SINK = _Sink()
@@ -51,7 +95,7 @@ def configure(level: str = "info", decision_log: str | None = None) -> None:
     )
     close()
     if decision_log:
-        _SINK.decision_file = open(decision_log, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+        _SINK.decision_file = _AppendFile(decision_log)
     # The decision log is an audit trail: never filtered by --log-level.
     _SINK.decision_logger = structlog.wrap_logger(
         structlog.PrintLogger(file=cast(TextIO, _SINK.decision_file or sys.stderr)),
@@ -65,17 +109,33 @@ def get() -> Any:
     return structlog.get_logger("policyd")
 
 
-def decision(event: str, fields: Mapping[str, Any], level: str = "info") -> None:
-    """Write one decision-log event (to the decision log file when configured, else stderr)."""
+def decision(event: str, fields: Mapping[str, Any], level: str = "info") -> bool:
+    """Write one decision-log event (to the decision log file when configured, else stderr).
+
+    Returns False when it could not be written (see the module doc); never raises OSError.
+    """
     logger = _SINK.decision_logger
     if logger is None:  # not configured: still never stdout
         logger = structlog.wrap_logger(structlog.PrintLogger(file=sys.stderr), processors=_PROCESSORS)
-    getattr(logger, level)(event, **fields)
+    try:
+        getattr(logger, level)(event, **fields)
+    except (OSError, ValueError) as exc:  # ValueError: the file was closed
+        if not _SINK.failing:
+            _SINK.failing = True
+            where = getattr(_SINK.decision_file, "name", "stderr")
+            get().error("decision_log.write_failed", path=where, error=str(exc),
+                        effect="records are lost while this lasts; an allow that cannot be recorded is not given")
+        return False
+    if _SINK.failing:
+        _SINK.failing = False
+        get().warning("decision_log.write_recovered", path=getattr(_SINK.decision_file, "name", "stderr"))
+    return True
 
 
 def close() -> None:
     """Flush and close the decision log file."""
     if _SINK.decision_file is not None:
-        _SINK.decision_file.flush()
-        _SINK.decision_file.close()
+        with contextlib.suppress(OSError):
+            _SINK.decision_file.flush()
+            _SINK.decision_file.close()
         _SINK.decision_file = None

@@ -255,6 +255,10 @@ def test_session_context_and_tool_call_tracking() -> None:
 
 
 def test_unterminated_last_line_passes() -> None:
-    """A final line without a newline is relayed as is."""
+    """A final line without a newline is relayed as is; a truncated JSON-looking one is
+    refused (it cannot be examined), with a parse error to its sender."""
     relay = Relay()
-    assert [("agent", b'{"jsonrpc":"2.0"')] == sends(relay.from_client(b'{"jsonrpc":"2.0"'))
+    last = b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}'
+    assert [("agent", last)] == sends(relay.from_client(last))
+    ((who, data),) = sends(relay.from_client(b'{"jsonrpc":"2.0"'))
+    assert ("client", -32700) == (who, json.loads(data)["error"]["code"])

@@ -15,7 +15,14 @@ step are:
 - every permission request gets exactly one answer: one response to the agent with its id
   (the one the model predicts), or its own bytes forwarded to the client once;
 - never an allow unless the decision was allow for a well-formed, uncancelled request;
-- headless, no permission request is ever forwarded to the client.
+- headless, no permission request is ever forwarded to the client;
+- a line that looks like JSON but cannot be examined, or a batch, is never passed on (either
+  direction): its sender gets an error;
+- the client's answers reach the agent only for a request the client was given and has not
+  answered (duplicates and unsolicited answers are dropped), and an answer selecting an
+  option that was not offered reaches the agent as ``cancelled``;
+- after ``session/cancel`` for a session with an open ``session/prompt``, every permission
+  request of that session read until the agent answers the prompt is answered ``cancelled``.
 
 Every generated line carries a unique counter, so a relayed line can never be mistaken for one
 of policyd's own answers.
@@ -64,8 +71,9 @@ STYLE = st.tuples(
     st.sampled_from([(",", ":"), (", ", ": "), (" , ", " : ")]),  # separators
     st.booleans(),  # ensure_ascii
     st.booleans(),  # sort_keys
-    st.sampled_from(["", "  ", "\t"]),  # leading whitespace
-    st.sampled_from(["", " ", "\t "]),  # trailing whitespace
+    # leading / trailing whitespace: ASCII, and what JavaScript's trim() also strips
+    st.sampled_from(["", "  ", "\t", "\u00a0", "\ufeff", "\u2028", "\u3000", "\u00a0\u2009 "]),
+    st.sampled_from(["", " ", "\t ", "\u00a0", "\u205f\u3000", "\ufeff"]),
     st.sampled_from(["\n", "\r\n"]),  # end of line
 )
 
@@ -279,17 +287,28 @@ class Blocked:
         return id_key(self.rid) == id_key(msg.get("id")) and self.code == msg["error"]["code"]
 
 
-def blocked_answers(raw: bytes) -> list[Blocked] | None:
-    """What a headless relay answers for an agent line it will not pass on (None: passed on).
+#: JavaScript's String.prototype.trim(): Unicode White_Space plus the BOM (ECMA-262).
+JS_TRIM = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 
-    It parses as leniently as a JavaScript client (invalid UTF-8 replaced, long integers);
-    a batch is never passed on (each request in it gets -32600); a line that looks like JSON
-    but does not parse gets one -32700 with id null."""
-    text = raw.strip().decode("utf-8", "replace")
+
+def parse_like_js(raw: bytes) -> Any:
+    """What a JavaScript peer reads (TextDecoder + trim + JSON.parse, no depth limit) as far
+    as Python can: raises ValueError/RecursionError where Python's json gives up."""
+    text = raw.decode("utf-8", "replace").strip(JS_TRIM)
+    return json.loads(text, parse_int=lambda s: int(s) if len(s) < 4000 else float(s))
+
+
+def blocked_answers(raw: bytes) -> list[Blocked] | None:
+    """What the relay answers the sender of a line it will not pass on (None: passed on).
+
+    It parses as leniently as a JavaScript client (Unicode whitespace trimmed, invalid UTF-8
+    replaced, long integers); a batch is never passed on (each request in it gets -32600); a
+    line that looks like JSON but does not parse gets one -32700 with id null."""
     try:
-        msg = json.loads(text, parse_int=lambda s: int(s) if len(s) < 4000 else float(s))
+        msg = parse_like_js(raw)
     except (ValueError, RecursionError):
-        return [Blocked(None, -32700)] if raw.lstrip()[:1] in (b"{", b"[") else None
+        text = raw.decode("utf-8", "replace").strip(JS_TRIM)
+        return [Blocked(None, -32700)] if text[:1] in ("{", "[") else None
     if isinstance(msg, list):
         return [Blocked(m["id"], -32600) for m in msg if isinstance(m, dict) and "method" in m and "id" in m]
     return None
@@ -340,6 +359,11 @@ class Harness:
     by_key: dict[int, Perm] = field(default_factory=dict)
     open_keys: list[int] = field(default_factory=list)
     forwarded: dict[str, Perm] = field(default_factory=dict)  # awaiting the client's answer
+    outstanding: dict[str, int] = field(default_factory=dict)  # agent requests the client may answer
+    prompts: dict[str, str] = field(default_factory=dict)  # open session/prompt id -> session
+    cancelled_sessions: set[str] = field(default_factory=set)
+    refusals_to_client: list[Blocked] = field(default_factory=list)
+    client_refusals: list[bytes] = field(default_factory=list)  # policyd's errors to the client
     expected_to_agent: list[bytes | Answer | Blocked] = field(default_factory=list)
     expected_remembered: list[tuple[Decision, str]] = field(default_factory=list)
     to_agent: list[bytes] = field(default_factory=list)
@@ -360,7 +384,10 @@ class Harness:
             if isinstance(a, SendToAgent):
                 self.to_agent.append(a.data)
             elif isinstance(a, SendToClient):
-                self.to_client.append(a.data)
+                if b"policyd does not relay" in a.data:
+                    self.client_refusals.append(a.data)
+                else:
+                    self.to_client.append(a.data)
             elif isinstance(a, Consult):
                 consults.append(a)
             elif isinstance(a, RememberChoice):
@@ -380,18 +407,36 @@ class Harness:
     def client(self, spec: tuple[Any, ...]) -> None:
         line, cancels = client_message(spec, self._next())
         self.client_lines.append(line)
-        expected: bytes | Answer = line
-        if spec[0] == "response" and id_key(spec[1]) in self.forwarded:
+        expected: bytes | Answer | None = line
+        if spec[0] == "nonjson":
+            blocked = blocked_answers(line)
+            if blocked is not None:
+                expected = None
+                self.refusals_to_client.extend(blocked)
+        elif spec[0] == "response" and id_key(spec[1]) in self.forwarded:
             perm = self.forwarded.pop(id_key(spec[1]))
             chosen = next((o for o in perm.options or [] if o["optionId"] == spec[2]), None)
+            if perm.options is not None and spec[2] is not None and chosen is None:  # not offered
+                expected = Answer(perm, "client", {"jsonrpc": "2.0", "id": spec[1], "result": {"outcome": CANCELLED}})
             if chosen is not None and chosen["kind"] in ("allow_always", "reject_always"):
                 decision = Decision.ALLOW if chosen["kind"] == "allow_always" else Decision.DENY
                 self.expected_remembered.append((decision, chosen["optionId"]))
                 once = first_option(perm.options or [], chosen["kind"].replace("always", "once"))
                 if once is not None and not self.pass_always:
                     expected = Answer(perm, "client", {"jsonrpc": "2.0", "id": spec[1], "result": {"outcome": once}})
-        self.expected_to_agent.append(expected)
+        elif spec[0] == "response":  # answers an agent request the client was given, or dropped
+            count = self.outstanding.get(id_key(spec[1]), 0)
+            if count:
+                self.outstanding[id_key(spec[1])] = count - 1
+            else:
+                expected = None
+        elif spec[0] == "request" and spec[2] == "session/prompt":
+            self.prompts[id_key(spec[1])] = spec[3]
+        if expected is not None:
+            self.expected_to_agent.append(expected)
         if cancels is not None:
+            if cancels in self.prompts.values():
+                self.cancelled_sessions.add(cancels)
             for p in self.perms:
                 if p.state == "open" and p.session == cancels:
                     p.state = "cancelled"
@@ -414,6 +459,14 @@ class Harness:
             raw = render(msg, style)
             options = None if malformed else params["options"]
             entry = AgentLine(raw, Perm(raw, rid, session, options, decision))
+            if session and session in self.cancelled_sessions:  # cancelled turn: answered at once
+                perm = entry.perm
+                assert perm is not None
+                perm.state = "cancelled"
+                self.perms.append(perm)
+                self._answer(perm, CANCELLED, "cancel")
+                entry.perm = None
+                entry.swallowed = True
         elif kind == "update":
             _, sid, call, tool_kind, style = spec
             update = {"sessionUpdate": "tool_call", "toolCallId": call, "kind": tool_kind, "title": "t",
@@ -425,10 +478,14 @@ class Harness:
             result = {"new": {"sessionId": sid}, "init": {"protocolVersion": 1, "agentInfo": {"name": "a"}},
                       "empty": {}}[what]
             entry = AgentLine(render({"jsonrpc": "2.0", "id": rid, "result": result, "n": n}, style))
+            ended = self.prompts.pop(id_key(rid), None)
+            if ended is not None and ended not in self.prompts.values():
+                self.cancelled_sessions.discard(ended)
         elif kind == "request":
             _, rid, method, style = spec
             entry = AgentLine(render({"jsonrpc": "2.0", "id": rid, "method": method,
                                       "params": {"sessionId": "s1", "path": "/w/a"}, "n": n}, style))
+            self.outstanding[id_key(rid)] = self.outstanding.get(id_key(rid), 0) + 1
         elif kind == "perm_notification":  # no id: not a request, relayed like any notification
             _, sid, style = spec
             entry = AgentLine(render({"jsonrpc": "2.0", "method": "session/request_permission",
@@ -445,13 +502,13 @@ class Harness:
                 self._answer(target, -32800, "cancel")
         else:
             entry = AgentLine(render_non_json(spec[1], spec[2], n, spec[3]))
-            blocked = blocked_answers(entry.raw) if self.headless else None
+            blocked = blocked_answers(entry.raw)
             if blocked is not None:
                 entry.swallowed = True
                 self.expected_to_agent.extend(blocked)
         self.agent_lines.append(entry)
         consults = self._collect(self.relay.from_agent(entry.raw, 1_700_000_000.0))
-        if entry.perm is not None:
+        if entry.perm is not None and entry.perm.state == "open":
             assert 1 == len(consults)
             assert (entry.perm.options is None) == (consults[0].query is None)
             entry.perm.key = consults[0].key
@@ -514,6 +571,8 @@ class Harness:
         for want, got in zip(self.expected_to_agent, self.to_agent, strict=True):
             assert want.matches(got) if isinstance(want, Answer | Blocked) else want == got
         assert self.expected_remembered == [(r.decision, r.option.option_id) for r in self.remembered]
+        assert len(self.refusals_to_client) == len(self.client_refusals)
+        assert all(want.matches(got) for want, got in zip(self.refusals_to_client, self.client_refusals, strict=True))
         if self.headless:
             raws = {p.raw for p in self.perms}
             assert [] == [line for line in self.to_client if line in raws]

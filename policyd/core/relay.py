@@ -32,12 +32,12 @@ https://agentclientprotocol.com/protocol/transports):
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from policyd.core import jsonline
 from policyd.core.decide import choose_outcome
 from policyd.core.model import Decision, PeerInfo, PermissionOption, PermissionQuery, SessionInfo
 from policyd.core.toolcalls import ToolCallTracker
@@ -47,6 +47,7 @@ PERMISSION_METHOD = "session/request_permission"
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 #: ACP "request cancelled" (https://agentclientprotocol.com/protocol/cancellation).
 REQUEST_CANCELLED = -32800
 #: Client requests whose answers we need (initialize, session/new...) tracked at once.
@@ -55,6 +56,9 @@ MAX_PENDING_CLIENT_REQUESTS = 1024
 MAX_FORWARDED = 1024
 #: Options read from one request; ACP agents offer 2 to 4.
 MAX_OPTIONS = 32
+#: Agent requests (fs/*, terminal/*...) passed to the client and not yet answered, tracked
+#: so that an answer nobody asked for is dropped; also the bound on tracked prompt turns.
+MAX_OUTSTANDING = 4096
 
 
 # ----------------------------------------------------------------------------- actions
@@ -123,6 +127,10 @@ class Resolution:
     fields: Mapping[str, Any] = field(default_factory=dict)
 
 
+_CANCELLED = {"outcome": {"outcome": "cancelled"}}
+_GONE_ERROR = {"code": INTERNAL_ERROR, "message": "policyd: the client has closed its end; nobody can answer"}
+
+
 @dataclass(slots=True)
 class _Pending:
     key: int
@@ -166,23 +174,34 @@ class Relay:
         self.sessions: dict[str, SessionInfo] = {}
         self.client_info = PeerInfo()
         self.agent_info = PeerInfo()
-        self._client_requests: OrderedDict[str, tuple[str, Mapping[str, Any]]] = OrderedDict()
+        self._client_requests: OrderedDict[Hashable, tuple[str, Mapping[str, Any]]] = OrderedDict()
         # agent->client output in order: bytes to send, or a consult's slot
         self._queue: deque[bytes | _Pending] = deque()
         self._by_key: dict[int, _Pending] = {}
-        self._forwarded: OrderedDict[str, _Pending] = OrderedDict()
+        self._forwarded: OrderedDict[Hashable, _Pending] = OrderedDict()
         self._next_key = 0
+        # agent requests passed to the client, unanswered: id key -> (id as sent, count)
+        self._outstanding: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        # the client's session/prompt requests the agent has not answered: id key -> session
+        self._prompts: OrderedDict[Hashable, str] = OrderedDict()
+        # sessions the client cancelled whose prompt turn has not ended yet
+        self._cancelled_sessions: set[str] = set()
+        self._client_gone = False
+        #: Writes an allow's decision-log record *before* the allow is sent; False when it
+        #: could not be written, and the allow is then not given (treated as ask). None:
+        #: no local decision log to write (a daemon keeps it).
+        self.audit: Callable[[Log], bool] | None = None
 
     # ------------------------------------------------------------------ client -> agent
 
     def from_client(self, line: bytes) -> list[Action]:
         """Handle one line the client wrote (newline included, or the last unterminated one)."""
         parsed, log = _parse(line, "client")
-        actions: list[Action] = [SendToAgent(line)]
-        if log is not None:
-            actions.append(log)
+        logs: list[Action] = [] if log is None else [log]
+        if isinstance(parsed, list) or (parsed is None and jsonline.looks_like_json(line)):
+            return logs + self._refuse_unexamined(parsed, line, sender="client")
         if not isinstance(parsed, dict):
-            return actions
+            return [SendToAgent(line), *logs]
         msg = parsed
         method = msg.get("method")
         if isinstance(method, str):
@@ -191,37 +210,69 @@ class Relay:
             if "id" in msg:
                 self._track_client_request(msg["id"], method, params)
             elif method == "session/cancel":
-                actions.extend(self._cancel_session(str(params.get("sessionId", ""))))
-        elif "id" in msg:
-            forwarded = self._forwarded.pop(_id_key(msg["id"]), None)
-            if forwarded is not None:
-                return self._client_answer(forwarded, msg, actions)
-        return actions
+                return [SendToAgent(line), *self._cancel_session(str(params.get("sessionId", "")))]
+        elif "id" in msg and "method" not in msg:
+            return self._client_response(msg, line)
+        return [SendToAgent(line)]
 
-    def _client_answer(self, p: _Pending, msg: Mapping[str, Any], actions: list[Action]) -> list[Action]:
+    def _client_response(self, msg: Mapping[str, Any], line: bytes) -> list[Action]:
+        """A response from the client: relayed only when it answers an agent request the
+        client was given and has not answered yet; anything else is dropped (logged), so the
+        agent sees exactly one answer per request."""
+        key = jsonline.id_key(msg["id"])
+        forwarded = self._forwarded.pop(key, None)
+        if forwarded is not None:
+            return self._client_answer(forwarded, msg, line)
+        entry = self._outstanding.get(key)
+        if entry is not None:
+            raw_id, count = entry
+            if count > 1:
+                self._outstanding[key] = (raw_id, count - 1)
+            else:
+                del self._outstanding[key]
+            return [SendToAgent(line)]
+        why = "no request of the agent with this id is waiting for the client's answer"
+        return [Log("relay.client_answer_dropped", {"id": jsonline.loggable(msg["id"]), "reason": why})]
+
+    def _client_answer(self, p: _Pending, msg: Mapping[str, Any], line: bytes) -> list[Action]:
         """The client answered a request we forwarded: remember an "always" choice, and
-        relay it to the agent as the matching ``*_once`` option unless configured not to."""
-        fields: dict[str, Any] = {"request_id": p.request_id, "session_id": p.session_id}
+        relay it to the agent as the matching ``*_once`` option unless configured not to.
+        An answer that selects an option the request did not offer (or has no readable
+        outcome) reaches the agent as ``cancelled``: never an option the agent did not offer."""
+        fields: dict[str, Any] = {"request_id": jsonline.loggable(p.request_id), "session_id": p.session_id}
         result = msg.get("result")
         outcome = result.get("outcome") if isinstance(result, Mapping) else None
         option_id = outcome.get("optionId") if isinstance(outcome, Mapping) else None
+        kind = outcome.get("outcome") if isinstance(outcome, Mapping) else None
         query = p.query
         chosen = next((o for o in query.options if o.option_id == option_id), None) if query else None
-        fields["answer"] = option_id if chosen else (outcome.get("outcome") if isinstance(outcome, Mapping) else None)
+        fields["answer"] = option_id if chosen else kind
+        if query is not None and "error" not in msg and kind != "cancelled" and chosen is None:
+            fields["refused"] = f"the answer selects {option_id!r}, not an option the agent offered"
+            cancelled = jsonline.response(msg["id"], result=_CANCELLED)
+            return [SendToAgent(cancelled), Log("permission.answer_refused", fields)]
         if query is None or chosen is None or chosen.kind not in _ALWAYS:
-            return [*actions, Log("permission.answered_by_client", fields)]
+            return [SendToAgent(line), Log("permission.answered_by_client", fields)]
         decision = Decision.ALLOW if chosen.kind == "allow_always" else Decision.DENY
-        extra: list[Action] = [RememberChoice(query, decision, chosen)]
+        actions: list[Action] = [SendToAgent(line), RememberChoice(query, decision, chosen)]
         once = next((o for o in query.options if o.kind == _ALWAYS[chosen.kind]), None)
         if once is not None and not self.pass_always_to_agent:
-            new_result = {**(result if isinstance(result, Mapping) else {})}
-            new_result["outcome"] = {"outcome": "selected", "optionId": once.option_id}
-            rewritten = _response(msg["id"], result=new_result)
+            new_outcome = {"outcome": "selected", "optionId": once.option_id}
+            try:
+                extra = result if isinstance(result, Mapping) else {}
+                rewritten = jsonline.response(msg["id"], result={**extra, "outcome": new_outcome})
+            except (ValueError, RecursionError):  # the client's extra fields cannot be written back
+                rewritten = jsonline.response(msg["id"], result={"outcome": new_outcome})
             actions[0] = SendToAgent(rewritten)
             fields["relayed_as"] = once.option_id
-        return [*actions, *extra, Log("permission.answered_by_client", fields)]
+        return [*actions, Log("permission.answered_by_client", fields)]
 
     def _track_client_request(self, request_id: Any, method: str, params: Mapping[str, Any]) -> None:
+        if method == "session/prompt" and isinstance(params.get("sessionId"), str):
+            self._prompts[jsonline.id_key(request_id)] = params["sessionId"]
+            while len(self._prompts) > MAX_OUTSTANDING:
+                self._prompts.popitem(last=False)
+            return
         if method == "initialize":
             self.client_info = _peer(params.get("clientInfo"))
         elif method in ("session/load", "session/resume"):
@@ -234,7 +285,7 @@ class Relay:
             return
         elif method != "session/new":
             return
-        self._client_requests[_id_key(request_id)] = (method, params)
+        self._client_requests[jsonline.id_key(request_id)] = (method, params)
         while len(self._client_requests) > MAX_PENDING_CLIENT_REQUESTS:
             self._client_requests.popitem(last=False)
 
@@ -252,14 +303,13 @@ class Relay:
         """Handle one line the agent wrote; ``now_s`` (epoch seconds) stamps a new query."""
         parsed, log = _parse(line, "agent")
         actions: list[Action] = [] if log is None else [log]
-        if self.headless and (isinstance(parsed, list) or (parsed is None and _looks_like_json(line))):
-            return actions + self._refuse_unexamined(parsed, line)
+        if isinstance(parsed, list) or (parsed is None and jsonline.looks_like_json(line)):
+            return actions + self._refuse_unexamined(parsed, line, sender="agent")
         if isinstance(parsed, dict):
             msg = parsed
             method = msg.get("method")
             if method == PERMISSION_METHOD and "id" in msg:
-                actions.append(self._intercept(line, msg, now_s))
-                return actions
+                return actions + self._intercept(line, msg, now_s)
             if method == "$/cancel_request":
                 answered = self._cancel_request(msg.get("params"))
                 if answered:
@@ -270,24 +320,43 @@ class Relay:
                     self.tracker.observe_update(str(params.get("sessionId", "")), params["update"])
             elif method is None and "id" in msg:
                 self._observe_response(msg)
+            elif isinstance(method, str) and "id" in msg:
+                if self._client_gone:
+                    return [*actions, SendToAgent(jsonline.response(msg["id"], error=_GONE_ERROR))]
+                self._expect_client_answer(msg["id"])
         actions.extend(self._to_client(line))
         return actions
 
-    def _refuse_unexamined(self, parsed: list[Any] | None, line: bytes) -> list[Action]:
-        """Headless, a line the relay cannot examine (JSON it cannot parse, or a batch) is not
-        passed to an automatic client: it could be a permission request. Each request in it
-        gets an error (id null when the id cannot be read)."""
+    def _expect_client_answer(self, request_id: Any) -> None:
+        key = jsonline.id_key(request_id)
+        _, count = self._outstanding.get(key, (request_id, 0))
+        self._outstanding[key] = (request_id, count + 1)
+        while len(self._outstanding) > MAX_OUTSTANDING:
+            self._outstanding.popitem(last=False)
+
+    def _refuse_unexamined(self, parsed: list[Any] | None, line: bytes, sender: str) -> list[Action]:
+        """A line the relay cannot examine (JSON-looking but unparseable here, or a batch) is
+        not passed on: a peer could read a permission request, or an answer to one, in it.
+        Each request in it gets an error back to ``sender`` (id null when the id cannot be
+        read); responses in a batch are dropped."""
         requests = [m for m in parsed if isinstance(m, dict) and "method" in m and "id" in m] if parsed else []
         ids = [m["id"] for m in requests] if parsed is not None else [None]
         code = INVALID_REQUEST if parsed is not None else PARSE_ERROR
         what = "a JSON-RPC batch" if parsed is not None else "a line that looks like JSON but does not parse"
-        message = f"policyd (headless) does not relay {what}: it cannot examine it for permission requests"
-        actions: list[Action] = [Log("relay.unexamined_line_blocked", {"bytes": len(line), "requests": len(ids)})]
-        actions.extend(SendToAgent(_response(rid, error={"code": code, "message": message})) for rid in ids)
+        message = f"policyd does not relay {what}: it cannot examine it for permission requests"
+        send = SendToAgent if sender == "agent" else SendToClient
+        actions: list[Action] = [
+            Log("relay.unexamined_line_blocked", {"from": sender, "bytes": len(line), "requests": len(ids)})
+        ]
+        actions.extend(send(jsonline.response(rid, error={"code": code, "message": message})) for rid in ids)
         return actions
 
     def _observe_response(self, msg: Mapping[str, Any]) -> None:
-        entry = self._client_requests.pop(_id_key(msg.get("id")), None)
+        key = jsonline.id_key(msg.get("id"))
+        session = self._prompts.pop(key, None)
+        if session is not None and session not in self._prompts.values():
+            self._cancelled_sessions.discard(session)  # the cancelled turn has ended
+        entry = self._client_requests.pop(key, None)
         if entry is None:
             return
         method, params = entry
@@ -305,14 +374,20 @@ class Relay:
             return []
         return [SendToClient(line)]
 
-    def _intercept(self, line: bytes, msg: Mapping[str, Any], now_s: float) -> Consult:
+    def _intercept(self, line: bytes, msg: Mapping[str, Any], now_s: float) -> list[Action]:
+        query, problem, session_id = self._query(msg.get("params"), now_s)
+        if session_id in self._cancelled_sessions:
+            # The client cancelled this session's turn and the agent has not ended it: the
+            # request was sent before the agent saw the cancel (ACP cancellation).
+            fields = {"request_id": jsonline.loggable(msg["id"]), "session_id": session_id,
+                      "reason": "session/cancel received; the prompt turn has not ended"}
+            return [SendToAgent(jsonline.response(msg["id"], result=_CANCELLED)), Log("permission.cancelled", fields)]
         key = self._next_key
         self._next_key += 1
-        query, problem, session_id = self._query(msg.get("params"), now_s)
         pending = _Pending(key, line, msg["id"], session_id, query, problem)
         self._queue.append(pending)
         self._by_key[key] = pending
-        return Consult(key, query, problem)
+        return [Consult(key, query, problem)]
 
     def _query(self, params: object, now_s: float) -> tuple[PermissionQuery | None, str, str]:
         if not isinstance(params, Mapping):
@@ -363,22 +438,31 @@ class Relay:
         return actions
 
     def _answer(self, p: _Pending, res: Resolution) -> list[Action]:
-        fields: dict[str, Any] = {"request_id": p.request_id, "session_id": p.session_id, **res.fields}
+        fields: dict[str, Any] = {"request_id": jsonline.loggable(p.request_id), "session_id": p.session_id,
+                                  **res.fields}
         if p.query is None:
             fields["problem"] = p.problem
             if self.headless:
                 error = {"code": INVALID_PARAMS, "message": f"policyd: invalid session/request_permission: {p.problem}"}
-                return [SendToAgent(_response(p.request_id, error=error)), Log("permission.invalid", fields)]
-            self._forward(p)
-            return [Log("permission.invalid_forwarded", fields)]
+                return [SendToAgent(jsonline.response(p.request_id, error=error)), Log("permission.invalid", fields)]
+            return self._forward(p, Log("permission.invalid_forwarded", fields))
         decision = res.decision
         fields["decision"] = decision.value if decision else "error"
+        if decision is None:
+            fields["source"] = "fallback"
+        if decision is Decision.ALLOW and self.audit is not None:
+            allow = choose_outcome(decision, p.query.options)
+            if allow is not None and "optionId" in allow:
+                if self.audit(Log("permission.decided", {**fields, "answer": allow["optionId"]})):
+                    return [SendToAgent(jsonline.response(p.request_id, result={"outcome": allow}))]
+                fields.update(source="fallback", audit="decision log unwritable: the allow is not given")
+                decision = None
         if decision is None or decision is Decision.ASK:
             if not self.headless:
-                self._forward(p)
                 fields["answer"] = "forwarded"
-                return [Log("permission.decided", fields)]
+                return self._forward(p, Log("permission.decided", fields))
             fields["headless_fallback"] = self.headless_fallback
+            fields["source"] = "fallback"
             decision = Decision.DENY
         outcome = choose_outcome(decision, p.query.options)
         if outcome is not None and self.headless and fields.get("headless_fallback") == "cancel":
@@ -386,19 +470,24 @@ class Relay:
         if outcome is None:  # allow without an allow option: nothing safe to select
             outcome = {"outcome": "cancelled"} if self.headless else None
             if outcome is None:
-                self._forward(p)
                 fields["answer"] = "forwarded"
                 fields["note"] = "no allow option offered"
-                return [Log("permission.decided", fields)]
+                return self._forward(p, Log("permission.decided", fields))
         fields["answer"] = outcome.get("optionId", "cancelled")
-        return [SendToAgent(_response(p.request_id, result={"outcome": outcome})), Log("permission.decided", fields)]
+        return [SendToAgent(jsonline.response(p.request_id, result={"outcome": outcome})),
+                Log("permission.decided", fields)]
 
-    def _forward(self, p: _Pending) -> None:
-        """Forward the request's own bytes to the client, in its place in the order."""
+    def _forward(self, p: _Pending, log: Log) -> list[Action]:
+        """Forward the request's own bytes to the client, in its place in the order; when
+        the client is gone, answer ``cancelled`` instead (nobody can answer it)."""
+        if self._client_gone:
+            fields = {**log.fields, "answer": "cancelled", "note": "the client has closed its end"}
+            return [SendToAgent(jsonline.response(p.request_id, result=_CANCELLED)), Log(log.event, fields)]
         p.forward = True
-        self._forwarded[_id_key(p.request_id)] = p
+        self._forwarded[jsonline.id_key(p.request_id)] = p
         while len(self._forwarded) > MAX_FORWARDED:
             self._forwarded.popitem(last=False)
+        return [log]
 
     def _release(self) -> list[Action]:
         """Send queued agent->client lines from the head up to the first open consult."""
@@ -415,14 +504,21 @@ class Relay:
         return actions
 
     def _cancel_session(self, session_id: str) -> list[Action]:
+        """The client's ``session/cancel``: answer ``cancelled`` to the session's requests
+        being decided now, and — until the agent answers the session's open
+        ``session/prompt`` (the turn ends) — to every request of the session read later:
+        they were sent before the agent saw the cancel (still in the pipe, or behind a slow
+        decision), and are indistinguishable by their bytes from requests sent after it."""
+        if session_id in self._prompts.values():
+            self._cancelled_sessions.add(session_id)
         actions: list[Action] = []
         for p in list(self._queue):
             if isinstance(p, _Pending) and p.session_id == session_id and not p.resolved:
                 p.resolved = True
                 self._by_key.pop(p.key, None)
-                cancelled = {"outcome": {"outcome": "cancelled"}}
-                actions.append(SendToAgent(_response(p.request_id, result=cancelled)))
-                actions.append(Log("permission.cancelled", {"request_id": p.request_id, "session_id": session_id}))
+                actions.append(SendToAgent(jsonline.response(p.request_id, result=_CANCELLED)))
+                fields = {"request_id": jsonline.loggable(p.request_id), "session_id": session_id}
+                actions.append(Log("permission.cancelled", fields))
         if actions:
             actions.extend(self._release())
         return actions
@@ -431,18 +527,37 @@ class Relay:
         """The agent cancels its own permission request that we are still deciding."""
         if not isinstance(params, Mapping) or "requestId" not in params:
             return []
-        wanted = _id_key(params["requestId"])
+        wanted = jsonline.id_key(params["requestId"])
         for p in self._queue:
-            if isinstance(p, _Pending) and not p.resolved and _id_key(p.request_id) == wanted:
+            if isinstance(p, _Pending) and not p.resolved and jsonline.id_key(p.request_id) == wanted:
                 p.resolved = True
                 self._by_key.pop(p.key, None)
                 error = {"code": REQUEST_CANCELLED, "message": "request cancelled"}
+                fields = {"request_id": jsonline.loggable(p.request_id), "session_id": p.session_id}
                 actions: list[Action] = [
-                    SendToAgent(_response(p.request_id, error=error)),
-                    Log("permission.cancelled", {"request_id": p.request_id, "session_id": p.session_id}),
+                    SendToAgent(jsonline.response(p.request_id, error=error)),
+                    Log("permission.cancelled", fields),
                 ]
                 return actions + self._release()
         return []
+
+    def client_gone(self) -> list[Action]:
+        """The client closed its end (policyd's stdout): nobody can answer a forwarded request
+        any more. Requests forwarded and unanswered get ``cancelled``, agent requests passed
+        to the client get an error; from now on ask is answered ``cancelled`` and agent
+        requests get an error at once. Queued lines are released (the shell drops them)."""
+        self._client_gone = True
+        actions: list[Action] = []
+        for p in self._forwarded.values():
+            actions.append(SendToAgent(jsonline.response(p.request_id, result=_CANCELLED)))
+            fields = {"request_id": jsonline.loggable(p.request_id), "session_id": p.session_id,
+                      "reason": "the client has closed its end"}
+            actions.append(Log("permission.cancelled", fields))
+        self._forwarded.clear()
+        for raw_id, count in self._outstanding.values():
+            actions.extend(SendToAgent(jsonline.response(raw_id, error=_GONE_ERROR)) for _ in range(count))
+        self._outstanding.clear()
+        return actions + self._release()
 
     @property
     def pending_count(self) -> int:
@@ -453,40 +568,23 @@ class Relay:
 # ----------------------------------------------------------------------------- helpers
 
 
-def _parse_int(text: str) -> int | float:
-    """JSON integers of any length (Python's int() refuses more than 4300 digits)."""
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
-
-
 def _parse(line: bytes, side: str) -> tuple[dict[str, Any] | list[Any] | None, Log | None]:
     """The message on ``line`` (an object, or a list for a batch), or None with a log.
 
-    Parsing is as lenient as a JavaScript peer's: invalid UTF-8 is replaced, integers of any
-    length are accepted, so a line the client would read as a request is read as one here.
+    Parsing is as lenient as the peers' (:mod:`policyd.core.jsonline`): Unicode whitespace
+    and a BOM around the JSON, invalid UTF-8, integers of any length are accepted, so a line
+    a peer would read as a request is read as one here.
     """
-    stripped = line.strip()
-    if not stripped:
+    if not jsonline.text_of(line):
         return None, None
     try:
-        msg = json.loads(stripped.decode("utf-8", "replace"), parse_int=_parse_int)
-    except (ValueError, RecursionError):
-        preview = stripped[:120].decode("utf-8", "replace")
+        msg = jsonline.parse(line)
+    except ValueError:
+        preview = line[:120].decode("utf-8", "replace")
         return None, Log("relay.non_json_line", {"from": side, "bytes": len(line), "preview": preview})
     if isinstance(msg, dict | list):
         return msg, None
     return None, None
-
-
-def _looks_like_json(line: bytes) -> bool:
-    return line.lstrip()[:1] in (b"{", b"[")
-
-
-def _id_key(request_id: Any) -> str:
-    """A dict key that keeps ``7`` and ``"7"`` apart."""
-    return json.dumps(request_id, sort_keys=True)
 
 
 def _peer(info: object) -> PeerInfo:
@@ -495,11 +593,3 @@ def _peer(info: object) -> PeerInfo:
     name, version = info.get("name", ""), info.get("version", "")
     return PeerInfo(name if isinstance(name, str) else "", version if isinstance(version, str) else "")
 
-
-def _response(request_id: Any, *, result: Any = None, error: Any = None) -> bytes:
-    body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
-    if error is not None:
-        body["error"] = error
-    else:
-        body["result"] = result
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
