@@ -6,9 +6,17 @@ Lifecycle (the invariants are the relay's; this module only moves bytes):
 - Lines are split on ``\\n`` from raw reads, so lines of any size pass (no readline limit).
 - Client EOF: the agent's stdin is closed; if the agent has not exited after
   ``kill_grace_s`` it gets SIGTERM, then SIGKILL after another ``kill_grace_s``.
+- Client gone (policyd's stdout closed while its stdin stays open): requests forwarded to
+  the client are answered ``cancelled`` (the relay's ``client_gone``); for ``kill_grace_s``
+  the agent's requests are still answered (ask: ``cancelled``), then the agent is stopped as
+  at client EOF.
 - Agent exit: remaining agent output is relayed, then policyd exits with the agent's exit
   code (128 + N when the agent died of signal N). SIGTERM/SIGINT to policyd are passed to
-  the agent.
+  the agent; if it has not exited ``kill_grace_s`` later it gets SIGKILL.
+- SIGHUP reloads the policy (embedded engine); signals arriving during a reload are merged
+  into one more reload, and a decision waits at most for the reload in flight. With a
+  daemon, SIGHUP is logged and ignored (the daemon owns the policy).
+- A fault in either pump (a bug) is logged and stops the agent: the proxy exits, never hangs.
 - A spawn failure exits 127 (command not found) or 126 (not executable), like a shell.
 """
 
@@ -107,30 +115,48 @@ async def lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         yield bytes(buf)
 
 
+class _WatchedPipe(asyncio.streams.FlowControlMixin):
+    """Write-pipe protocol that sets ``closed`` when the reader goes away (asyncio watches a
+    write pipe for its peer closing, so this fires even while nothing is being written)."""
+
+    def __init__(self, closed: asyncio.Event) -> None:
+        super().__init__()
+        self._closed_event = closed
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self._closed_event.set()
+
+
 class _Stdout:
-    """Writes to policyd's stdout (a pipe: asyncio transport; a file: plain writes)."""
+    """Writes to policyd's stdout (a pipe: asyncio transport; a file: plain writes).
+    ``closed`` is set once the client has closed its end; later writes are dropped."""
 
     def __init__(self) -> None:
         self._writer: asyncio.StreamWriter | None = None
         self._fd = sys.stdout.fileno()
+        self.closed = asyncio.Event()
 
     async def open(self) -> None:
         if _is_pipe_like(self._fd):
             loop = asyncio.get_running_loop()
             pipe = os.fdopen(os.dup(self._fd), "wb", buffering=0)
-            transport, protocol = await loop.connect_write_pipe(
-                lambda: asyncio.streams.FlowControlMixin(), pipe
-            )
+            transport, protocol = await loop.connect_write_pipe(lambda: _WatchedPipe(self.closed), pipe)
             self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
 
     async def write(self, data: bytes) -> None:
-        if self._writer is None:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self._fd, view) :]
+        if self.closed.is_set():
             return
-        self._writer.write(data)
-        await self._writer.drain()
+        try:
+            if self._writer is None:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self._fd, view) :]
+                return
+            self._writer.write(data)
+            await self._writer.drain()
+        except OSError:  # BrokenPipeError, ConnectionResetError: the client is gone
+            self.closed.set()
 
     async def close(self) -> None:
         if self._writer is not None:
@@ -155,7 +181,11 @@ class Proxy:
         self.proc: asyncio.subprocess.Process | None = None
         self.stdout = _Stdout()
         self._agent_broken = False
-        self._background: set[asyncio.Task[bool]] = set()
+        self._reload_task: asyncio.Task[bool] | None = None
+        self._reload_again = False
+        self._escalation: asyncio.Task[None] | None = None
+        self._stopping: asyncio.Task[None] | None = None
+        self._failed = False
 
     async def run(self) -> int:
         log = logs.get()
@@ -178,40 +208,104 @@ class Proxy:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._forward_signal, sig)
-        reload_task = None
-        if self.reloader is not None:
-            reload_task = asyncio.create_task(self.reloader.run())
-            loop.add_signal_handler(signal.SIGHUP, self._sighup)
+        loop.add_signal_handler(signal.SIGHUP, self._sighup)
+        watcher = asyncio.create_task(self.reloader.run()) if self.reloader is not None else None
         client_task = asyncio.create_task(self._client_to_agent())
         agent_task = asyncio.create_task(self._agent_to_client())
-        await agent_task  # agent closed its stdout (exited, normally)
+        gone_task = asyncio.create_task(self._on_client_gone())
+        for task in (client_task, agent_task):
+            task.add_done_callback(self._pump_done)
+        await asyncio.wait([agent_task])  # agent closed its stdout (exited, normally)
         code = await self.proc.wait()
-        client_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await client_task
-        if self.reloader is not None and reload_task is not None:
-            loop.remove_signal_handler(signal.SIGHUP)
+        leftovers: list[asyncio.Task[None] | None] = [client_task, gone_task, self._escalation, self._stopping]
+        for task in leftovers:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        loop.remove_signal_handler(signal.SIGHUP)
+        if self._reload_task is not None:
+            await asyncio.wait([self._reload_task])
+        if self.reloader is not None and watcher is not None:
             self.reloader.stop()
-            await reload_task
+            await watcher
         await self.stdout.close()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
         exit_code = 128 - code if code < 0 else code
         log.info("agent.exited", code=exit_code)
-        return exit_code
+        return 70 if self._failed else exit_code  # 70: EX_SOFTWARE, policyd itself failed
+
+    def _pump_done(self, task: asyncio.Task[None]) -> None:
+        """A pump that died of an exception (a bug) must not leave the proxy hanging."""
+        if task.cancelled() or task.exception() is None:
+            return
+        self._failed = True
+        exc = task.exception()
+        name = getattr(task.get_coro(), "__qualname__", task.get_name())
+        logs.get().error("relay.failed", task=name, error=repr(exc), effect="stopping the agent")
+        self._stop_agent_soon()
+
+    def _stop_agent_soon(self) -> None:
+        if self._stopping is None:
+            self._stopping = asyncio.get_running_loop().create_task(self._close_and_stop_agent())
+
+    async def _close_and_stop_agent(self) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+        await self._stop_agent()
+
+    async def _on_client_gone(self) -> None:
+        """policyd's stdout was closed by the client: see the module doc."""
+        await self.stdout.closed.wait()
+        logs.get().warning("client.stdout_closed", effect=f"stopping the agent in {self.kill_grace_s}s")
+        await self._execute(self.relay.client_gone())
+        assert self.proc is not None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.proc.wait()), self.kill_grace_s)
+        self._stop_agent_soon()
 
     def _sighup(self) -> None:
-        assert self.reloader is not None
+        if self.reloader is None:
+            logs.get().info("policy.reload_ignored", signal="SIGHUP",
+                            reason="this proxy asks a daemon, which owns the policy: reload the daemon")
+            return
+        if self._reload_task is not None and not self._reload_task.done():
+            self._reload_again = True  # merged: one more reload after the one in flight
+            return
         logs.get().info("policy.reload_requested", signal="SIGHUP")
-        task = asyncio.get_running_loop().create_task(self.reloader.reload("sighup", force=True))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._start_reload()
+
+    def _start_reload(self) -> None:
+        assert self.reloader is not None
+        self._reload_again = False
+        self._reload_task = asyncio.get_running_loop().create_task(self.reloader.reload("sighup", force=True))
+        self._reload_task.add_done_callback(self._reload_finished)
+
+    def _reload_finished(self, task: asyncio.Task[bool]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            logs.get().error("policy.reload_failed", error=repr(task.exception()))
+        if self._reload_again:
+            self._start_reload()
 
     def _forward_signal(self, sig: int) -> None:
         if self.proc is not None and self.proc.returncode is None:
             logs.get().info("agent.signalled", signal=signal.Signals(sig).name)
             with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(sig)
+            if self._escalation is None:
+                self._escalation = asyncio.get_running_loop().create_task(self._kill_after_grace())
+
+    async def _kill_after_grace(self) -> None:
+        """After a forwarded SIGTERM/SIGINT the agent has ``kill_grace_s`` to exit."""
+        assert self.proc is not None
+        try:
+            await asyncio.wait_for(asyncio.shield(self.proc.wait()), self.kill_grace_s)
+        except TimeoutError:
+            logs.get().warning("agent.stopping", signal="SIGKILL", reason="did not exit after the forwarded signal")
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
 
     async def _send_to_agent(self, data: bytes) -> None:
         assert self.proc is not None and self.proc.stdin is not None
@@ -233,8 +327,8 @@ class Proxy:
             elif isinstance(action, SendToClient):
                 await self.stdout.write(action.data)
             elif isinstance(action, Consult):
-                if self._background:  # a SIGHUP reload in flight: decide under the new set
-                    await asyncio.gather(*self._background, return_exceptions=True)
+                if self._reload_task is not None and not self._reload_task.done():
+                    await asyncio.wait([self._reload_task])  # a SIGHUP reload in flight: decide under the new set
                 queue[0:0] = self.relay.resolve(action.key, await self._safe_decide(action))
             elif isinstance(action, Log):
                 _log(action, self.local_decision_log)
@@ -261,9 +355,7 @@ class Proxy:
         async for line in lines(_chunks_from_fd(sys.stdin.fileno())):
             await self._execute(self.relay.from_client(line))
         logs.get().info("client.eof")
-        with contextlib.suppress(OSError, BrokenPipeError, ConnectionResetError):
-            self.proc.stdin.close()
-        await self._stop_agent()
+        self._stop_agent_soon()
 
     async def _stop_agent(self) -> None:
         assert self.proc is not None
@@ -279,18 +371,18 @@ class Proxy:
 
     async def _agent_to_client(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
-        try:
-            async for line in lines(_chunks_from_stream(self.proc.stdout)):
-                await self._execute(self.relay.from_agent(line, time.time()))
-        except (BrokenPipeError, ConnectionResetError):
-            logs.get().warning("client.stdout_closed")
+        async for line in lines(_chunks_from_stream(self.proc.stdout)):
+            await self._execute(self.relay.from_agent(line, time.time()))
 
 
 def _log(action: Log, local_decision_log: bool = True) -> None:
     if action.event.startswith("permission."):
-        if local_decision_log:
+        # With a daemon, the daemon logs its decisions; the proxy logs (at the default level)
+        # every answer the daemon did not give: fallbacks, cancels, the client's answers.
+        from_daemon = action.event == "permission.decided" and action.fields.get("source") != "fallback"
+        if local_decision_log or not from_daemon:
             logs.decision(action.event, action.fields)
-        else:  # the daemon keeps the decision log; ours is the operational trace
+        else:
             logs.get().debug(action.event, **action.fields)
     else:
         logs.get().warning(action.event, **action.fields)
@@ -309,6 +401,8 @@ def run_proxy(
     proxy = Proxy(argv, relay, decide, kill_grace_s, reloader)
     proxy.on_remember = on_remember
     proxy.local_decision_log = local_decision_log
+    if local_decision_log:  # an allow is given only once its record is written
+        relay.audit = lambda log: logs.decision(log.event, log.fields)
     return asyncio.run(proxy.run())
 
 

@@ -130,15 +130,22 @@ ODD_LINES = [
     b"\xff\xfe invalid utf-8 \xc3\x28\n",
     b"\n",
     b"   \t  \n",
-    b"[1, 2, 3]\n",
     b'"a json string"\n',
     b'{ "params" : {"z" :1,  "a":[ ]} ,"method":"x/odd" , "jsonrpc" : "2.0" }\n',
     b'{"jsonrpc":"2.0","method":"x/crlf","params":{}}\r\n',
-    '{"jsonrpc":"2.0","method":"x/u","params":{"t":"line\u2028sep\u0085nel\rcr \u00e9\U0001f600"}}\n'.encode(),
-    b'{"id":7,"jsonrpc":"2.0","result":{"b":1,"a":2}}\n',
+    '{"jsonrpc":"2.0","method":"x/u","params":{"t":"line\u2028sep\u0085nel cr \u00e9\U0001f600"}}\n'.encode(),
+    '\u00a0{"jsonrpc":"2.0","method":"x/nbsp","params":{}}\u3000\n'.encode(),
     b'{"jsonrpc":"2.0","id":"7","method":"x/string-id","params":{"n":1.50,"e":1E+2,"big":123456789012345678901234567890}}\n',
     b'{"jsonrpc":"2.0","method":"x/dup","method":"x/dup2"}\n',
 ]
+#: Lines a peer might parse that policyd cannot examine: never passed on; the sender gets
+#: an error per request it can read (a parse error with id null when it reads none).
+REFUSED_LINES = {
+    b"[1, 2, 3]\n": [],  # a batch (of no requests)
+    b'{"jsonrpc":"2.0","method":"x/u","params":{"t":"raw\rcr"}}\n': [-32700],  # raw CR: not JSON here
+    b'[{"jsonrpc":"2.0","id":4,"method":"x/in-batch"}]\n': [-32600],
+    b'{"a":' + b"[" * 5000 + b"]" * 5000 + b"}\n": [-32700],  # deeper than Python's json, fine for node
+}
 
 
 def test_odd_and_non_json_lines_pass_both_ways(tmp_path: Path, start_proxy: Any) -> None:
@@ -153,12 +160,33 @@ def test_odd_and_non_json_lines_pass_both_ways(tmp_path: Path, start_proxy: Any)
     assert 0 == proxy.wait()
     assert b"".join(ODD_LINES) == agent.received()
     warned = [e["from"] for e in proxy.stderr_events() if e["event"] == "relay.non_json_line"]
-    non_json = [line for line in ODD_LINES if line.strip() and not _is_json(line)]
-    assert 4 == len(non_json)  # three plain texts, and a raw CR inside a JSON string
+    non_json = [line for line in ODD_LINES if line.strip() and not _is_json(line.decode("utf-8", "replace").strip())]
+    assert 3 == len(non_json)  # three plain texts
     assert {"client": len(non_json), "agent": len(non_json)} == Counter(warned)
 
 
-def _is_json(line: bytes) -> bool:
+def test_lines_that_cannot_be_examined_are_refused_not_passed(tmp_path: Path, start_proxy: Any) -> None:
+    """A batch, or a JSON-looking line Python's json cannot read, is never passed on in
+    either direction (interactive here): the agent never reads the client's, the client
+    never reads the agent's, and each sender gets the errors (issue 9, item 1)."""
+    steps: list[list[Any]] = [["send_hex", line.hex()] for line in REFUSED_LINES]
+    agent = write_agent(tmp_path, [*steps, ["send", '{"jsonrpc":"2.0","method":"x/after"}'], ["recv_eof", None]])
+    proxy = start_proxy(["--policy", str(ask_policy(tmp_path))], agent.argv)
+    assert [b'{"jsonrpc":"2.0","method":"x/after"}\n'] == proxy.read_until(lambda m: m.get("method") == "x/after")
+    for line in REFUSED_LINES:
+        proxy.send(line)
+    proxy.send(b'{"jsonrpc":"2.0","method":"x/client-after"}\n')
+    expected = [code for codes in REFUSED_LINES.values() for code in codes]
+    got = [proxy.read_json() for _ in expected]
+    assert expected == [m["error"]["code"] for m in got]
+    proxy.close_stdin()
+    assert 0 == proxy.wait()
+    received = agent.received_lines()
+    after = b'{"jsonrpc":"2.0","method":"x/client-after"}\n'
+    assert [*expected, after] == [json.loads(r)["error"]["code"] if b'"error"' in r else r for r in received]
+
+
+def _is_json(line: str) -> bool:
     try:
         json.loads(line)
     except ValueError:
