@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,8 @@ class DaemonClient:
     async def call(self, method: str, params: Any) -> Any:
         """One request/response; raises DaemonError (the connection is dropped on failure)."""
         async with self._lock:
+            if method == "v1/decide" and isinstance(params, dict):  # the daemon logs a late decision as abandoned
+                params = {**params, "deadline": time.time() + self.timeout_s}
             try:
                 return await asyncio.wait_for(self._call(method, params), self.timeout_s)
             except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:

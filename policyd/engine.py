@@ -26,6 +26,18 @@ from policyd.memory import Memory
 LOG_COMMAND_CHARS = 2000
 
 
+def realpath(path: str) -> str:
+    """``os.path.realpath`` for any string a peer may send: a lone surrogate is resolved as
+    U+FFFD (what a JavaScript peer's UTF-8 encoder writes for it); a path containing NUL
+    names no file (no peer can open it) and is only normalised."""
+    try:
+        return os.path.realpath(path)
+    except UnicodeEncodeError:
+        return realpath(path.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+    except ValueError:  # embedded null byte
+        return os.path.normpath(path)
+
+
 class Engine:
     """Decides queries against ``policy`` (swap ``engine.policy`` to change it atomically)
     and, when ``memory`` is set, the remembered choices (precedence: ``core.remember``)."""
@@ -39,7 +51,7 @@ class Engine:
         ``policy`` (default: the set in force, read once)."""
         policy = policy or self.policy
         start = time.perf_counter_ns()
-        facts = Facts(query, realpath=os.path.realpath)
+        facts = Facts(query, realpath=realpath)
         verdict = decide(policy, facts)
         return verdict, facts, (time.perf_counter_ns() - start) // 1000
 

@@ -218,11 +218,11 @@ class Proxy:
         await asyncio.wait([agent_task])  # agent closed its stdout (exited, normally)
         code = await self.proc.wait()
         leftovers: list[asyncio.Task[None] | None] = [client_task, gone_task, self._escalation, self._stopping]
-        for task in leftovers:
-            if task is not None:
-                task.cancel()
+        for leftover in leftovers:
+            if leftover is not None:
+                leftover.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                    await leftover
         loop.remove_signal_handler(signal.SIGHUP)
         if self._reload_task is not None:
             await asyncio.wait([self._reload_task])

@@ -303,6 +303,10 @@ class Daemon:
         return {"jsonrpc": "2.0", "id": rid, "result": result}
 
     def decide(self, params: Any) -> dict[str, Any]:
+        """``v1/decide``. The decision is logged as given, except: past the proxy's
+        ``deadline`` (see :mod:`policyd.core.wire`) the proxy has stopped waiting and
+        answered the agent itself, so it is logged ``permission.abandoned`` (answer
+        ``none``); and an allow whose record cannot be written is answered ask."""
         query = wire.query_from_wire(params, time.time())
         resolution = self.engine.decide(query)
         decision = resolution.decision or Decision.ASK
@@ -310,7 +314,12 @@ class Daemon:
         fields = dict(resolution.fields)
         fields.update({"session_id": query.session.session_id, "decision": decision.value,
                        "answer": outcome.get("optionId", "cancelled") if outcome else "forwarded"})
-        logs.decision("permission.decided", fields)
+        if wire.past_deadline(params, time.time()):
+            fields.update(answer="none", note="the proxy stopped waiting before this decision; it answered itself")
+            logs.decision("permission.abandoned", fields)
+            self.counters["decisions.abandoned"] += 1
+        elif not logs.decision("permission.decided", fields) and decision is Decision.ALLOW:
+            decision, outcome = Decision.ASK, None  # an allow that cannot be recorded is not given
         self.counters[f"decisions.{decision.value}"] += 1
         return {"decision": decision.value, "outcome": outcome, "fields": resolution.fields}
 

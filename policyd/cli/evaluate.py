@@ -56,16 +56,22 @@ def eval_query(item: Mapping[str, Any], home: str) -> PermissionQuery:
     return dataclasses.replace(query, tool_call=tracker.merged(query.session.session_id, query.tool_call))
 
 
+def _write(result: Mapping[str, Any]) -> None:
+    """One output line; ASCII JSON, so any string of the input (lone surrogates) survives."""
+    sys.stdout.write(json.dumps(result, ensure_ascii=True) + "\n")
+
+
 def evaluate(settings: Settings, file: str) -> int:
     """Exit 0, or 1 when an input line was invalid (its output line carries ``error``)."""
     try:
         engine = build_engine(settings.model_copy(update={"remember": False}), load_policy(settings))
     except PolicyError as exc:
         return report_load_error(exc)
-    stream = sys.stdin if file == "-" else open(file, encoding="utf-8")  # noqa: SIM115
+    stream = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115
     failed = False
     with stream:
-        for lineno, line in enumerate(stream, 1):
+        for lineno, raw in enumerate(stream, 1):
+            line = raw.decode("utf-8", "replace")  # as the proxy reads a peer's line
             if not line.strip():
                 continue
             try:
@@ -73,12 +79,11 @@ def evaluate(settings: Settings, file: str) -> int:
                 if not isinstance(item, Mapping):
                     raise ValueError("each line must be a JSON object")
                 query = eval_query(item, settings.home)
+                verdict, _facts, _eval_us = engine.evaluate(query)
             except (ValueError, RecursionError) as exc:
                 failed = True
-                error = f"line {lineno}: {exc}"
-                sys.stdout.write(json.dumps({"decision": "ask", "outcome": None, "rules": [], "error": error}) + "\n")
+                _write({"decision": "ask", "outcome": None, "rules": [], "error": f"line {lineno}: {exc}"})
                 continue
-            verdict, _facts, _eval_us = engine.evaluate(query)
             result: dict[str, Any] = {
                 "decision": verdict.decision.value,
                 "outcome": choose_outcome(verdict.decision, query.options),
@@ -87,6 +92,6 @@ def evaluate(settings: Settings, file: str) -> int:
             }
             if verdict.errors:
                 result["errors"] = list(verdict.errors)
-            sys.stdout.write(json.dumps(result) + "\n")
+            _write(result)
     sys.stdout.flush()
     return 1 if failed else 0

@@ -5,7 +5,9 @@ Protocol version :data:`PROTOCOL_VERSION`; methods are named ``v1/<name>``:
 - ``v1/decide`` params = a *query*: the ACP ``session/request_permission`` params
   (``sessionId``, ``toolCall`` — already merged with tracked ``session/update`` state —
   ``options``) plus ``session`` ``{cwd, additionalDirectories}``, ``agent`` and ``client``
-  ``{name, version}`` and ``home``. Result: ``{"decision": "allow|deny|ask",
+  ``{name, version}`` and ``home``; optional ``deadline`` (epoch seconds, the proxy's clock =
+  the daemon's, same host): the proxy stops waiting then and applies its own fallback, so
+  the daemon logs a decision made later as abandoned, not as given. Result: ``{"decision": "allow|deny|ask",
   "outcome": <ACP RequestPermissionOutcome or null>, "fields": {decision-log fields}}``.
 - ``v1/remember`` params ``{"query": <query>, "decision": "allow|deny", "option":
   {optionId, name, kind}}`` -> ``{"entryId": str|null}``.
@@ -70,6 +72,14 @@ def option_from_wire(value: object, where: str) -> PermissionOption:
     if not isinstance(oid, str) or not isinstance(kind, str):
         raise ValueError(f"{where} needs string optionId and kind")
     return PermissionOption(oid, name if isinstance(name, str) else "", kind)
+
+
+def past_deadline(params: object, now_s: float) -> bool:
+    """Is ``now_s`` past the ``deadline`` of ``v1/decide`` params (False when there is none)?"""
+    deadline = params.get("deadline") if isinstance(params, Mapping) else None
+    if isinstance(deadline, bool) or not isinstance(deadline, int | float):
+        return False
+    return now_s > deadline
 
 
 def query_from_wire(params: object, now_s: float) -> PermissionQuery:
