@@ -125,7 +125,7 @@ def _parse_json_lines(text: str) -> list[dict[str, Any]]:
     for line in text.splitlines():
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a line nested too deeply for Python
             continue
         if isinstance(obj, dict):
             out.append(obj)
@@ -154,6 +154,39 @@ def _bypass_agent(workdir: Path) -> list[str]:
     return agent.argv
 
 
+#: (prefix, suffix) around the JSON of each request of the whitespace agent: characters
+#: JavaScript's trim() strips (Unicode White_Space and the BOM) that Python's does not all.
+JS_SPACE_SPELLINGS = [("\u00a0", ""), ("\ufeff", ""), ("\u2028", ""), ("\u3000", ""), ("", "\u00a0"),
+                      ("\u1680\u205f", "\u202f")]
+
+
+def _whitespace_agent(workdir: Path, deep: bool) -> list[str]:
+    """A Python ACP agent sending ``rm -rf ~`` permission requests wrapped in Unicode
+    whitespace (and, with ``deep``, one nested deeper than Python's json reads); it records
+    every answer it gets (issue 9, item 1)."""
+    steps: list[list[Any]] = [
+        ["respond", {"protocolVersion": 1, "agentCapabilities": {"loadSession": False}}],
+        ["respond", {"sessionId": "sess_ws"}],
+        ["hold", "prompt"],
+    ]
+    requests = []
+    for i, (prefix, suffix) in enumerate(JS_SPACE_SPELLINGS):
+        msg = {"jsonrpc": "2.0", "id": i, "method": "session/request_permission", "params": {
+            "sessionId": "sess_ws", "toolCall": {"toolCallId": f"call_{i}", "kind": "execute", "title": "rm -rf ~",
+                                                 "status": "pending", "rawInput": {"command": "rm -rf ~"}},
+            "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                        {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]}}
+        requests.append(prefix + json.dumps(msg) + suffix)
+    if deep:
+        text = requests[0].strip("\u00a0").replace('"id": 0', '"id": 99')
+        requests.append(text[:-2] + ',"_meta":{"d":' + "[" * 3000 + "]" * 3000 + "}}}")
+    for text in requests:
+        steps += [["send", text], ["recv", 1]]
+    steps += [["reply", ["prompt", {"stopReason": "end_turn"}]], ["recv_eof", None]]
+    agent = write_agent(workdir, steps, name="whitespace")
+    return agent.argv
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     """Start every acpx scenario at once, wait for all, return their results by name."""
@@ -166,12 +199,19 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     ask_all = write_policy(policies, "ask-all", "ask")
     bypass_dir = base / "bypass-agent"
     bypass_dir.mkdir()
+    deny_exec = write_policy(policies, "deny-exec", "ask", [make_rule("no-exec", ["execute"], "deny")])
+    for sub in ("ws-headless-agent", "ws-interactive-agent"):
+        (base / sub).mkdir()
     scenarios = [
         Scenario("deny", "--approve-all", deny_edits, node_agent),
         Scenario("allow", "--deny-all", allow_edits, node_agent),
         Scenario("ask-approve", "--approve-all", ask_all, node_agent),
         Scenario("ask-deny", "--deny-all", ask_all, node_agent),
         Scenario("headless-unparseable", "--approve-all", ask_all, _bypass_agent(bypass_dir), headless=True),
+        Scenario("ws-headless", "--approve-all", deny_exec, _whitespace_agent(base / "ws-headless-agent", False),
+                 headless=True),
+        Scenario("ws-interactive", "--approve-all", deny_exec,
+                 _whitespace_agent(base / "ws-interactive-agent", True)),
     ]
     started = []
     for sc in scenarios:
@@ -273,6 +313,25 @@ def test_headless_request_python_cannot_parse_is_not_forwarded(runs: dict[str, R
     assert 0 == answer["id"]
     assert [] == run.requests_seen()
     assert "allow" != answer.get("result", {}).get("outcome", {}).get("optionId")
+
+
+@pytest.mark.parametrize("name", ["ws-headless", "ws-interactive"])
+def test_unicode_whitespace_request_is_decided_not_approved_by_acpx(runs: dict[str, Run], name: str) -> None:
+    """A denied ``rm -rf ~`` request wrapped in U+00A0, U+FEFF, U+2028, U+3000... (which
+    acpx's parser trims) is decided by policyd — the agent gets ``reject`` and acpx
+    ``--approve-all`` never sees it; interactive, one nested deeper than Python's json reads
+    is refused (error), not passed to acpx (issue 9, item 1)."""
+    run = runs[name]
+    assert 0 == run.code, run.describe()
+    assert [] == run.requests_seen()
+    received = split_lines((run.workdir.parent / f"{name}-agent" / "whitespace.received").read_bytes())
+    answers = [msg for msg in map(json.loads, received) if "method" not in msg]  # the answers it read
+    got = {a["id"]: a["result"]["outcome"].get("optionId") if "result" in a else a["error"]["code"] for a in answers}
+    want: dict[Any, Any] = {i: "reject" for i in range(len(JS_SPACE_SPELLINGS))}
+    if name == "ws-interactive":
+        want[None] = -32700
+    assert want == got
+    assert len(JS_SPACE_SPELLINGS) == len([d for d in run.decided() if d["decision"] == "deny"])
 
 
 def test_scenarios_ran_through_policyd(runs: dict[str, Run]) -> None:
