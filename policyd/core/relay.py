@@ -3,28 +3,40 @@
 Rules this module owns (ACP over stdio: newline-delimited JSON-RPC 2.0,
 https://agentclientprotocol.com/protocol/transports):
 
-- Every line that is not an intercepted ``session/request_permission`` is passed on as the
-  exact bytes received, in order: nothing is re-serialised, no id is rewritten. A line that
-  is not JSON is passed on too, with a ``relay.non_json_line`` log action. Exceptions, each
-  deliberate: the client's ``*_always`` answer to a request policyd forwarded reaches the
-  agent as the matching ``*_once`` option (see ``pass_always_to_agent``); the agent's
-  ``$/cancel_request`` for a request policyd is still deciding is answered by policyd, not
-  passed on; and headless, an agent line that looks like JSON but cannot be parsed, or a
-  JSON-RPC batch, is not passed to the (automatic) client but answered with an error — it
-  could hide a permission request.
+- Lines are read as the peers read them (:mod:`policyd.core.jsonline`: Unicode whitespace
+  and a BOM around the JSON, invalid UTF-8 replaced). Every line that is not an intercepted
+  ``session/request_permission`` is passed on as the exact bytes received, in order: nothing
+  is re-serialised, no id is rewritten. A line that is not JSON is passed on too, with a
+  ``relay.non_json_line`` log action. Exceptions, each deliberate: the client's ``*_always``
+  answer to a request policyd forwarded reaches the agent as the matching ``*_once`` option
+  (see ``pass_always_to_agent``); the agent's ``$/cancel_request`` for a request policyd is
+  still deciding is answered by policyd, not passed on; a line that looks like JSON but
+  cannot be parsed here (nesting deeper than Python's json reads), or a JSON-RPC batch, is
+  not passed on in either direction but answered with an error to its sender — a peer could
+  read a permission request, or an answer to one, in it; and the client's answers are
+  relayed only to requests it was given and has not answered (below).
 - Messages are classified by direction, never by id alone: both peers number their own
-  requests from 0.
+  requests from 0. Ids are compared as a JavaScript peer would (``1`` equals ``1.0``) and
+  answered exactly as sent (``1e400`` stays ``1e400``).
 - A permission request from the agent becomes a :class:`Consult`. Until every earlier
   consult is resolved, later agent->client lines wait in order behind it (head-of-line), so
   a forwarded request never overtakes or falls behind what the agent sent around it.
 - :meth:`Relay.resolve` turns a decision into exactly one answer: a response to the agent
   (allow/deny), or the original bytes forwarded to the client (ask, interactive). Headless,
   ask becomes the configured fallback. A request that cannot be understood is never
-  auto-allowed: forwarded as-is (interactive) or answered with JSON-RPC error -32602.
+  auto-allowed: forwarded as-is (interactive) or answered with JSON-RPC error -32602. With
+  :attr:`Relay.audit` set, an allow is given only once its decision-log record is written;
+  otherwise it is treated as ask.
+- Exactly one answer per request: a client answer to no request the client was given (a
+  duplicate, an answer to a request policyd answered itself, an unknown id) is dropped
+  (``relay.client_answer_dropped``); one that selects an option the request did not offer
+  reaches the agent as ``cancelled`` (``permission.answer_refused``).
 - The client's ``session/cancel`` is relayed, and policyd answers ``cancelled`` for that
-  session's requests it is still deciding; the agent's ``$/cancel_request`` for such a
-  request is answered with error -32800. A request policyd forwarded is answered once, by
-  the client.
+  session's requests it is still deciding and — until the agent answers the session's open
+  ``session/prompt`` — for every request of that session it reads later (sent before the
+  agent saw the cancel); the agent's ``$/cancel_request`` for such a request is answered
+  with error -32800. A request policyd forwarded is answered once, by the client — or
+  ``cancelled`` by policyd once the client is gone (:meth:`Relay.client_gone`).
 - Session context is tracked from ``initialize`` (clientInfo / agentInfo), ``session/new``
   (the id comes in the response), ``session/load`` and ``session/resume``; tool-call state
   from ``session/update``.
