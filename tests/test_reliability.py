@@ -604,3 +604,29 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
         with contextlib.suppress(ValueError):
             out.append(json.loads(text))
     return out
+
+
+def test_daemon_with_an_unwritable_decision_log_does_not_allow(tmp_path: Path, start_proxy: Any) -> None:
+    """``policyd serve --decision-log /dev/full``: the allow it cannot record is answered
+    ask, so a headless proxy applies its fallback (reject); the daemon keeps serving."""
+    import test_daemon as td
+
+    policy = td.write_policy(tmp_path / "org.toml", td.policy_text("allow", execute="allow"))
+    d = td.Daemon(tmp_path / "daemon", policy)
+    d.argv[d.argv.index("--decision-log") + 1] = "/dev/full"
+    steps: list[list[Any]] = [["send", json.dumps(request(1, "make"))], ["recv", 1],
+                              ["send", json.dumps(request(2, "make"))], ["recv", 1], ["send", MARKER],
+                              ["recv_eof", None]]
+    agent = write_agent(tmp_path, steps)
+    try:
+        d.start()
+        proxy = start_proxy(["--headless", "--daemon", str(d.socket)], agent.argv, env={"POLICYD_DAEMON": "auto"})
+        proxy.read_until(lambda m: m.get("method") == "x/marker", timeout=30)
+        proxy.close_stdin()
+        assert 0 == proxy.wait()
+        assert 0 == d.terminate()
+    finally:
+        d.cleanup()
+    answers = answers_by_id(agent)
+    assert [["reject"], ["reject"]] == [[option_of(m) for m in answers[rid]] for rid in ("1", "2")]
+    assert 1 == len(d.events("decision_log.write_failed"))
