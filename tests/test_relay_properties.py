@@ -288,7 +288,8 @@ class Blocked:
 
 
 #: JavaScript's String.prototype.trim(): Unicode White_Space plus the BOM (ECMA-262).
-JS_TRIM = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+JS_TRIM = ("\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+           "\u2028\u2029\u202f\u205f\u3000\ufeff")
 
 
 def parse_like_js(raw: bytes) -> Any:
