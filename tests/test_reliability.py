@@ -630,3 +630,36 @@ def test_daemon_with_an_unwritable_decision_log_does_not_allow(tmp_path: Path, s
     answers = answers_by_id(agent)
     assert [["reject"], ["reject"]] == [[option_of(m) for m in answers[rid]] for rid in ("1", "2")]
     assert 1 == len(d.events("decision_log.write_failed"))
+
+
+def test_cancel_during_a_slow_daemon_decision_cancels_what_is_still_in_the_pipe(
+    tmp_path: Path, start_proxy: Any, daemon: Any
+) -> None:
+    """The issue's race: a decision is in flight at a stopped (slow) daemon while a second
+    request of the session waits unread in the pipe; the client cancels the turn. Both get
+    ``cancelled`` — the second is decided after the daemon resumes (allow) but never
+    answered allow — and the proxy logs the cancellations at the default level."""
+    steps: list[list[Any]] = [
+        ["hold", "prompt"],
+        ["send", json.dumps(request(10, "make", "s1"))], ["send", json.dumps(request(11, "make", "s1"))],
+        ["recv", 1], ["recv", 2],  # the cancel, then the two answers
+        ["reply", ["prompt", {"stopReason": "cancelled"}]], ["send", MARKER], ["recv_eof", None],
+    ]
+    agent = write_agent(tmp_path, steps)
+    proxy = start_proxy(["--daemon", str(daemon.socket), "--daemon-timeout", "30"], agent.argv,
+                        env={"POLICYD_DAEMON": "auto"})
+    os.kill(daemon.pid, signal.SIGSTOP)
+    try:
+        proxy.send(b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}\n')
+        wait_for(lambda: len(agent.received_lines()) >= 1, 20, "the prompt to reach the agent")
+        time.sleep(0.3)  # let the proxy read request 10 and ask the stopped daemon (not required)
+        proxy.send(b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}\n')
+        wait_for(lambda: len(agent.received_lines()) >= 2, 20, "the cancel to reach the agent")
+    finally:
+        os.kill(daemon.pid, signal.SIGCONT)
+    proxy.read_until(lambda m: m.get("method") == "x/marker", timeout=30)
+    proxy.close_stdin()
+    assert 0 == proxy.wait()
+    answers = answers_by_id(agent)
+    assert [["cancelled"], ["cancelled"]] == [[option_of(m) for m in answers[rid]] for rid in ("10", "11")]
+    assert [10, 11] == sorted(e["request_id"] for e in events(proxy, "permission.cancelled"))
