@@ -213,7 +213,7 @@ class Proxy:
         client_task = asyncio.create_task(self._client_to_agent())
         agent_task = asyncio.create_task(self._agent_to_client())
         gone_task = asyncio.create_task(self._on_client_gone())
-        for task in (client_task, agent_task):
+        for task in (client_task, agent_task, gone_task):
             task.add_done_callback(self._pump_done)
         await asyncio.wait([agent_task])  # agent closed its stdout (exited, normally)
         code = await self.proc.wait()
