@@ -468,18 +468,20 @@ def test_sigterm_escalates_to_kill_when_the_agent_ignores_it(tmp_path: Path, sta
 
 
 def test_half_closed_client_requests_answered_and_proxy_exits(tmp_path: Path) -> None:
-    """The client closes policyd's stdout but keeps its stdin open: a request forwarded to
-    nobody is answered ``cancelled``, a later one too, and the proxy exits (no lingering)."""
-    steps: list[list[Any]] = [["sleep", 0.5], ["send", json.dumps(request(1, "make"))], ["recv", 1],
-                              ["send", json.dumps(request(2, "make"))], ["recv", 1], ["recv_eof", None]]
+    """The client reads the first forwarded request, then closes policyd's stdout but keeps
+    its stdin open: the requests forwarded to nobody (or read afterwards) are answered
+    ``cancelled``, and the proxy stops the agent (which waits for EOF) and exits."""
+    steps: list[list[Any]] = [["send", json.dumps(request(1, "make"))], ["send", json.dumps(request(2, "make"))],
+                              ["recv", 2], ["recv_eof", None]]
     agent = write_agent(tmp_path, steps)
-    argv = proxy_argv(["--kill-grace", "1", "--policy", str(ask_all(tmp_path))], agent.argv)
+    argv = proxy_argv(["--kill-grace", "3", "--policy", str(ask_all(tmp_path))], agent.argv)
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=policyd_env(tmp_path), cwd=tmp_path)
     try:
         assert proc.stdout is not None
+        assert 1 == json.loads(proc.stdout.readline())["id"]
         proc.stdout.close()
-        code = proc.wait(timeout=30)
+        code = proc.wait(timeout=40)
     finally:
         if proc.poll() is None:
             proc.kill()
