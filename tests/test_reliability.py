@@ -301,15 +301,18 @@ def test_lone_surrogates_survive_every_path(tmp_path: Path, start_proxy: Any) ->
 
 
 def test_lone_surrogates_headless_decided(tmp_path: Path, start_proxy: Any) -> None:
-    """Headless: a request whose id and command carry lone surrogates and NUL is decided."""
+    """Headless: a request whose id and command carry lone surrogates and NUL is decided, and
+    one whose command holds invalid UTF-8 bytes too."""
+    bad_utf8 = json.dumps(request(2, "rm -rf ~/XX")).encode().replace(b"XX", b"\xff\xc3\x28") + b"\n"
     steps: list[list[Any]] = [["send", json.dumps(request("\udbff", "rm -rf /tmp/\ud800\x00/x"))], ["recv", 1],
-                              ["send", MARKER], ["recv_eof", None]]
+                              ["send_hex", bad_utf8.hex()], ["recv", 1], ["send", MARKER], ["recv_eof", None]]
     agent = write_agent(tmp_path, steps)
     proxy = start_proxy(["--headless", "--policy", str(deny_execute(tmp_path))], agent.argv)
     proxy.read_until(lambda m: m.get("method") == "x/marker")
     proxy.close_stdin()
     assert 0 == proxy.wait()
-    assert ["reject"] == [option_of(m) for m in answers_by_id(agent)[json.dumps("\udbff")]]
+    answers = answers_by_id(agent)
+    assert [["reject"], ["reject"]] == [[option_of(m) for m in answers[rid]] for rid in (json.dumps("\udbff"), "2")]
 
 
 def test_eval_survives_surrogates_nul_and_invalid_utf8(tmp_path: Path) -> None:
