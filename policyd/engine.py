@@ -106,4 +106,7 @@ def log_fields(verdict: Verdict, facts: Facts, eval_us: int) -> dict[str, Any]:
     }
     if verdict.errors:
         fields["errors"] = list(verdict.errors)
+    profiles = facts.call.get("_policyd_profiles")
+    if profiles:
+        fields["profiles"] = profiles
     return fields
