@@ -32,7 +32,8 @@ def facts_of(name: str) -> list[tuple[str, str, tuple[str, ...], str]]:
         data = json.dumps(entry["msg"]).encode() + b"\n"
         actions = relay.from_client(data) if entry["dir"] == "c2a" else relay.from_agent(data)
         for a in actions:
-            side = isinstance(a, Consult) and str(a.query.tool_call.get("name", "") if a.query else "").startswith("fs/")
+            name = str(a.query.tool_call.get("name", "")) if isinstance(a, Consult) and a.query else ""
+            side = name.startswith("fs/")
             if isinstance(a, Consult) and a.query is not None and not side:
                 facts = Facts(a.query)
                 ws = a.query.session.cwd
