@@ -229,7 +229,9 @@ def test_acceptable_mode_shows_only_acceptable_modes_and_ungoverned_relays_bytes
     plain = Relay()  # no policy: modes are not governed
     started(plain, {"sessionId": "other"})
     plain.from_client(line({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/w"}}))
-    assert [SendToClient(raw)] == plain.from_agent(raw)
+    ungoverned = plain.from_agent(raw)
+    assert [raw] == [a.data for a in ungoverned if isinstance(a, SendToClient)]
+    assert ["mode.ungoverned"] == events(ungoverned)
 
 
 def test_client_switch_to_unacceptable_mode_is_refused_and_acceptable_passes() -> None:

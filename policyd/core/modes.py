@@ -25,7 +25,7 @@ and session config options of ``category: "mode"``):
 
 Decision-log events (``Log`` actions of the relay): ``mode.switched``, ``mode.switch_failed``,
 ``mode.no_acceptable``, ``mode.refused``, ``mode.reverted``, ``mode.revert_failed``,
-``mode.accept_error``.
+``mode.ungoverned`` (a session with modes while no ``[modes]`` table is loaded).
 """
 
 from __future__ import annotations
@@ -327,8 +327,12 @@ class ModeGovernor:
         policy = self.policy()
         sid = result.get("sessionId", params.get("sessionId"))
         modes, current, config_id, has_modes = offered_modes(result)
-        if policy is None or not modes or not isinstance(sid, str):
+        if not modes or not isinstance(sid, str):
             return Effects()
+        if policy is None:  # say so: an agent in an auto-approving mode never asks
+            fields = {"session_id": sid, "method": method, "agent": agent.name, "mode": current,
+                      "offered": [m.id for m in modes], "note": "no [modes] table in the policy set"}
+            return Effects(logs=(("mode.ungoverned", fields),))
         self._remember(sid, _Session(modes, current, config_id, has_modes))
         keep = {m.id for m in modes if policy.accepts(m, agent)}
         fields: dict[str, Any] = {"session_id": sid, "method": method, "agent": agent.name, "from": current,
