@@ -330,9 +330,9 @@ class ModeGovernor:
         if not modes or not isinstance(sid, str):
             return Effects()
         if policy is None:  # say so: an agent in an auto-approving mode never asks
-            fields = {"session_id": sid, "method": method, "agent": agent.name, "mode": current,
-                      "offered": [m.id for m in modes], "note": "no [modes] table in the policy set"}
-            return Effects(logs=(("mode.ungoverned", fields),))
+            note = {"session_id": sid, "method": method, "agent": agent.name, "mode": current,
+                    "offered": [m.id for m in modes], "note": "no [modes] table in the policy set"}
+            return Effects(logs=(("mode.ungoverned", note),))
         self._remember(sid, _Session(modes, current, config_id, has_modes))
         keep = {m.id for m in modes if policy.accepts(m, agent)}
         fields: dict[str, Any] = {"session_id": sid, "method": method, "agent": agent.name, "from": current,
