@@ -294,3 +294,25 @@ def test_session_load_answer_is_governed_too() -> None:
     actions = relay.from_agent(line({"jsonrpc": "2.0", "id": 4, "result": result}))
     [request] = sent(actions, SendToAgent)
     assert {"sessionId": "old", "modeId": "default"} == request["params"]
+
+
+def test_a_proxy_consulting_a_daemon_still_governs_modes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a daemon deciding, the proxy applies [modes] from the files it can read, and the
+    shipped ones when those do not load (never nothing)."""
+    from policyd.cli.run import _local_session_policy
+    from policyd.settings import load_settings
+
+    config = tmp_path / "empty.toml"
+    config.write_text("")
+    monkeypatch.setenv("POLICYD_SEARCH_PATH", "[]")
+    own = tmp_path / "own.toml"
+    own.write_text('[policy]\nname = "own"\n[modes]\naccept = "mode.id == \'plan\'"\n')
+    policy = _local_session_policy(load_settings({"policy": [str(own)]}, str(config)))()
+    assert policy is not None and policy.modes is not None
+    assert [False, True] == [policy.modes.accepts(Mode(i), PeerInfo()) for i in ("default", "plan")]
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[policy\n")
+    fallback = _local_session_policy(load_settings({"policy": [str(broken)]}, str(config)))()
+    assert fallback is not None and fallback.modes is not None
+    assert fallback.modes.accepts(Mode("default", "Manual"), PeerInfo())
+    assert not fallback.modes.accepts(Mode("auto", "Auto"), PeerInfo())
