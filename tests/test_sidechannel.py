@@ -10,6 +10,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from policyd import loader
 from policyd.core.decide import choose_outcome
@@ -230,3 +232,77 @@ def test_shipped_answers_keep_a_codex_zed_turn_alive_on_deny() -> None:
                                             "rawInput": {"changes": {"/srv/outside.txt": {"type": "add"}}}}}})
     [answer] = to_agent(run(relay, request))
     assert ("48f9a6ea-e270-4562-9f81-1a3743e59659", "denied") == (answer["id"], answer["result"]["outcome"]["optionId"])
+
+
+# ----------------------------------------------------------------------------- property
+
+PATHS = [f"{CWD}/a", f"{CWD}/b", "/etc/c"]
+DECISIONS = [Decision.ALLOW, Decision.DENY, Decision.ASK, None]
+AGENT_STEP = st.one_of(
+    st.tuples(st.just("side"), st.sampled_from(["fs/read_text_file", "fs/write_text_file"]), st.sampled_from(PATHS)),
+    st.tuples(st.just("perm"), st.sampled_from(PATHS), st.just("")),
+    st.tuples(st.just("note"), st.just(""), st.just("")),
+)
+STEPS = st.lists(st.one_of(st.tuples(st.just("agent"), AGENT_STEP),
+                           st.tuples(st.just("resolve"), st.tuples(st.integers(0, 50), st.sampled_from(DECISIONS)))),
+                 max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=STEPS, headless=st.booleans(), last=st.lists(st.sampled_from(DECISIONS), min_size=40, max_size=40))
+def test_side_requests_get_one_answer_in_order_and_forwarding_is_earned(
+    steps: list[Any], headless: bool, last: list[Decision | None]
+) -> None:
+    """Side requests interleaved with permission requests and notifications, resolved in random
+    order: each gets exactly one answer (forwarded byte-identical once, or one error); one is
+    forwarded only when allowed, or asked and (interactive or covered by an earlier allowed
+    permission request of a path); the client sees the agent's lines in order."""
+    relay = new_relay(headless)
+    open_: dict[int, tuple[str, Any, bytes, str]] = {}  # consult key -> (what, id, line, path)
+    covered: set[str] = set()
+    expected_client: dict[bytes, bool] = {}  # agent line -> should reach the client
+    sent_lines: list[bytes] = []
+    got_client: list[bytes] = []
+    got_agent: list[dict[str, Any]] = []
+
+    def collect(actions: list[Any]) -> list[Consult]:
+        got_client.extend(a.data for a in actions if isinstance(a, SendToClient))
+        got_agent.extend(json.loads(a.data) for a in actions if isinstance(a, SendToAgent))
+        return [a for a in actions if isinstance(a, Consult)]
+
+    def resolve(key: int, decision: Decision | None) -> None:
+        what, _, data, path = open_.pop(key)
+        if what == "perm":
+            expected_client[data] = decision in (Decision.ASK, None) and not headless
+            if decision is Decision.ALLOW:
+                covered.add(path)
+        else:
+            asked = decision in (Decision.ASK, None)
+            expected_client[data] = decision is Decision.ALLOW or (asked and (not headless or path in covered))
+        collect(relay.resolve(key, Resolution(decision)))
+
+    for n, (kind, arg) in enumerate(steps):
+        if kind == "agent":
+            what, method, path = arg
+            if what == "side":
+                data = side(f"r{n}", method, path=path, content="x")
+            elif what == "perm":
+                data = _permission(n, f"call{n}", "edit", locations=[{"path": method}])
+                path = method
+            else:
+                data = line({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": SID, "n": n}})
+                expected_client[data] = True
+            sent_lines.append(data)
+            for consult in collect(relay.from_agent(data)):
+                open_[consult.key] = (what, f"r{n}" if what == "side" else n, data, path)
+        elif open_:
+            pick, decision = arg
+            resolve(sorted(open_)[pick % len(open_)], decision)
+    for key, decision in zip(sorted(open_), last, strict=False):
+        resolve(key, decision)
+    assert [] == sorted(open_)
+    assert [x for x in sent_lines if expected_client[x]] == got_client
+    answered = [m["id"] for m in got_agent]
+    refused = [json.loads(x)["id"] for x in sent_lines if not expected_client[x] and b'"method": "fs/' in x]
+    assert sorted(map(str, refused)) == sorted(str(i) for i in answered if str(i).startswith("r"))
+    assert len(set(map(str, answered))) == len(answered)
