@@ -55,6 +55,8 @@ MAX_PENDING_CLIENT_REQUESTS = 1024
 MAX_FORWARDED = 1024
 #: Options read from one request; ACP agents offer 2 to 4.
 MAX_OPTIONS = 32
+#: Sessions whose W3C trace context (``_meta.traceparent``) is remembered.
+MAX_TRACED_SESSIONS = 1024
 
 
 # ----------------------------------------------------------------------------- actions
@@ -171,6 +173,7 @@ class Relay:
         self._queue: deque[bytes | _Pending] = deque()
         self._by_key: dict[int, _Pending] = {}
         self._forwarded: OrderedDict[str, _Pending] = OrderedDict()
+        self._traces: OrderedDict[str, str] = OrderedDict()  # sessionId -> traceparent
         self._next_key = 0
 
     # ------------------------------------------------------------------ client -> agent
@@ -208,6 +211,11 @@ class Relay:
         query = p.query
         chosen = next((o for o in query.options if o.option_id == option_id), None) if query else None
         fields["answer"] = option_id if chosen else (outcome.get("outcome") if isinstance(outcome, Mapping) else None)
+        if chosen is not None:
+            fields["answer_kind"] = chosen.kind
+        if query is not None:
+            fields["tool_call_id"] = query.tool_call.get("toolCallId", "")
+            fields.update(query.context_fields())
         if query is None or chosen is None or chosen.kind not in _ALWAYS:
             return [*actions, Log("permission.answered_by_client", fields)]
         decision = Decision.ALLOW if chosen.kind == "allow_always" else Decision.DENY
@@ -222,6 +230,7 @@ class Relay:
         return [*actions, *extra, Log("permission.answered_by_client", fields)]
 
     def _track_client_request(self, request_id: Any, method: str, params: Mapping[str, Any]) -> None:
+        self._record_trace(params.get("sessionId"), params)
         if method == "initialize":
             self.client_info = _peer(params.get("clientInfo"))
         elif method in ("session/load", "session/resume"):
@@ -298,6 +307,17 @@ class Relay:
             self.agent_info = _peer(result.get("agentInfo"))
         elif method == "session/new":
             self._record_session(result.get("sessionId"), params)
+            self._record_trace(result.get("sessionId"), params)
+
+    def _record_trace(self, session_id: object, params: Mapping[str, Any]) -> None:
+        """Remember the session's trace context from a client request's ``_meta.traceparent``
+        (ACP agent-telemetry RFD: W3C trace context travels in ``_meta``)."""
+        traceparent = _traceparent(params)
+        if traceparent and isinstance(session_id, str) and session_id:
+            self._traces[session_id] = traceparent
+            self._traces.move_to_end(session_id)
+            while len(self._traces) > MAX_TRACED_SESSIONS:
+                self._traces.popitem(last=False)
 
     def _to_client(self, line: bytes) -> list[Action]:
         if self._queue:
@@ -347,6 +367,7 @@ class Relay:
             client=self.client_info,
             home=self.home,
             now_s=now_s,
+            traceparent=_traceparent(params) or self._traces.get(session_id, ""),
         )
         return query, "", session_id
 
@@ -364,6 +385,8 @@ class Relay:
 
     def _answer(self, p: _Pending, res: Resolution) -> list[Action]:
         fields: dict[str, Any] = {"request_id": p.request_id, "session_id": p.session_id, **res.fields}
+        if p.query is not None:
+            fields.update(p.query.context_fields())
         if p.query is None:
             fields["problem"] = p.problem
             if self.headless:
@@ -478,6 +501,13 @@ def _parse(line: bytes, side: str) -> tuple[dict[str, Any] | list[Any] | None, L
     if isinstance(msg, dict | list):
         return msg, None
     return None, None
+
+
+def _traceparent(params: object) -> str:
+    """``params._meta.traceparent`` when it is a string, else ``""``."""
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    value = meta.get("traceparent") if isinstance(meta, Mapping) else None
+    return value if isinstance(value, str) else ""
 
 
 def _looks_like_json(line: bytes) -> bool:
