@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from conftest import AcpClient, isolated_env, make_rule, write_policy
 from otlp_receiver import OtlpReceiver
-from test_daemon import Daemon, outcome_of
+from test_daemon import Daemon, outcome_of, poll
 
 from policyd import telemetry
 
@@ -121,18 +121,29 @@ def test_proxy_exports_every_decision_in_order_with_rules_trace_and_metrics(
 def test_daemon_exports_decisions_with_the_proxys_trace_context(
         tmp_path: Path, receiver: OtlpReceiver) -> None:
     """With a daemon deciding, the daemon exports the decisions; the proxy passes the
-    session's traceparent over the daemon protocol so they still join the trace."""
+    session's traceparent over the daemon protocol so they still join the trace. The daemon
+    also exports its gauges (connections, remembered entries) and a reload event."""
     policy = write_policy(tmp_path, rules=POLICY_RULES)
     policy.chmod(0o644)
-    daemon = Daemon(tmp_path, policy, env=otel_env(tmp_path, receiver.endpoint))
+    env = otel_env(tmp_path, receiver.endpoint)
+    config = tmp_path / "telemetry.toml"
+    config.write_text("[telemetry]\nmetric_interval_s = 0.2\n")
+    env["POLICYD_CONFIG"] = str(config)
+    daemon = Daemon(tmp_path, policy, env=env)
     daemon.start()
     try:
         client = start_proxy(tmp_path, isolated_env(tmp_path), "--daemon", str(daemon.socket))
         texts = run_session(client, tmp_path)
         assert ["allow", "reject", "reject"] == [outcome_of(texts, c) for c, *_ in EXPECTED]
+        poll(lambda: receiver.metric_total("policyd.daemon.connections") >= 1, 10, "a connection gauge")
         assert 0 == client.close()
+        write_policy(tmp_path, rules=POLICY_RULES[:1])  # a reload, exported as its own event
+        poll(lambda: any(r.event_name == "policyd.policy.reloaded" for r in receiver.received.logs), 15,
+             "policyd.policy.reloaded")
     finally:
         assert 0 == daemon.terminate()
+    assert [({}, 0.0)] == receiver.received.metrics["policyd.remembered.entries"][-1:]
+    assert 1 <= receiver.metric_total("policyd.policy.reloads", outcome="ok")
     records = receiver.decisions()
     assert ["call_1", "call_2", "call_3"] == [r.attributes["tool.call.id"] for r in records]
     assert [TRACE_ID] * 3 == [r.trace_id for r in records]
