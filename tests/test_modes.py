@@ -14,7 +14,8 @@ import pytest
 
 from policyd import loader
 from policyd.core.model import PeerInfo
-from policyd.core.modes import Mode, offered_modes
+from policyd.core.modes import Mode
+from policyd.core.modeswitch import offered_modes
 from policyd.core.policy import PolicyError, PolicySet, build_set
 from policyd.core.relay import Log, Relay, SendToAgent, SendToClient
 

@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any
 
 from policyd.core.decide import choose_outcome
 from policyd.core.model import Decision, PeerInfo, PermissionOption, PermissionQuery, SessionInfo
-from policyd.core.modes import ModeGovernor, ModePolicy
+from policyd.core.modes import ModePolicy
+from policyd.core.modeswitch import ModeGovernor
 from policyd.core.sidechannel import (
     REFUSED_CODE,
     SIDE_KINDS,
