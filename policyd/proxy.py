@@ -375,11 +375,17 @@ class Proxy:
             await self._execute(self.relay.from_agent(line, time.time()))
 
 
+#: Events of the decision log: permission answers, side-channel decisions (``fs.decided``,
+#: ``terminal.decided``, ``terminal.refused``) and mode policy (``mode.*``).
+DECISION_EVENTS = ("permission.", "fs.", "terminal.", "mode.")
+
+
 def _log(action: Log, local_decision_log: bool = True) -> None:
-    if action.event.startswith("permission."):
-        # With a daemon, the daemon logs its decisions; the proxy logs (at the default level)
-        # every answer the daemon did not give: fallbacks, cancels, the client's answers.
-        from_daemon = action.event == "permission.decided" and action.fields.get("source") != "fallback"
+    if action.event.startswith(DECISION_EVENTS):
+        # A daemon logs the consults it decides; the proxy logs (at the default level) every
+        # answer the daemon did not give: fallbacks, cancels, the client's answers, mode events.
+        from_daemon = (action.event.endswith(".decided") and not action.event.startswith("mode.")
+                       and action.fields.get("source") != "fallback")
         if local_decision_log or not from_daemon:
             logs.decision(action.event, action.fields)
         else:

@@ -84,10 +84,10 @@ def test_client_gone_cancels_forwarded_and_refuses_later_requests() -> None:
     relay = Relay()
     c = _consult(relay.from_agent(jsonline.encode(REQUEST).encode() + b"\n"))
     relay.resolve(c.key, Resolution(Decision.ASK))  # forwarded
-    relay.from_agent(b'{"jsonrpc":"2.0","id":4,"method":"fs/read_text_file","params":{}}\n')
+    relay.from_agent(b'{"jsonrpc":"2.0","id":4,"method":"x/ask_client","params":{}}\n')
     gone = [json.loads(a.data) for a in relay.client_gone() if isinstance(a, SendToAgent)]
     assert [(3, "cancelled"), (4, -32603)] == [
         (m["id"], m["result"]["outcome"]["outcome"] if "result" in m else m["error"]["code"]) for m in gone
     ]
-    later = relay.from_agent(b'{"jsonrpc":"2.0","id":5,"method":"fs/read_text_file","params":{}}\n')
+    later = relay.from_agent(b'{"jsonrpc":"2.0","id":5,"method":"x/ask_client","params":{}}\n')
     assert [-32603] == [json.loads(a.data)["error"]["code"] for a in later if isinstance(a, SendToAgent)]
