@@ -1,4 +1,5 @@
-"""Command line: ``policyd proxy | serve | check | eval | status | reload | remembered | demo``.
+"""Command line: ``policyd proxy | serve | check | eval | status | reload | remembered | demo``
+and the policy author's ``explain | test | replay | suggest`` (``policyd.cli.author``).
 
 Exit codes: ``proxy`` exits with the agent's code (128+N for signal N); ``serve`` 0 after a
 clean shutdown, 1 when it cannot start; ``check`` 0 when the set loads, 1 with every error
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from policyd import __version__, logs
+from policyd.cli import author
 from policyd.cli.common import USAGE_ERROR
 from policyd.settings import Settings, load_settings
 
@@ -35,6 +37,10 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-watch", action="store_true", help="do not watch policy files (SIGHUP still reloads)")
     p.add_argument("--force-polling", action="store_true", help="poll policy files instead of inotify")
     p.add_argument("--rehash", type=float, dest="rehash_s", metavar="SECONDS", help="periodic re-hash interval")
+    p.add_argument("--log-redact", action="store_true", default=None,
+                   help="replace tool-call content (file bodies, edits) in decision records by a length + hash")
+    p.add_argument("--shadow-policy", action="append", metavar="PATH",
+                   help="draft policy evaluated beside the one in force; differences logged, answers unchanged")
 
 
 def _daemon_arg(p: argparse.ArgumentParser) -> None:
@@ -97,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     fg.add_argument("--all", action="store_true", help="every entry")
     fg.add_argument("--match", metavar="TEXT", help="entries whose key or title contains TEXT")
 
+    author.add_parsers(sub, _policy_args)
+
     demo = sub.add_parser("demo", help="drive a scripted agent through the proxy and the shipped policies")
     demo.add_argument("--policy", action="append", metavar="PATH")
     return parser
@@ -124,6 +132,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         "daemon_socket": flag("daemon_socket"),
         "daemon_timeout_s": flag("daemon_timeout_s"),
         "group": flag("group"),
+        "log_redact": flag("log_redact"),
+        "shadow_policy": flag("shadow_policy"),
     }
     return load_settings(cli, flag("config"))
 
@@ -143,6 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE_ERROR
     from policyd.cli import admin, evaluate, run
 
+    if args.command in author.COMMANDS:
+        return author.run(args, settings)
     match args.command:
         case "proxy":
             return run.proxy(settings, args.agent, args.policy, args.config)

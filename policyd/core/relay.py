@@ -208,6 +208,10 @@ class Relay:
         query = p.query
         chosen = next((o for o in query.options if o.option_id == option_id), None) if query else None
         fields["answer"] = option_id if chosen else (outcome.get("outcome") if isinstance(outcome, Mapping) else None)
+        if query is not None:
+            fields["tool_call_id"] = str(query.tool_call.get("toolCallId", ""))
+        if chosen is not None:  # what the human chose, by kind (policyd suggest learns from it)
+            fields["answer_kind"] = chosen.kind
         if query is None or chosen is None or chosen.kind not in _ALWAYS:
             return [*actions, Log("permission.answered_by_client", fields)]
         decision = Decision.ALLOW if chosen.kind == "allow_always" else Decision.DENY
