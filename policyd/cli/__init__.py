@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -107,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="drive a scripted agent through the proxy and the shipped policies")
     demo.add_argument("--policy", action="append", metavar="PATH")
+    demo.add_argument("--decision-log", metavar="FILE", help="keep the proxy's decision log (appended)")
+    demo.add_argument("--answer", choices=["reject", "allow"], default="reject",
+                      help="how the demo's human answers forwarded requests (default reject)")
+    demo.add_argument("--script", metavar="FILE", help="the demo agent's tool calls (JSON list)")
+    demo.add_argument("--shadow-policy", action="append", metavar="PATH", help="passed to the proxy")
+    demo.add_argument("--workspace", metavar="DIR", help="the session cwd (default: a new temporary directory)")
     return parser
 
 
@@ -143,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from policyd.cli.demo import run_demo
 
-        return run_demo(args.policy or [])
+        shadow = [a for p in args.shadow_policy or [] for a in ("--shadow-policy", str(Path(p).resolve()))]
+        return run_demo(args.policy or [], args.decision_log, args.answer, args.script, shadow, args.workspace)
     try:
         settings = _settings(args)
         decision_log = settings.decision_log if args.command in ("proxy", "serve") else None

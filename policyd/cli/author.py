@@ -12,7 +12,7 @@ from policyd.settings import Settings
 COMMANDS = ("explain", "test", "replay", "suggest")
 
 
-def add_parsers(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                 policy_args: Callable[[argparse.ArgumentParser], None]) -> None:
     """Register the four commands on ``sub``; ``policy_args`` adds --policy/--config/--log-level."""
     ex = sub.add_parser("explain", help="why the policy decides a request: facts, every rule, each operand")

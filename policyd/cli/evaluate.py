@@ -13,8 +13,8 @@ from policyd.cli.common import build_engine, load_policy, report_load_error
 from policyd.core.decide import choose_outcome
 from policyd.core.model import PermissionQuery
 from policyd.core.policy import PolicyError
-from policyd.core.toolcalls import ToolCallTracker
 from policyd.core.record import query_from_entry
+from policyd.core.toolcalls import ToolCallTracker
 from policyd.settings import Settings
 
 

@@ -77,7 +77,7 @@ def render(report: Report, draft: PolicySet) -> str:
         flag = "  WIDENS (toward allow)" if g.widening else ""
         out.append("")
         out.append(f"{g.name:<12} {g.count:>6}{flag}")
-        out.append("  draft rules: " + ", ".join(f"{r} ×{n}" for r, n in g.rules.most_common(8)))
+        out.append("  draft rules: " + ", ".join(f"{r} x{n}" for r, n in g.rules.most_common(8)))
         for e in g.examples:
             what = e.command or e.title
             was = ", ".join(e.logged_rules) or "(default)"
