@@ -193,7 +193,7 @@ def test_explain_text_for_a_command_with_cwd(session: Session, tmp_path: Path) -
     assert 0 == proc.returncode, proc.stderr
     out = proc.stdout
     assert "decision: ASK  (no rule matched: policy default)" in out
-    assert f'"name": "make"' in out and f'"{tmp_path}/infra"' in out
+    assert '"name": "make"' in out and f'"{tmp_path}/infra"' in out
     block = out[out.index("allow ci-shell-workspace"):].splitlines()
     assert re.match(rf"allow ci-shell-workspace  {re.escape(SHIPPED[1])}:\d+$", block[0])
     operands = [line.strip() for line in block[1:] if line.startswith("          && ")]

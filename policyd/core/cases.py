@@ -40,9 +40,14 @@ def case_query(case: Mapping[str, Any], home: str = CASES_HOME) -> PermissionQue
             raise ValueError(f"{name!r} must be a string")
     if not case.get("id") or "expected" not in case:
         raise ValueError("a case needs 'id' and 'expected'")
-    Decision.parse(case["expected"])
-    for d in case.get("acceptable", []):
-        Decision.parse(d)
+    acceptable = case.get("acceptable", [])
+    if not isinstance(acceptable, list):
+        raise ValueError("'acceptable' must be a list of decisions")
+    for name, d in [("expected", case["expected"]), *(("acceptable", a) for a in acceptable)]:
+        try:
+            Decision.parse(d)
+        except ValueError as exc:
+            raise ValueError(f"{name!r}: {exc}") from exc
     call: dict[str, Any] = {"toolCallId": case["id"], "kind": case.get("kind", "other")}
     raw: dict[str, Any] = {}
     extra = case.get("rawInput_extra", {})
