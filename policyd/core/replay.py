@@ -152,4 +152,4 @@ def replay_key(entry: Mapping[str, Any], volatile: bool) -> str:
     else:
         call.pop("toolCallId", None)
     keep["call"] = call
-    return json.dumps(keep, sort_keys=True, default=str)
+    return json.dumps(keep, default=str)  # key order as logged: a reordering only costs a re-evaluation
