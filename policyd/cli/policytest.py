@@ -65,7 +65,8 @@ def run(settings: Settings, cli_policy: Sequence[str] | None, files: Sequence[st
             elif not good or verbose:
                 accepted = sorted({case["expected"], *case.get("acceptable", [])})
                 mark = "ok  " if good else "FAIL"
-                sys.stdout.write(f"{mark} {case['id']} [{case.get('category', '')}] {entry.where}: expected "
+                category = f" [{case['category']}]" if case.get("category") else ""
+                sys.stdout.write(f"{mark} {case['id']}{category} {entry.where}: expected "
                                  f"{'|'.join(accepted)}, got {verdict.decision.value} "
                                  f"({', '.join(rules) or 'default'}): {_what(case)}\n")
     except OSError as exc:
