@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from policyd import logs
 from policyd.core.cases import CASES_HOME
 from policyd.settings import Settings
 
@@ -46,7 +47,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    """Dispatch one of :data:`COMMANDS`."""
+    """Dispatch one of :data:`COMMANDS`. Their output is the report: the operational log
+    (``policy.loaded``…) is shown only from ``warning`` on unless ``--log-level`` says."""
+    if not getattr(args, "log_level", None):
+        logs.configure("warning")
     match args.command:
         case "explain":
             from policyd.cli import explain
