@@ -68,6 +68,7 @@ class Engine:
         remembered, failed = self.memory.lookup(spec.key, query.session, time.time())
         decision, source = combine(verdict, remembered, failed)
         fields["source"] = source
+        fields["policy_decision"] = verdict.decision.value  # before memory: what replay compares
         fields["remember_key"] = spec.key
         if remembered is not None and source == "memory":
             fields["remembered_entry"] = remembered.entry_id

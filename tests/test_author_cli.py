@@ -280,6 +280,20 @@ def test_replay_under_the_same_policy_changes_nothing(session: Session) -> None:
     assert "replayed 9 logged decisions" in proc.stdout and "9 unchanged, 0 changed" in proc.stdout
 
 
+def test_replay_compares_policy_decisions_when_memory_answered(session: Session, tmp_path: Path) -> None:
+    """A remembered "always" answers the second push; replay compares the policy's decision
+    (``policy_decision``), so the same policy changes nothing."""
+    s = Session(tmp_path)
+    s.demo([SCRIPT[5], SCRIPT[5]], "allow-always")
+    first, second = decided(s.log)
+    assert ("ask", "forwarded") == (first["decision"], first["answer"])
+    assert ("allow", "memory", "ask") == (second["decision"], second["source"], second["policy_decision"])
+    proc = policyd(["replay", str(s.log), "--policy", SHIPPED[0], "--policy", SHIPPED[1], "--fail-on", "any-change"],
+                   s.env)
+    assert 0 == proc.returncode, proc.stdout + proc.stderr
+    assert "2 unchanged, 0 changed" in proc.stdout
+
+
 def test_replay_refuses_without_draft_or_entries(session: Session, tmp_path: Path) -> None:
     assert 2 == policyd(["replay", str(session.log)], session.env).returncode
     empty = tmp_path / "old.jsonl"

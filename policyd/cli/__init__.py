@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="drive a scripted agent through the proxy and the shipped policies")
     demo.add_argument("--policy", action="append", metavar="PATH")
     demo.add_argument("--decision-log", metavar="FILE", help="keep the proxy's decision log (appended)")
-    demo.add_argument("--answer", choices=["reject", "allow"], default="reject",
+    demo.add_argument("--answer", choices=["reject", "allow", "allow-always"], default="reject",
                       help="how the demo's human answers forwarded requests (default reject)")
     demo.add_argument("--script", metavar="FILE", help="the demo agent's tool calls (JSON list)")
     demo.add_argument("--shadow-policy", action="append", metavar="PATH", help="passed to the proxy")

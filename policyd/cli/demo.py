@@ -4,7 +4,8 @@ tiny ACP client, with the shipped policies embedded in the package (or ``--polic
 It prints one line per permission request: what the agent asked, policyd's decision, the
 rule that decided, and what the agent received. Forwarded (ask) requests are answered by
 this client with the first ``reject_once`` option, as a cautious human would in a demo
-(shown as "asked the client"), or as ``answer`` says (``allow``: the first ``allow_once``).
+(shown as "asked the client"), or as ``answer`` says (``allow``: the first ``allow_once``;
+``allow-always``: the first ``allow_always``, which the proxy remembers).
 
 ``workspace_dir`` is the session cwd (default: a new temporary directory),
 ``decision_log`` keeps the proxy's decision log (appended to that file), ``script`` is the
@@ -43,7 +44,7 @@ def run_demo(policies: list[str], decision_log: str | None = None, answer: str =
         cmd += ["--", sys.executable, "-m", "policyd.demo_agent"]
         if script:
             cmd += ["--script", str(Path(script).resolve())]
-        wanted = "allow_once" if answer == "allow" else "reject_once"
+        wanted = {"allow": "allow_once", "allow-always": "allow_always"}.get(answer, "reject_once")
         env = dict(os.environ)
         if not policies:
             env["POLICYD_SEARCH_PATH"] = "[]"  # the embedded shipped policies only

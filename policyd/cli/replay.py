@@ -2,7 +2,9 @@
 
 Reads decision logs (``--decision-log`` JSON lines; ``-`` is stdin), decides every
 ``permission.decided`` entry that carries its request (``core.record``) under the draft
-set (``--policy``: files or directories; the search path is not used), and prints the
+set (``--policy``: files or directories; the search path is not used), compares with the
+logged policy decision (``policy_decision`` when remembered choices answered, else
+``decision``), and prints the
 differences grouped by transition (``core.replay``); ``--json`` prints the report as one
 JSON object. Identical requests are decided once (``core.replay.replay_key``).
 
@@ -45,8 +47,8 @@ def replayed(policy: PolicySet, logs: Sequence[str], home: str, skipped: list[st
         if "request" not in item:
             skipped.append(f"{entry.where}: no request fields (logged before decision records were replayable)")
             continue
-        try:
-            logged = Decision.parse(item.get("decision"))
+        try:  # the policy's own decision when memory answered instead (source "memory")
+            logged = Decision.parse(item.get("policy_decision", item.get("decision")))
         except ValueError:
             skipped.append(f"{entry.where}: logged decision {item.get('decision')!r} cannot be compared")
             continue
