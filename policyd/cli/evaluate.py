@@ -42,7 +42,8 @@ def eval_query(item: Mapping[str, Any], home: str) -> PermissionQuery:
 def evaluate(settings: Settings, file: str) -> int:
     """Exit 0, or 1 when an input line was invalid (its output line carries ``error``)."""
     try:
-        engine = build_engine(settings.model_copy(update={"remember": False}), load_policy(settings))
+        quiet = settings.model_copy(update={"remember": False, "shadow_policy": []})
+        engine = build_engine(quiet, load_policy(settings))
     except PolicyError as exc:
         return report_load_error(exc)
     stream = sys.stdin if file == "-" else open(file, encoding="utf-8")  # noqa: SIM115
