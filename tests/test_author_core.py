@@ -32,13 +32,16 @@ A, D, K = Decision.ALLOW, Decision.DENY, Decision.ASK
     ("a ? b && c : d", "", ["a ? b && c : d"]),
     ("tool.kind == 'read'", "", ["tool.kind == 'read'"]),
     ("{'k': a && b}.k && c", "&&", ["{'k': a && b}.k", "c"]),
+    ("\n ( a || (b && c) )\n", "||", ["a", "(b && c)"]),
+    ("(a) && (b || c)", "&&", ["(a)", "(b || c)"]),
+    ("(f(x))", "", ["(f(x))"]),
 ])
 def test_split_operands(source: str, op: str, parts: list[str]) -> None:
     assert (op, tuple(parts)) == split_operands(source)
 
 
-_ATOMS = st.sampled_from(["true", "false", '"a&&b" == "a&&b"', "'x||y' == 'z'", "(true || false)",
-                          "(false && true)", "[true && false][0]", "size('&&') == 2"])
+_ATOMS = st.sampled_from(["true", "false", "(true && (false || true))", '"a&&b" == "a&&b"', "'x||y' == 'z'",
+                          "(true || false)", "(false && true)", "[true && false][0]", "size('&&') == 2"])
 
 
 @settings(derandomize=True, max_examples=60, deadline=None)

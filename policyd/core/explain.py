@@ -71,10 +71,37 @@ def _top_level_ops(src: str) -> tuple[list[tuple[int, str]], bool]:
     return ops, conditional
 
 
+def _unwrap(text: str) -> str:
+    """``(x)`` -> ``x`` when the parentheses enclose the whole text."""
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    depth = 0
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch in "\"'":
+            i = _string_end(text, i)
+            continue
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+            if depth == 0 and i != len(text) - 1:
+                return text  # "(a) && (b)": the first pair closes early
+        i += 1
+    return text[1:-1].strip()
+
+
 def split_operands(source: str) -> tuple[str, tuple[str, ...]]:
     """``(operator, operands)``: ``("||", (a, b))`` for ``a || b``, ``("&&", …)`` when the
     top level has only ``&&``, ``("", (source,))`` when there is nothing to split (or a
-    top-level ``?:``, which binds looser than both). Operands are stripped source text."""
+    top-level ``?:``, which binds looser than both). Parentheses around the whole expression
+    are looked through. Operands are stripped source text."""
+    inner = _unwrap(source.strip())
+    if inner != source.strip():
+        inner_op, inner_parts = split_operands(inner)
+        if inner_op:
+            return inner_op, inner_parts
     ops, conditional = _top_level_ops(source)
     if conditional or not ops:
         return "", (source.strip(),)
