@@ -243,8 +243,11 @@ def test_policy_test_pass_fail_and_exit(session: Session, tmp_path: Path) -> Non
 
 
 def test_shipped_policies_pass_their_cases_through_policyd_test(session: Session) -> None:
-    """CI: the shipped policies against tests/cases/*.jsonl with ``policyd test`` itself."""
+    """CI: the shipped policies against tests/cases/*.jsonl (and shared/cases/public.jsonl
+    when present beside the clone) with ``policyd test`` itself."""
     files = sorted(str(p) for p in (ROOT / "tests" / "cases").glob("*.jsonl"))
+    public = ROOT.parent / "shared" / "cases" / "public.jsonl"
+    files += [str(public)] if public.exists() else []
     proc = policyd(["test", "--policy", SHIPPED[0], "--policy", SHIPPED[1], *files], session.env, timeout=600)
     print(proc.stdout[-400:])
     assert 0 == proc.returncode, proc.stdout + proc.stderr
