@@ -204,6 +204,14 @@ def test_explain_text_for_a_command_with_cwd(session: Session, tmp_path: Path) -
     assert "not applicable to kind 'execute': " in out and "ci-read-in-roots" in out
 
 
+def test_explain_notes_a_logged_decision_the_policy_now_changes(session: Session, tmp_path: Path) -> None:
+    proc = policyd(["explain", "--policy", str(draft(tmp_path)), str(session.log), "--select", "git push"],
+                   session.env)
+    assert 0 == proc.returncode, proc.stderr
+    assert re.search(r"^ \*MATCH allow allow-git-push  .*team\.toml:\d+$", proc.stdout, re.M)
+    assert "note: logged ask; the policy loaded now decides allow" in proc.stdout
+
+
 def test_explain_eval_line_from_stdin_and_bad_line(session: Session) -> None:
     good = {"request": {"sessionId": "s", "toolCall": {"toolCallId": "t", "kind": "read",
                                                          "locations": [{"path": "/w/.env"}]}, "options": []},

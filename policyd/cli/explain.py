@@ -137,6 +137,10 @@ def run(settings: Settings, file: str | None, command: str | None, cwd: str | No
         if as_json:
             sys.stdout.write(json.dumps({"input": where, **ex.as_dict()}) + "\n")
         else:
-            sys.stdout.write(render(ex, _header(item, where)) + "\n\n")
+            text = render(ex, _header(item, where))
+            logged = item.get("policy_decision", item.get("decision")) if "event" in item else None
+            if isinstance(logged, str) and logged != ex.decision:
+                text += f"\nnote: logged {logged}; the policy loaded now decides {ex.decision}"
+            sys.stdout.write(text + "\n\n")
     sys.stdout.flush()
     return 1 if failed else 0
