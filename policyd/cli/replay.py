@@ -39,9 +39,10 @@ def replayed(policy: PolicySet, logs: Sequence[str], home: str, skipped: list[st
     cache: dict[str, Verdict] = {}
     for entry in read_entries(logs, skipped):
         item = entry.fields
-        if item.get("event") != "permission.decided":
+        event = item.get("event")
+        if not isinstance(event, str) or not event.endswith(".decided"):
             continue
-        if item.get("method", PERMISSION_METHOD) != PERMISSION_METHOD:
+        if event != "permission.decided" or item.get("method", PERMISSION_METHOD) != PERMISSION_METHOD:
             skipped.append(f"{entry.where}: method {item.get('method')!r} is not replayed")
             continue
         if "request" not in item:
