@@ -312,6 +312,13 @@ def test_replay_refuses_without_draft_or_entries(session: Session, tmp_path: Pat
     proc = policyd(["replay", str(empty), "--policy", SHIPPED[0]], session.env)
     assert 2 == proc.returncode
     assert "no request fields" in proc.stdout
+    mixed = tmp_path / "mixed.jsonl"  # a side-channel decision beside a permission decision
+    side = {"event": "fs.decided", "method": "fs/write_text_file", "decision": "deny", "request": {}}
+    mixed.write_text(json.dumps(side) + "\n" + json.dumps(decided(session.log)[0]) + "\n")
+    proc = policyd(["replay", str(mixed), "--policy", SHIPPED[0], "--policy", SHIPPED[1]], session.env)
+    assert 0 == proc.returncode, proc.stderr
+    assert "replayed 1 logged decisions" in proc.stdout
+    assert f"{mixed}:1: method 'fs/write_text_file' is not replayed" in proc.stdout
 
 
 # ----------------------------------------------------------------------------- shadow
