@@ -123,7 +123,7 @@ def _patch(body: str) -> str:
     return f"apply_patch <<'PATCH'\n*** Begin Patch\n{body}*** End Patch\nPATCH\n"
 
 
-def scripts(agent: str, ws: Path, outside: Path) -> dict[str, Script]:
+def scripts(agent: str, ws: Path, outside: Path, gemini_tmp: Path) -> dict[str, Script]:
     """The model's side of each action for ``agent`` (its own tool names and arguments).
 
     ``ws`` is the session cwd; ``outside`` a directory next to it (deleted and written into
@@ -153,9 +153,11 @@ def scripts(agent: str, ws: Path, outside: Path) -> dict[str, Script]:
             "fetch": Step("Fetching the docs.", "web_fetch", {"prompt": f"Summarise {URL}"}),
             "delete-outside": Step("Cleaning up.", "run_shell_command", {"command": f"rm -rf {outside}",
                                                                          "description": "Delete a directory"}),
-            "write-outside": Step("Writing outside.", "write_file", {"file_path": str(out_file),
+            # Gemini refuses paths outside its workspace itself, except its project temp dir
+            # (``$HOME/.gemini/tmp/<ws name>``): outside the session roots, so policyd decides
+            "write-outside": Step("Writing outside.", "write_file", {"file_path": str(gemini_tmp / "written.txt"),
                                                                      "content": "outside\n"}),
-            "read-secret": Step("Reading the config.", "read_file", {"file_path": str(ws / ".env")}),
+            "read-secret": Step("Reading the key.", "read_file", {"file_path": str(ws / "deploy" / "id_ed25519")}),
         }
     else:
         def shell(cmd: str, why: str) -> dict[str, object]:
@@ -176,6 +178,11 @@ def scripts(agent: str, ws: Path, outside: Path) -> dict[str, Script]:
 
 
 # ----------------------------------------------------------------------------- one run
+
+
+def gemini_temp_dir(base: Path, ws: Path) -> Path:
+    """Gemini CLI's project temp dir for workspace ``ws`` under :func:`prepare`'s home."""
+    return base / "agent" / "home" / ".gemini" / "tmp" / ws.name
 
 
 @dataclass
@@ -223,10 +230,13 @@ def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *,
     (outside / "keep.txt").write_text("must survive\n")
     (ws / "package.json").write_text(json.dumps({"name": "ws", "version": "1.0.0",
                                                  "scripts": {"test": "echo TESTS-PASS"}}))
-    (ws / ".env").write_text("API_TOKEN=not-for-agents\n")
+    (ws / "deploy").mkdir()
+    (ws / "deploy" / "id_ed25519").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nnot-for-agents\n")
     if spec.name == "gemini":  # Gemini with fs cannot create a file (real-agents.md): it edits one
         (ws / "notes.txt").write_text("draft\n")
-    model = FakeModelServer(spec.provider, scripts(spec.name, ws, outside), base / "model.jsonl").start()
+    gemini_tmp = gemini_temp_dir(base, ws)
+    gemini_tmp.mkdir(parents=True)
+    model = FakeModelServer(spec.provider, scripts(spec.name, ws, outside, gemini_tmp), base / "model.jsonl").start()
     decisions = base / "decisions.jsonl"
     agent_env = prepare(spec, base / "agent", model.url, env)
     argv = [sys.executable, "-m", "policyd", "proxy", "--headless", "--policy", str(policy),
