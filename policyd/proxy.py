@@ -286,9 +286,15 @@ class Proxy:
             logs.get().warning("client.stdout_closed")
 
 
+#: Events of the decision log: permission answers, side-channel decisions (``fs.decided``,
+#: ``terminal.decided``, ``terminal.refused``) and mode policy (``mode.*``).
+DECISION_EVENTS = ("permission.", "fs.", "terminal.", "mode.")
+
+
 def _log(action: Log, local_decision_log: bool = True) -> None:
-    if action.event.startswith("permission."):
-        if local_decision_log:
+    if action.event.startswith(DECISION_EVENTS):
+        # a daemon logs the consults it decides; mode events only this proxy sees
+        if local_decision_log or action.event.startswith("mode."):
             logs.decision(action.event, action.fields)
         else:  # the daemon keeps the decision log; ours is the operational trace
             logs.get().debug(action.event, **action.fields)

@@ -172,7 +172,7 @@ AGENT = st.one_of(
     st.tuples(st.just("response"), st.sampled_from(IDS), st.sampled_from(["new", "init", "empty"]),
               st.sampled_from(SESSIONS), STYLE),
     st.tuples(st.just("request"), st.sampled_from(IDS),
-              st.sampled_from(["fs/read_text_file", "terminal/create", "x/agent"]), STYLE),
+              st.sampled_from(["x/agent", "_vendor/request"]), STYLE),
     st.tuples(st.just("perm_notification"), st.sampled_from(SESSIONS), STYLE),
     st.tuples(st.just("cancel_request"), st.integers(0, 1000), STYLE),
     NON_JSON,

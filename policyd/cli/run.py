@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from policyd import logs, status
 from policyd.cli.common import USAGE_ERROR, build_engine, build_reloader, load_policy, report_load_error
-from policyd.core.policy import PolicyError
+from policyd.core.policy import PolicyError, PolicySet, build_set
 from policyd.core.relay import Relay
 from policyd.settings import Settings
 
@@ -46,6 +48,20 @@ def daemon_path(settings: Settings, own_policy: bool = False) -> Path | None:
     return default
 
 
+def _local_session_policy(settings: Settings) -> Callable[[], PolicySet | None]:
+    """With a daemon deciding consults, this proxy still applies ``[modes]`` and ``[answers]``
+    itself: from the policy files it can read, else from the shipped policies (never none)."""
+    from policyd import loader
+
+    try:
+        policy = load_policy(settings).policy
+    except PolicyError as exc:
+        logs.get().warning("policy.local_load_failed", errors=[str(e) for e in exc.errors][:5],
+                           effect="shipped [modes] and [answers] apply")
+        policy = build_set(loader.embedded_sources())
+    return lambda: policy
+
+
 def proxy(settings: Settings, agent: list[str], cli_policy: list[str] | None, config: str | None) -> int:
     from policyd.proxy import engine_decider, run_proxy
 
@@ -59,12 +75,14 @@ def proxy(settings: Settings, agent: list[str], cli_policy: list[str] | None, co
         headless_fallback=settings.headless_fallback,
         home=settings.home,
         pass_always_to_agent=settings.pass_always_to_agent,
+        id_prefix=f"policyd-{secrets.token_hex(6)}",
     )
     socket_path = daemon_path(settings, own_policy=bool(cli_policy) or settings.decision_log is not None)
     try:
         if socket_path is not None:
             from policyd.daemon_client import DaemonClient
 
+            relay.policy = _local_session_policy(settings)
             client = DaemonClient(socket_path, settings.daemon_timeout_s)
             logs.get().info("daemon.consulted", socket=str(socket_path), timeout_s=settings.daemon_timeout_s)
             return run_proxy(agent, relay, client.decide, settings.kill_grace_s, None,
@@ -74,6 +92,7 @@ def proxy(settings: Settings, agent: list[str], cli_policy: list[str] | None, co
         except PolicyError as exc:
             return report_load_error(exc)
         engine = build_engine(settings, loaded)
+        relay.policy = lambda: engine.policy  # [modes], [answers]: the set in force, reloads included
         reloader = build_reloader(engine, settings, cli_policy, config, on_change=lambda st: status.write(st, agent))
         status.write(reloader.status, agent)
         try:

@@ -16,6 +16,10 @@ Rules this module owns:
   (https://agentclientprotocol.com/protocol/tool-calls#requesting-permission):
   allow -> first ``allow_once``, else ``allow_always``; deny -> first ``reject_once``, else
   ``reject_always``, else ``{"outcome": "cancelled"}``. ask has no automatic answer.
+  Among several options of the chosen kind, ``prefer`` (a policy's ``[answers].prefer``:
+  optionIds or option names, best first) ranks them; unranked ones keep the agent's order
+  after the ranked ones (e.g. codex-acp 0.16 offers reject ``denied`` and ``abort``, and
+  only ``abort`` ends the turn).
 """
 
 from __future__ import annotations
@@ -65,7 +69,9 @@ def decide(policy: PolicySet, facts: Facts) -> Verdict:
     return Verdict(decision, tuple(matches), tuple(errors), not matches, policy.hash)
 
 
-def choose_outcome(decision: Decision, options: Sequence[PermissionOption]) -> dict[str, Any] | None:
+def choose_outcome(
+    decision: Decision, options: Sequence[PermissionOption], prefer: Sequence[str] = ()
+) -> dict[str, Any] | None:
     """The ACP ``RequestPermissionOutcome`` for ``decision``, or None for ask.
 
     Returns ``{"outcome": "selected", "optionId": ...}`` or ``{"outcome": "cancelled"}``.
@@ -74,9 +80,18 @@ def choose_outcome(decision: Decision, options: Sequence[PermissionOption]) -> d
     if decision is Decision.ASK:
         return None
     for kind in _PREFERENCE[decision]:
-        for option in options:
-            if option.kind == kind:
-                return {"outcome": "selected", "optionId": option.option_id}
+        of_kind = [o for o in options if o.kind == kind]
+        if of_kind:
+            best = min(of_kind, key=lambda o: _rank(o, prefer))
+            return {"outcome": "selected", "optionId": best.option_id}
     if decision is Decision.DENY:
         return {"outcome": "cancelled"}
     return None
+
+
+def _rank(option: PermissionOption, prefer: Sequence[str]) -> int:
+    """Position of ``option`` in ``prefer`` (by optionId, else name); unranked: after all."""
+    for i, wanted in enumerate(prefer):
+        if wanted in (option.option_id, option.name):
+            return i
+    return len(prefer)

@@ -15,6 +15,10 @@ Rules this module owns:
   names the policy in force in every decision log line.
 - Rule outcome: a rule that passes its ``kinds`` filter and whose ``when`` is true
   matches. An evaluation error fails toward safety (:func:`rule_outcome`).
+- Session-wide tables: ``[modes]`` (acceptable agent modes, see ``core.modes``) and
+  ``[answers]`` (``prefer``: optionIds or names ranking the offered options of the chosen
+  kind, see ``decide.choose_outcome``). Every file's ``[modes]`` must accept a mode; the
+  ``[answers].prefer`` lists are joined in load order.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from typing import Any
 from policyd.core import cel
 from policyd.core.facts import TOOL_FIELDS, Facts
 from policyd.core.model import TOOL_KINDS, Decision, PermissionOption, PermissionQuery, SessionInfo
+from policyd.core.modes import ModePolicy, ModeRules
+from policyd.core.modes import parse_table as parse_modes_table
 from policyd.core.remember import RememberConfig, parse_config
 
 #: Session cwd of inline examples (their relative paths resolve against it).
@@ -103,6 +109,8 @@ class PolicyFile:
     rules: tuple[Rule, ...]
     sha256: str
     remember: RememberConfig | None = None
+    modes: ModeRules | None = None
+    answer_prefer: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +124,10 @@ class PolicySet:
     needs: frozenset[str]
     remember: RememberConfig | None = None  # the first file's [remember] table
     remember_rules: Mapping[str, RememberConfig] = field(default_factory=dict)
+    #: The ``[modes]`` tables of the set (None: no file governs modes).
+    modes: ModePolicy | None = None
+    #: ``[answers].prefer`` of every file, in load order.
+    answer_prefer: tuple[str, ...] = ()
 
     @property
     def short_hash(self) -> str:
@@ -191,10 +203,15 @@ def parse_file(path: str, text: str, check_examples: bool = True) -> tuple[Polic
         return None, [LoadError(path, int(m.group(1)) if m else 0, "", f"invalid TOML: {exc}")]
 
     for key in data:
-        if key not in ("policy", "rule", "remember"):
-            errors.append(
-                LoadError(path, 0, "", f"unknown top-level key {key!r} (expected [policy], [remember], [[rule]])")
-            )
+        if key not in ("policy", "rule", "remember", "modes", "answers"):
+            expected = "[policy], [remember], [modes], [answers], [[rule]]"
+            errors.append(LoadError(path, 0, "", f"unknown top-level key {key!r} (expected {expected})"))
+    file_modes = None
+    if "modes" in data:
+        file_modes, mode_errors = parse_modes_table(data["modes"], path)
+        errors.extend(LoadError(path, _table_line(text, "modes"), "", m) for m in mode_errors)
+    answer_prefer, answer_errors = _parse_answers(data.get("answers", {}))
+    errors.extend(LoadError(path, _table_line(text, "answers"), "", m) for m in answer_errors)
     file_remember, remember_errors = parse_config(data.get("remember"))
     if "remember" in data and not isinstance(data["remember"], dict):
         remember_errors = ["[remember] must be a table"]
@@ -231,7 +248,24 @@ def parse_file(path: str, text: str, check_examples: bool = True) -> tuple[Polic
         if rule is not None:
             rules.append(rule)
     sha = hashlib.sha256(text.encode()).hexdigest()
-    return PolicyFile(path, name, description, default, tuple(rules), sha, file_remember), errors
+    return PolicyFile(path, name, description, default, tuple(rules), sha, file_remember, file_modes,
+                      answer_prefer), errors
+
+
+def _table_line(text: str, name: str) -> int:
+    header = re.compile(rf"^\s*\[\s*{name}\s*\]")
+    return next((i for i, line in enumerate(text.splitlines(), 1) if header.match(line)), 0)
+
+
+def _parse_answers(raw: object) -> tuple[tuple[str, ...], list[str]]:
+    """``[answers]``: ``prefer`` = optionIds or option names, best first."""
+    if not isinstance(raw, dict):
+        return (), ["[answers] must be a table"]
+    errors = [f"unknown key answers.{k}" for k in raw if k != "prefer"]
+    prefer = raw.get("prefer", [])
+    if not isinstance(prefer, list) or not all(isinstance(p, str) and p for p in prefer):
+        return (), [*errors, "answers.prefer must be a list of optionIds or option names"]
+    return tuple(prefer), errors
 
 
 def _parse_rule(
@@ -420,4 +454,6 @@ def build_set(sources: Sequence[tuple[str, str]], check_examples: bool = True) -
         needs=needs,
         remember=next((f.remember for f in files if f.remember is not None), None),
         remember_rules={r.id: r.remember for r in rules if r.remember is not None},
+        modes=ModePolicy(tables) if (tables := tuple(f.modes for f in files if f.modes)) else None,
+        answer_prefer=tuple(dict.fromkeys(p for f in files for p in f.answer_prefer)),
     )

@@ -28,19 +28,36 @@ https://agentclientprotocol.com/protocol/transports):
 - Session context is tracked from ``initialize`` (clientInfo / agentInfo), ``session/new``
   (the id comes in the response), ``session/load`` and ``session/resume``; tool-call state
   from ``session/update``.
+- Session modes are governed by ``core.modes`` (a session answer may be held until policyd's
+  own ``session/set_mode`` is answered, then relayed rewritten; unacceptable switches are
+  refused or reverted); the side channels ``fs/*`` and ``terminal/create`` become consults
+  like permission requests and are answered per ``core.sidechannel``.
 """
 
 from __future__ import annotations
 
 import json
 from collections import OrderedDict, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policyd.core.decide import choose_outcome
 from policyd.core.model import Decision, PeerInfo, PermissionOption, PermissionQuery, SessionInfo
+from policyd.core.modes import ModeGovernor, ModePolicy
+from policyd.core.sidechannel import (
+    REFUSED_CODE,
+    SIDE_KINDS,
+    TERMINAL_FOLLOW_UPS,
+    Coverage,
+    Terminals,
+    log_event,
+    side_query,
+)
 from policyd.core.toolcalls import ToolCallTracker
+
+if TYPE_CHECKING:
+    from policyd.core.policy import PolicySet
 
 PERMISSION_METHOD = "session/request_permission"
 #: JSON-RPC error codes (https://www.jsonrpc.org/specification#error_object).
@@ -133,6 +150,16 @@ class _Pending:
     problem: str
     resolved: bool = False
     forward: bool = False  # resolved by forwarding ``raw`` to the client
+    side: str = ""  # the side-channel method (fs/..., terminal/create), "" for a permission request
+
+
+@dataclass(slots=True)
+class _Held:
+    """An agent line held in its place until policyd's own request is answered."""
+
+    raw: bytes = b""
+    resolved: bool = False
+    forward: bool = True
 
 
 # ----------------------------------------------------------------------------- relay
@@ -145,7 +172,9 @@ class Relay:
     (the first reject option) or ``"cancel"`` (outcome ``cancelled``); never an allow.
     ``home`` expands ``~`` in paths. ``pass_always_to_agent``: relay the client's
     ``*_always`` answers unchanged (by default they reach the agent as the offered ``*_once``
-    option, so the agent does not mint a permanent rule of its own).
+    option, so the agent does not mint a permanent rule of its own). ``policy`` gives the
+    policy set in force (for ``[modes]`` and ``[answers]``; None: not governed); ``id_prefix``
+    starts policyd's own request ids (the shell passes a random nonce).
     """
 
     def __init__(
@@ -155,6 +184,8 @@ class Relay:
         headless_fallback: str = "deny",
         home: str = "",
         pass_always_to_agent: bool = False,
+        policy: Callable[[], PolicySet | None] | None = None,
+        id_prefix: str = "policyd",
     ) -> None:
         self.pass_always_to_agent = pass_always_to_agent
         if headless_fallback not in ("deny", "cancel"):
@@ -168,10 +199,19 @@ class Relay:
         self.agent_info = PeerInfo()
         self._client_requests: OrderedDict[str, tuple[str, Mapping[str, Any]]] = OrderedDict()
         # agent->client output in order: bytes to send, or a consult's slot
-        self._queue: deque[bytes | _Pending] = deque()
+        self._queue: deque[bytes | _Pending | _Held] = deque()
         self._by_key: dict[int, _Pending] = {}
         self._forwarded: OrderedDict[str, _Pending] = OrderedDict()
         self._next_key = 0
+        self.policy: Callable[[], PolicySet | None] = policy or (lambda: None)
+        self.modes = ModeGovernor(self._mode_policy, id_prefix)
+        self.coverage = Coverage()
+        self.terminals = Terminals()
+        self._held: dict[str, _Held] = {}
+
+    def _mode_policy(self) -> ModePolicy | None:
+        p = self.policy()
+        return p.modes if p is not None else None
 
     # ------------------------------------------------------------------ client -> agent
 
@@ -189,10 +229,15 @@ class Relay:
             params = msg.get("params")
             params = params if isinstance(params, Mapping) else {}
             if "id" in msg:
+                if method in ("session/set_mode", "session/set_config_option"):
+                    refused = self.modes.client_switch(method, msg["id"], params, self.agent_info)
+                    if refused.swallow:
+                        return self._mode_actions(refused)
                 self._track_client_request(msg["id"], method, params)
             elif method == "session/cancel":
                 actions.extend(self._cancel_session(str(params.get("sessionId", ""))))
         elif "id" in msg:
+            self.terminals.answered(_id_key(msg["id"]), msg.get("result"))
             forwarded = self._forwarded.pop(_id_key(msg["id"]), None)
             if forwarded is not None:
                 return self._client_answer(forwarded, msg, actions)
@@ -207,6 +252,8 @@ class Relay:
         option_id = outcome.get("optionId") if isinstance(outcome, Mapping) else None
         query = p.query
         chosen = next((o for o in query.options if o.option_id == option_id), None) if query else None
+        if query is not None and chosen is not None and chosen.kind.startswith("allow"):
+            self.coverage.allowed(query)
         fields["answer"] = option_id if chosen else (outcome.get("outcome") if isinstance(outcome, Mapping) else None)
         if query is None or chosen is None or chosen.kind not in _ALWAYS:
             return [*actions, Log("permission.answered_by_client", fields)]
@@ -231,8 +278,10 @@ class Relay:
             if isinstance(sid, str):
                 self.sessions.pop(sid, None)
                 self.tracker.end_session(sid)
+                self.modes.forget(sid)
+                self.coverage.end_session(sid)
             return
-        elif method != "session/new":
+        elif method not in ("session/new", "session/set_config_option"):
             return
         self._client_requests[_id_key(request_id)] = (method, params)
         while len(self._client_requests) > MAX_PENDING_CLIENT_REQUESTS:
@@ -260,6 +309,13 @@ class Relay:
             if method == PERMISSION_METHOD and "id" in msg:
                 actions.append(self._intercept(line, msg, now_s))
                 return actions
+            if method in SIDE_KINDS and "id" in msg:
+                actions.append(self._intercept(line, msg, now_s, side=str(method)))
+                return actions
+            if method in TERMINAL_FOLLOW_UPS and "id" in msg:
+                refused = self._terminal_follow_up(str(method), msg)
+                if refused:
+                    return actions + refused
             if method == "$/cancel_request":
                 answered = self._cancel_request(msg.get("params"))
                 if answered:
@@ -268,10 +324,50 @@ class Relay:
                 params = msg.get("params")
                 if isinstance(params, Mapping) and isinstance(params.get("update"), Mapping):
                     self.tracker.observe_update(str(params.get("sessionId", "")), params["update"])
+                    effects = self.modes.agent_update(str(params.get("sessionId", "")), params["update"], msg,
+                                                      self.agent_info)
+                    actions.extend(self._mode_actions(effects, to_client=False))
+                    line = effects.replace or line
             elif method is None and "id" in msg:
-                self._observe_response(msg)
+                if self.modes.owns(msg.get("id")):
+                    return actions + self._switch_answered(msg)
+                handled = self._observe_response(msg, line)
+                if handled is not None:
+                    return actions + handled
         actions.extend(self._to_client(line))
         return actions
+
+    # ------------------------------------------------------------------ modes, side channels
+
+    def _mode_actions(self, effects: Any, to_client: bool = True) -> list[Action]:
+        """Actions for a ``modes.Effects`` (its ``replace``/``hold`` are handled by callers)."""
+        actions: list[Action] = [Log(event, fields) for event, fields in effects.logs]
+        actions.extend(SendToAgent(data) for data in effects.to_agent)
+        if to_client:
+            actions.extend(SendToClient(data) for data in effects.to_client)
+        return actions
+
+    def _switch_answered(self, msg: Mapping[str, Any]) -> list[Action]:
+        """The agent answered policyd's own mode switch: release what it held."""
+        rid, effects = self.modes.switch_answer(msg)
+        actions = self._mode_actions(effects)
+        slot = self._held.pop(rid, None)
+        if slot is not None:
+            slot.raw, slot.resolved = effects.replace or b"", True
+            slot.forward = effects.replace is not None
+            actions.extend(self._release())
+        return actions
+
+    def _terminal_follow_up(self, method: str, msg: Mapping[str, Any]) -> list[Action]:
+        """A ``terminal/*`` follow-up naming a terminal policyd did not let through: refused."""
+        why = self.terminals.refusal(msg.get("params"))
+        if not why:
+            if method == "terminal/release":
+                self.terminals.released(msg.get("params"))
+            return []
+        error = {"code": REFUSED_CODE, "message": f"policyd: {method} refused: {why}"}
+        return [SendToAgent(_response(msg["id"], error=error)),
+                Log("terminal.refused", {"request_id": msg["id"], "method": method, "reason": why})]
 
     def _refuse_unexamined(self, parsed: list[Any] | None, line: bytes) -> list[Action]:
         """Headless, a line the relay cannot examine (JSON it cannot parse, or a batch) is not
@@ -286,18 +382,34 @@ class Relay:
         actions.extend(SendToAgent(_response(rid, error={"code": code, "message": message})) for rid in ids)
         return actions
 
-    def _observe_response(self, msg: Mapping[str, Any]) -> None:
+    def _observe_response(self, msg: Mapping[str, Any], line: bytes) -> list[Action] | None:
+        """Track a response to a client request; returns the actions when the line is
+        replaced or held (mode policy), None to relay it as received."""
         entry = self._client_requests.pop(_id_key(msg.get("id")), None)
         if entry is None:
-            return
+            return None
         method, params = entry
         result = msg.get("result")
         if not isinstance(result, Mapping):
-            return
+            return None
         if method == "initialize":
             self.agent_info = _peer(result.get("agentInfo"))
-        elif method == "session/new":
+            return None
+        if method == "session/new":
             self._record_session(result.get("sessionId"), params)
+        if method == "session/set_config_option":
+            effects = self.modes.config_result(params, result, msg["id"], self.agent_info)
+        else:
+            effects = self.modes.session_answer(method, msg["id"], params, result, self.agent_info)
+        actions = self._mode_actions(effects)
+        if effects.hold is not None:
+            slot = _Held()
+            self._held[effects.hold] = slot
+            self._queue.append(slot)
+            return actions
+        if effects.replace is not None:
+            return actions + self._to_client(effects.replace)
+        return actions + self._to_client(line) if actions else None
 
     def _to_client(self, line: bytes) -> list[Action]:
         if self._queue:
@@ -305,11 +417,18 @@ class Relay:
             return []
         return [SendToClient(line)]
 
-    def _intercept(self, line: bytes, msg: Mapping[str, Any], now_s: float) -> Consult:
+    def _intercept(self, line: bytes, msg: Mapping[str, Any], now_s: float, side: str = "") -> Consult:
         key = self._next_key
         self._next_key += 1
-        query, problem, session_id = self._query(msg.get("params"), now_s)
-        pending = _Pending(key, line, msg["id"], session_id, query, problem)
+        if side:
+            params = msg.get("params")
+            sid = params.get("sessionId") if isinstance(params, Mapping) else None
+            session_id = sid if isinstance(sid, str) else ""
+            query, problem = side_query(side, msg["id"], params, self.sessions.get(session_id),
+                                        agent=self.agent_info, client=self.client_info, home=self.home, now_s=now_s)
+        else:
+            query, problem, session_id = self._query(msg.get("params"), now_s)
+        pending = _Pending(key, line, msg["id"], session_id, query, problem, side=side)
         self._queue.append(pending)
         self._by_key[key] = pending
         return Consult(key, query, problem)
@@ -363,6 +482,8 @@ class Relay:
         return actions
 
     def _answer(self, p: _Pending, res: Resolution) -> list[Action]:
+        if p.side:
+            return self._answer_side(p, res)
         fields: dict[str, Any] = {"request_id": p.request_id, "session_id": p.session_id, **res.fields}
         if p.query is None:
             fields["problem"] = p.problem
@@ -380,7 +501,8 @@ class Relay:
                 return [Log("permission.decided", fields)]
             fields["headless_fallback"] = self.headless_fallback
             decision = Decision.DENY
-        outcome = choose_outcome(decision, p.query.options)
+        policy = self.policy()
+        outcome = choose_outcome(decision, p.query.options, policy.answer_prefer if policy else ())
         if outcome is not None and self.headless and fields.get("headless_fallback") == "cancel":
             outcome = {"outcome": "cancelled"}
         if outcome is None:  # allow without an allow option: nothing safe to select
@@ -391,7 +513,37 @@ class Relay:
                 fields["note"] = "no allow option offered"
                 return [Log("permission.decided", fields)]
         fields["answer"] = outcome.get("optionId", "cancelled")
+        if decision is Decision.ALLOW and "optionId" in outcome:
+            self.coverage.allowed(p.query)
         return [SendToAgent(_response(p.request_id, result={"outcome": outcome})), Log("permission.decided", fields)]
+
+    def _answer_side(self, p: _Pending, res: Resolution) -> list[Action]:
+        """Answer a side-channel consult (see ``core.sidechannel``): forward or refuse."""
+        fields: dict[str, Any] = {"request_id": p.request_id, "session_id": p.session_id, "method": p.side,
+                                  **res.fields}
+        if p.query is None:
+            fields.update(problem=p.problem, decision="error", answer="refused")
+            error = {"code": INVALID_PARAMS, "message": f"policyd: invalid {p.side}: {p.problem}"}
+            return [SendToAgent(_response(p.request_id, error=error)), Log(log_event(p.side), fields)]
+        decision = res.decision
+        fields["decision"] = decision.value if decision else "error"
+        forward = decision is Decision.ALLOW
+        if decision is not Decision.ALLOW and decision is not Decision.DENY:
+            if self.coverage.covers(p.query):
+                forward, fields["covered"] = True, True
+            else:
+                forward = not self.headless
+                fields["headless"] = self.headless
+        if not forward:
+            fields["answer"] = "refused"
+            reason = fields.get("reason") or ("headless: no human to ask" if decision is not Decision.DENY else "")
+            error = {"code": REFUSED_CODE, "message": f"policyd: {p.side} refused by policy ({reason})"}
+            return [SendToAgent(_response(p.request_id, error=error)), Log(log_event(p.side), fields)]
+        p.forward = True
+        fields["answer"] = "forwarded"
+        if p.side == "terminal/create":
+            self.terminals.forwarded(_id_key(p.request_id), p.session_id)
+        return [Log(log_event(p.side), fields)]
 
     def _forward(self, p: _Pending) -> None:
         """Forward the request's own bytes to the client, in its place in the order."""
@@ -417,7 +569,7 @@ class Relay:
     def _cancel_session(self, session_id: str) -> list[Action]:
         actions: list[Action] = []
         for p in list(self._queue):
-            if isinstance(p, _Pending) and p.session_id == session_id and not p.resolved:
+            if isinstance(p, _Pending) and p.session_id == session_id and not p.resolved and not p.side:
                 p.resolved = True
                 self._by_key.pop(p.key, None)
                 cancelled = {"outcome": {"outcome": "cancelled"}}

@@ -1,0 +1,164 @@
+"""The agent's side channels (``fs/*``, ``terminal/*``) as tool calls under the same policy.
+
+Rules this module owns (https://agentclientprotocol.com/protocol/file-system,
+https://agentclientprotocol.com/protocol/terminals):
+
+- ``fs/read_text_file`` is decided as a ``read`` tool call, ``fs/write_text_file`` as an
+  ``edit`` and ``terminal/create`` as an ``execute`` (``rawInput.command`` is the argv
+  ``[command, *args]``, ``rawInput.cwd`` the request's cwd): same facts, same rules. The
+  synthetic tool call's ``name`` and ``toolCallId`` name the method, so a policy can single
+  side channels out (``tool.name.startsWith("fs/")``).
+- Ask is settled by :class:`Coverage`: a side request is covered when an earlier permission
+  request of the same session, allowed by policy or by the human, named every one of its
+  paths (reads and writes) or the same command (terminals).
+- ``terminal/output``, ``wait_for_exit``, ``kill`` and ``release`` must name a terminal the
+  client created for a ``terminal/create`` policyd let through (:class:`Terminals`); any
+  other terminal id (e.g. of a refused create) is refused.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from policyd.core.facts import Facts
+from policyd.core.model import PeerInfo, PermissionQuery, SessionInfo
+
+#: Agent -> client requests decided as tool calls, and the ToolKind of each.
+SIDE_KINDS: Mapping[str, str] = {
+    "fs/read_text_file": "read",
+    "fs/write_text_file": "edit",
+    "terminal/create": "execute",
+}
+#: Follow-ups that must name a terminal policyd let the client create.
+TERMINAL_FOLLOW_UPS = frozenset({"terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release"})
+#: JSON-RPC error code of a refused side request (a server error in the -32000 range).
+REFUSED_CODE = -32000
+#: Paths and commands remembered per session, and sessions (oldest forgotten first).
+MAX_COVERED = 4096
+MAX_SESSIONS = 64
+#: Terminals tracked at once.
+MAX_TERMINALS = 1024
+
+
+def log_event(method: str) -> str:
+    """``fs.decided`` or ``terminal.decided``."""
+    return f"{method.split('/', 1)[0]}.decided"
+
+
+def side_query(
+    method: str, request_id: Any, params: object, session: SessionInfo | None, *,
+    agent: PeerInfo, client: PeerInfo, home: str, now_s: float,
+) -> tuple[PermissionQuery | None, str]:
+    """The tool-call query for one side request, or None and why it cannot be understood."""
+    if not isinstance(params, Mapping):
+        return None, "params must be an object"
+    sid = params.get("sessionId")
+    if not isinstance(sid, str) or not sid:
+        return None, "params.sessionId must be a non-empty string"
+    call: dict[str, Any] = {"toolCallId": f"{method}#{request_id}", "name": method, "kind": SIDE_KINDS[method]}
+    if method == "terminal/create":
+        command, args, cwd = params.get("command"), params.get("args", []), params.get("cwd")
+        if not isinstance(command, str) or not command:
+            return None, "params.command must be a non-empty string"
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            return None, "params.args must be a list of strings"
+        raw: dict[str, Any] = {"command": [command, *args]}
+        if cwd is not None:
+            if not isinstance(cwd, str) or not cwd.startswith("/"):
+                return None, "params.cwd must be an absolute path"
+            raw["cwd"] = cwd
+        call["rawInput"] = raw
+        call["title"] = " ".join([command, *args])
+    else:
+        path = params.get("path")
+        if not isinstance(path, str) or not path.startswith("/"):
+            return None, "params.path must be an absolute path"
+        call["locations"] = [{"path": path}]
+        call["title"] = f"{method} {path}"
+    query = PermissionQuery(
+        session=session or SessionInfo(sid, ""), tool_call=call, options=(),
+        agent=agent, client=client, home=home, now_s=now_s,
+    )
+    return query, ""
+
+
+class Coverage:
+    """Paths and commands of permission requests allowed so far, per session."""
+
+    def __init__(self) -> None:
+        self._paths: OrderedDict[str, set[str]] = OrderedDict()
+        self._commands: OrderedDict[str, set[str]] = OrderedDict()
+
+    def allowed(self, query: PermissionQuery) -> None:
+        """Record a permission request that was allowed (by policy or by the human)."""
+        facts = Facts(query)
+        sid = query.session.session_id
+        _add(self._paths, sid, facts.paths)
+        if facts.command:
+            _add(self._commands, sid, [_norm(facts.command)])
+
+    def covers(self, query: PermissionQuery) -> bool:
+        """Every path (reads, writes) or the command (terminals) of the side request
+        ``query`` was named by an allowed permission request of its session."""
+        facts = Facts(query)
+        sid = query.session.session_id
+        if facts.kind == "execute":
+            return bool(facts.command) and _norm(facts.command) in self._commands.get(sid, set())
+        known = self._paths.get(sid, set())
+        return bool(facts.paths) and all(p in known for p in facts.paths)
+
+    def end_session(self, session_id: str) -> None:
+        self._paths.pop(session_id, None)
+        self._commands.pop(session_id, None)
+
+
+class Terminals:
+    """Terminal ids the client created for a ``terminal/create`` policyd let through."""
+
+    def __init__(self) -> None:
+        self._pending: OrderedDict[str, str] = OrderedDict()  # create request id key -> session
+        self._known: OrderedDict[str, str] = OrderedDict()  # terminal id -> session
+
+    def forwarded(self, id_key: str, session_id: str) -> None:
+        self._pending[id_key] = session_id
+        _trim(self._pending, MAX_TERMINALS)
+
+    def answered(self, id_key: str, result: object) -> None:
+        """The client answered a request; a forwarded create's ``terminalId`` is recorded."""
+        session = self._pending.pop(id_key, None)
+        if session is not None and isinstance(result, Mapping) and isinstance(result.get("terminalId"), str):
+            self._known[result["terminalId"]] = session
+            _trim(self._known, MAX_TERMINALS)
+
+    def refusal(self, params: object) -> str:
+        """Why a follow-up must be refused ("" when it names a terminal we let through)."""
+        tid = params.get("terminalId") if isinstance(params, Mapping) else None
+        if not isinstance(tid, str):
+            return "params.terminalId must be a string"
+        if tid not in self._known:
+            return f"terminal {tid!r} was not created through policyd (refused or unknown)"
+        return ""
+
+    def released(self, params: object) -> None:
+        tid = params.get("terminalId") if isinstance(params, Mapping) else None
+        if isinstance(tid, str):
+            self._known.pop(tid, None)
+
+
+def _norm(command: str) -> str:
+    return " ".join(command.split())
+
+
+def _add(table: OrderedDict[str, set[str]], sid: str, items: Any) -> None:
+    entry = table.setdefault(sid, set())
+    table.move_to_end(sid)
+    if len(entry) < MAX_COVERED:
+        entry.update(items)
+    _trim(table, MAX_SESSIONS)
+
+
+def _trim(table: OrderedDict[str, Any], limit: int) -> None:
+    while len(table) > limit:
+        table.popitem(last=False)

@@ -1,0 +1,294 @@
+"""Mode policy (``core.modes``) and its relay hooks: tables of modes from the recorded real
+agents, policy loading, and the relay's session/new|load|resume, set_mode and
+current_mode_update handling (pure, no I/O)."""
+
+# Assertions read `assert expected == actual` (the project's test style).
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from policyd import loader
+from policyd.core.model import PeerInfo
+from policyd.core.modes import Mode, offered_modes
+from policyd.core.policy import PolicyError, PolicySet, build_set
+from policyd.core.relay import Log, Relay, SendToAgent, SendToClient
+
+TRANSCRIPTS = Path(__file__).resolve().parent / "fixtures" / "transcripts"
+SHIPPED = build_set(loader.embedded_sources())
+SID = "sess-1"
+
+CLAUDE_MODES = [
+    {"id": "default", "name": "Manual", "description": "Always ask before making changes"},
+    {"id": "acceptEdits", "name": "Accept edits", "description": "Automatically accept all file edits"},
+    {"id": "plan", "name": "Plan", "description": "Create a plan before making changes"},
+    {"id": "auto", "name": "Auto", "description": "Claude handles permission decisions"},
+]
+CODEX_MODES = [
+    {"id": "read-only", "name": "Read-only", "description": "Requires approval to edit files and access the internet."},
+    {"id": "workspace-write", "name": "Workspace access", "description": "Edit workspace files; ask before writing."},
+    {"id": "agent", "name": "Auto review", "description": "Only ask for actions detected as potentially unsafe"},
+    {"id": "agent-full-access", "name": "Full access", "description": "Unrestricted access to the internet"},
+]
+GEMINI_MODES = [
+    {"id": "default", "name": "Default", "description": "Prompts for approval"},
+    {"id": "autoEdit", "name": "Auto Edit", "description": "Auto-approves edit tools"},
+    {"id": "yolo", "name": "YOLO", "description": "Auto-approves all tools"},
+    {"id": "plan", "name": "Plan", "description": "Read-only mode"},
+]
+CODEX_ZED_MODES = [
+    {"id": "read-only", "name": "Read Only", "description": "Approval is required to edit files."},
+    {"id": "auto", "name": "Default", "description": "Codex can read and edit files in the current workspace."},
+    {"id": "full-access", "name": "Full Access", "description": "Codex can edit files outside this workspace."},
+]
+
+
+# ----------------------------------------------------------------------------- the shipped policy
+
+
+@pytest.mark.parametrize(("agent", "modes", "accepted"), [
+    ("@agentclientprotocol/claude-agent-acp", CLAUDE_MODES, {"default", "plan"}),
+    ("@agentclientprotocol/codex-acp", CODEX_MODES, {"read-only"}),
+    ("gemini-cli", GEMINI_MODES, {"default", "plan"}),
+    ("codex-acp", CODEX_ZED_MODES, {"read-only"}),
+])
+def test_shipped_policy_accepts_only_modes_that_ask(
+    agent: str, modes: list[dict[str, str]], accepted: set[str]
+) -> None:
+    assert SHIPPED.modes is not None
+    got = {m["id"] for m in modes if SHIPPED.modes.accepts(Mode(m["id"], m["name"], m["description"]), PeerInfo(agent))}
+    assert accepted == got
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in TRANSCRIPTS.glob("*.jsonl")))
+def test_every_recorded_agent_has_an_acceptable_preferred_mode(name: str) -> None:
+    """The session answer of every recorded real agent offers a mode the shipped policy takes."""
+    assert SHIPPED.modes is not None
+    for line in (TRANSCRIPTS / name).read_text().splitlines():
+        result = json.loads(line)["msg"].get("result")
+        if isinstance(result, dict) and "sessionId" in result and ("modes" in result or "configOptions" in result):
+            modes, _, _, _ = offered_modes(result)
+            target = SHIPPED.modes.preferred(modes, PeerInfo())
+            assert target is not None and target.id in ("default", "read-only")
+
+
+def _set(text: str) -> PolicySet:
+    return build_set([("p.toml", '[policy]\nname = "p"\n' + text)])
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ("[modes]\nprefer = []\n", "modes.accept must be a CEL condition"),
+    ('[modes]\naccept = "mode.id ==="\n', "modes.accept"),
+    ('[modes]\naccept = "mode.id"\n', "must yield a bool"),
+    ('[modes]\naccept = "true"\nfoo = 1\n', "unknown key modes.foo"),
+    ('[modes]\naccept = "true"\nprefer = "default"\n', "modes.prefer must be a list"),
+    ('[modes]\naccept = "mode.id == \'plan\'"\nexamples.accept = [{ id = "default" }]\n', "should be accepted"),
+    ('[modes]\naccept = "true"\nexamples.refuse = [{ id = "yolo" }]\n', "should be refused"),
+    ('[modes]\naccept = "true"\nexamples.accept = [{ mode = "x" }]\n', "must be a table of strings"),
+    ('[answers]\nprefer = [1]\n', "answers.prefer must be a list"),
+    ('[answers]\nrank = ["a"]\n', "unknown key answers.rank"),
+])
+def test_mode_tables_are_validated_at_load(table: str, message: str) -> None:
+    with pytest.raises(PolicyError) as info:
+        _set(table)
+    assert message in str(info.value)
+
+
+def test_every_modes_table_must_accept_and_prefer_lists_join() -> None:
+    policy = build_set([
+        ("a.toml", '[policy]\nname = "a"\n[modes]\naccept = "mode.id != \'yolo\'"\nprefer = ["plan"]\n'),
+        ("b.toml", '[policy]\nname = "b"\n[modes]\naccept = "mode.id != \'auto\'"\nprefer = ["default"]\n'),
+    ])
+    assert policy.modes is not None
+    agent = PeerInfo("x")
+    assert [False, False, True] == [policy.modes.accepts(Mode(i), agent) for i in ("yolo", "auto", "plan")]
+    assert ("plan", "default") == policy.modes.prefer
+    assert "plan" == policy.modes.preferred([Mode("default"), Mode("plan")], agent).id  # type: ignore[union-attr]
+
+
+def test_accept_can_use_agent_name_and_an_evaluation_error_refuses() -> None:
+    policy = _set('[modes]\naccept = "agent.name == \'gemini-cli\' || mode.id == \'default\'"\n').modes
+    assert policy is not None
+    assert policy.accepts(Mode("yolo"), PeerInfo("gemini-cli"))
+    assert not policy.accepts(Mode("yolo"), PeerInfo("claude"))
+    erroring = _set('[modes]\naccept = "mode.id.size() / 0 == 1"\n').modes
+    assert erroring is not None
+    ok, why = erroring.verdict(Mode("default"), PeerInfo())
+    assert (False, True) == (ok, "evaluation error" in why)
+
+
+# ----------------------------------------------------------------------------- relay
+
+
+def line(msg: Any) -> bytes:
+    return json.dumps(msg).encode() + b"\n"
+
+
+def sent(actions: list[Any], kind: type) -> list[dict[str, Any]]:
+    return [json.loads(a.data) for a in actions if isinstance(a, kind)]
+
+
+def events(actions: list[Any]) -> list[str]:
+    return [a.event for a in actions if isinstance(a, Log)]
+
+
+def session_result(
+    current: str, modes: list[dict[str, str]], config: bool = True, with_modes: bool = True
+) -> dict[str, Any]:
+    result: dict[str, Any] = {"sessionId": SID}
+    if with_modes:
+        result["modes"] = {"currentModeId": current, "availableModes": modes}
+    if config:
+        result["configOptions"] = [
+            {"id": "mode", "name": "Mode", "category": "mode", "type": "select", "currentValue": current,
+             "options": [{"value": m["id"], "name": m["name"], "description": m["description"]} for m in modes]},
+            {"id": "model", "name": "Model", "category": "model", "type": "select", "currentValue": "m",
+             "options": [{"value": "m", "name": "M"}]},
+        ]
+    return result
+
+
+def started(relay: Relay, result: dict[str, Any], agent: str = "@agentclientprotocol/claude-agent-acp") -> list[Any]:
+    """initialize + session/new; returns the actions for the agent's session/new answer."""
+    relay.from_client(line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}))
+    relay.from_agent(line({"jsonrpc": "2.0", "id": 1, "result": {"agentInfo": {"name": agent, "version": "1"}}}))
+    relay.from_client(line({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/w"}}))
+    return relay.from_agent(line({"jsonrpc": "2.0", "id": 2, "result": result}))
+
+
+def test_session_in_auto_mode_is_switched_before_the_client_sees_it() -> None:
+    relay = Relay(policy=lambda: SHIPPED, id_prefix="pd-x")
+    actions = started(relay, session_result("auto", CLAUDE_MODES))
+    assert [] == sent(actions, SendToClient)  # held
+    assert [{"jsonrpc": "2.0", "id": "pd-x/mode/0", "method": "session/set_mode",
+             "params": {"sessionId": SID, "modeId": "default"}}] == sent(actions, SendToAgent)
+    # an agent notification sent meanwhile waits behind the held answer
+    note = line({"jsonrpc": "2.0", "method": "session/update",
+                 "params": {"sessionId": SID, "update": {"sessionUpdate": "available_commands_update"}}})
+    assert [] == relay.from_agent(note)
+    answered = relay.from_agent(line({"jsonrpc": "2.0", "id": "pd-x/mode/0", "result": {}}))
+    to_client = [a.data for a in answered if isinstance(a, SendToClient)]
+    assert 2 == len(to_client) and note == to_client[1]
+    shown = json.loads(to_client[0])
+    assert 2 == shown["id"]
+    assert "default" == shown["result"]["modes"]["currentModeId"]
+    assert ["default", "plan"] == [m["id"] for m in shown["result"]["modes"]["availableModes"]]
+    mode_option = shown["result"]["configOptions"][0]
+    shown_values = [o["value"] for o in mode_option["options"]]
+    assert ("default", ["default", "plan"]) == (mode_option["currentValue"], shown_values)
+    assert {"id": "model", "name": "Model", "category": "model", "type": "select", "currentValue": "m",
+            "options": [{"value": "m", "name": "M"}]} == shown["result"]["configOptions"][1]
+    assert ["mode.switched"] == events(answered)
+    switched = next(a for a in answered if isinstance(a, Log)).fields
+    assert ("auto", "default", "session/set_mode") == (switched["from"], switched["to"], switched["via"])
+
+
+def test_config_option_only_agent_is_switched_with_set_config_option() -> None:
+    relay = Relay(policy=lambda: SHIPPED)
+    actions = started(relay, session_result("agent", CODEX_MODES, with_modes=False), "@agentclientprotocol/codex-acp")
+    [request] = sent(actions, SendToAgent)
+    assert ("session/set_config_option", {"sessionId": SID, "configId": "mode", "value": "read-only"}) == (
+        request["method"], request["params"])
+    answered = relay.from_agent(line({"jsonrpc": "2.0", "id": request["id"], "result": {"configOptions": []}}))
+    [shown] = sent(answered, SendToClient)
+    assert ["read-only"] == [o["value"] for o in shown["result"]["configOptions"][0]["options"]]
+
+
+def test_failed_switch_fails_the_session_closed() -> None:
+    relay = Relay(policy=lambda: SHIPPED)
+    [request] = sent(started(relay, session_result("auto", CLAUDE_MODES)), SendToAgent)
+    refusal = {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32603, "message": "no"}}
+    answered = relay.from_agent(line(refusal))
+    [shown] = sent(answered, SendToClient)
+    assert 2 == shown["id"] and "result" not in shown
+    assert "refused the switch to 'default'" in shown["error"]["message"]
+    assert ["mode.switch_failed"] == events(answered)
+
+
+def test_no_acceptable_mode_fails_the_session_closed_with_the_reason() -> None:
+    relay = Relay(policy=lambda: SHIPPED)
+    only_auto = [m for m in CLAUDE_MODES if m["id"] in ("auto", "acceptEdits")]
+    actions = started(relay, session_result("auto", only_auto))
+    [shown] = sent(actions, SendToClient)
+    assert [] == sent(actions, SendToAgent)
+    assert "offers no mode the policy accepts (offered: acceptEdits, auto;" in shown["error"]["message"]
+    assert ["mode.no_acceptable"] == events(actions)
+
+
+def test_acceptable_mode_shows_only_acceptable_modes_and_ungoverned_relays_bytes() -> None:
+    relay = Relay(policy=lambda: SHIPPED)
+    actions = started(relay, session_result("default", GEMINI_MODES, config=False), "gemini-cli")
+    [shown] = sent(actions, SendToClient)
+    assert ["default", "plan"] == [m["id"] for m in shown["result"]["modes"]["availableModes"]]
+    assert [] == sent(actions, SendToAgent)
+    raw = line({"jsonrpc": "2.0", "id": 2, "result": session_result("auto", CLAUDE_MODES)})
+    plain = Relay()  # no policy: modes are not governed
+    started(plain, {"sessionId": "other"})
+    plain.from_client(line({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/w"}}))
+    assert [SendToClient(raw)] == plain.from_agent(raw)
+
+
+def test_client_switch_to_unacceptable_mode_is_refused_and_acceptable_passes() -> None:
+    relay = Relay(policy=lambda: SHIPPED)
+    started(relay, session_result("default", CLAUDE_MODES))
+    for method, params in (("session/set_mode", {"sessionId": SID, "modeId": "auto"}),
+                           ("session/set_config_option",
+                            {"sessionId": SID, "configId": "mode", "value": "acceptEdits"}),
+                           ("session/set_mode", {"sessionId": SID, "modeId": "bypassPermissions"})):
+        actions = relay.from_client(line({"jsonrpc": "2.0", "id": 5, "method": method, "params": params}))
+        assert [] == sent(actions, SendToAgent)
+        [error] = sent(actions, SendToClient)
+        assert (5, -32602) == (error["id"], error["error"]["code"])
+        assert "is not accepted by policy" in error["error"]["message"]
+        assert ["mode.refused"] == events(actions)
+    ok = line({"jsonrpc": "2.0", "id": 6, "method": "session/set_mode", "params": {"sessionId": SID, "modeId": "plan"}})
+    assert [SendToAgent(ok)] == relay.from_client(ok)
+
+
+def test_agent_own_switch_is_reverted_and_the_client_sees_the_reverted_mode() -> None:
+    relay = Relay(policy=lambda: SHIPPED, id_prefix="pd")
+    started(relay, session_result("plan", CLAUDE_MODES))
+    change = {"sessionUpdate": "current_mode_update", "currentModeId": "acceptEdits"}
+    update = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": SID, "update": change}}
+    actions = relay.from_agent(line(update))
+    [request] = sent(actions, SendToAgent)
+    assert ("session/set_mode", {"sessionId": SID, "modeId": "default"}) == (request["method"], request["params"])
+    [shown] = sent(actions, SendToClient)
+    assert "default" == shown["params"]["update"]["currentModeId"]
+    done = relay.from_agent(line({"jsonrpc": "2.0", "id": request["id"], "result": None}))
+    assert (["mode.reverted"], []) == (events(done), sent(done, SendToClient))
+    # an acceptable switch of the agent's own passes untouched
+    fine = line({**update, "params": {"sessionId": SID, "update": {"sessionUpdate": "current_mode_update",
+                                                                  "currentModeId": "plan"}}})
+    assert [SendToClient(fine)] == relay.from_agent(fine)
+
+
+def test_agent_config_option_update_to_unacceptable_mode_is_reverted() -> None:
+    relay = Relay(policy=lambda: SHIPPED)
+    started(relay, session_result("read-only", CODEX_MODES, with_modes=False), "@agentclientprotocol/codex-acp")
+    options = session_result("agent", CODEX_MODES)["configOptions"]
+    change = {"sessionUpdate": "config_option_update", "configOptions": options}
+    update = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": SID, "update": change}}
+    actions = relay.from_agent(line(update))
+    [request] = sent(actions, SendToAgent)
+    assert {"sessionId": SID, "configId": "mode", "value": "read-only"} == request["params"]
+    [shown] = sent(actions, SendToClient)
+    entry = shown["params"]["update"]["configOptions"][0]
+    assert ("read-only", ["read-only"]) == (entry["currentValue"], [o["value"] for o in entry["options"]])
+    failed = relay.from_agent(line({"jsonrpc": "2.0", "id": request["id"], "error": {"code": 1, "message": "x"}}))
+    assert ["mode.revert_failed"] == events(failed)
+
+
+def test_session_load_answer_is_governed_too() -> None:
+    relay = Relay(policy=lambda: SHIPPED)
+    relay.from_client(line({"jsonrpc": "2.0", "id": 4, "method": "session/load",
+                            "params": {"sessionId": "old", "cwd": "/w", "mcpServers": []}}))
+    result = session_result("yolo", GEMINI_MODES, config=False)
+    del result["sessionId"]
+    actions = relay.from_agent(line({"jsonrpc": "2.0", "id": 4, "result": result}))
+    [request] = sent(actions, SendToAgent)
+    assert {"sessionId": "old", "modeId": "default"} == request["params"]
