@@ -111,7 +111,7 @@ def prepare(spec: AgentSpec, base: Path, model_url: str, env: dict[str, str]) ->
 #: The actions of the scripted session, in order; each is one prompt (``[[script:NAME]]``), so
 #: an agent that ends its turn on a reject (Codex) still gets to try every action.
 ACTIONS = ("run", "write", "edit", "fetch", "delete-outside", "write-outside")
-#: Gemini also reads a secret (``.env`` in the workspace) through ``fs/read_text_file``.
+#: Gemini also edits a private key in the workspace (so it reads it through ``fs/read_text_file``).
 GEMINI_ACTIONS = (*ACTIONS, "read-secret")
 
 URL = "https://example.com/docs"
@@ -157,7 +157,11 @@ def scripts(agent: str, ws: Path, outside: Path, gemini_tmp: Path) -> dict[str, 
             # (``$HOME/.gemini/tmp/<ws name>``): outside the session roots, so policyd decides
             "write-outside": Step("Writing outside.", "write_file", {"file_path": str(gemini_tmp / "written.txt"),
                                                                      "content": "outside\n"}),
-            "read-secret": Step("Reading the key.", "read_file", {"file_path": str(ws / "deploy" / "id_ed25519")}),
+            # read_file reads the disk itself (never the client); an edit first reads the file
+            # through fs/read_text_file, before it asks: that read is what policyd must refuse
+            "read-secret": Step("Rotating the key.", "replace", {
+                "file_path": str(ws / "deploy" / "id_ed25519"), "instruction": "Rotate the key",
+                "old_string": "not-for-agents", "new_string": "rotated"}),
         }
     else:
         def shell(cmd: str, why: str) -> dict[str, object]:

@@ -1,0 +1,201 @@
+"""The real-agent tier: Claude, Gemini CLI and both Codex adapters, offline, through policyd.
+
+Each agent (pinned in ``tests/e2e/package.json``, installed by ``./dev test``) runs against a
+scripted fake model (``tests/fakemodels``) behind ``python -m policyd proxy --headless
+--policy policies/`` (the shipped policies), driven by a real ACP client
+(``tests/acp_client.py``), in its own DEFAULT mode: nothing here selects a mode, so policyd
+must switch Claude out of ``auto`` and Codex out of ``agent`` (Auto review) or no permission
+request ever reaches it. One session per agent; each action is its own prompt (Codex ends the
+turn on any reject): run ``npm test``, write ``notes.txt``, edit it, fetch a URL, ``rm -rf``
+a directory outside the workspace, write a file outside it; Gemini (with ``fs`` advertised)
+also edits a private key, which it first reads through ``fs/read_text_file``.
+
+The run dirs are made outside ``/tmp`` (under ``.agent-tests/`` in the repository), because
+the shipped baseline treats ``/tmp`` as scratch space an agent may delete and write.
+All four agents run at once in one module fixture; the tests only read the results.
+"""
+
+# Assertions read `assert expected == actual` (the project's test style).
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, policyd_env
+from realagents import ACTIONS, AGENTS, EDITED, GEMINI_ACTIONS, AgentRun, gemini_temp_dir, run_agent
+
+pytestmark = [
+    pytest.mark.agents,
+    pytest.mark.slow,
+    pytest.mark.timeout(420),
+    pytest.mark.skipif(not all(a.installed() for a in AGENTS.values()),
+                       reason="the real agents are not installed: run ./dev test (npm install --prefix tests/e2e)"),
+]
+
+SHIPPED = ROOT / "policies"
+#: What policyd decides for each action with the shipped policies (headless: ask -> reject).
+EXPECTED = {
+    "run": ("allow", "ci-shell-workspace"),
+    "write": ("allow", "ci-edit-in-roots"),
+    "edit": ("allow", "ci-edit-in-roots"),
+    "fetch": ("ask", None),
+    "delete-outside": ("deny", "recursive-delete-outside"),
+    "write-outside": ("deny", "write-outside-roots"),
+}
+#: The mode each agent starts in (nothing selects one) and the one policyd must leave it in.
+START_MODE = {"claude": "auto", "codex": "agent", "gemini": "default", "codex-zed": "read-only"}
+END_MODE = {"claude": "default", "codex": "read-only", "gemini": "default", "codex-zed": "read-only"}
+REFUSED_MODES = {"auto", "agent", "acceptEdits", "yolo", "autoEdit", "full-access", "agent-full-access",
+                 "workspace-write", "bypassPermissions"}
+
+
+@pytest.fixture(scope="module")
+def runs() -> Iterator[dict[str, AgentRun]]:
+    """Every agent's scripted session, all four at once (each in its own thread)."""
+    parent = ROOT / ".agent-tests"
+    parent.mkdir(exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="run-", dir=parent))
+    results: dict[str, AgentRun] = {}
+    errors: dict[str, BaseException] = {}
+
+    def one(name: str) -> None:
+        try:
+            agent_base = base / name
+            results[name] = run_agent(AGENTS[name], agent_base, SHIPPED, policyd_env(agent_base.parent),
+                                      fs=name == "gemini", actions=GEMINI_ACTIONS if name == "gemini" else ACTIONS)
+        except BaseException as exc:  # reported by the tests that need this agent
+            errors[name] = exc
+
+    threads = [threading.Thread(target=one, args=(name,)) for name in AGENTS]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for name, exc in errors.items():
+        results[name] = exc  # type: ignore[assignment]
+    yield results
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def _run(runs: dict[str, Any], name: str) -> AgentRun:
+    run = runs[name]
+    if isinstance(run, BaseException):
+        raise AssertionError(f"{name}: the scripted session failed") from run
+    assert isinstance(run, AgentRun)
+    return run
+
+
+def _decided(run: AgentRun) -> list[dict[str, Any]]:
+    return run.events("permission.decided")
+
+
+#: The agents' own option ids (shared/acp/real-agents.md): allow_once ones, reject_once ones.
+ALLOW_ONCE_IDS = {"allow-once", "allow_once", "proceed_once", "approved"}
+REJECT_IDS = {"reject", "cancel", "abort", "denied"}
+
+
+@pytest.mark.parametrize("name", list(AGENTS))
+def test_session_runs_in_an_acceptable_mode(runs: dict[str, Any], name: str) -> None:
+    """The agent starts in its default mode; policyd switches it (Claude auto -> default,
+    Codex agent -> read-only) before the client sees the session, logs the switch, and shows
+    the client only acceptable modes."""
+    run = _run(runs, name)
+    result = run.session.get("result")
+    assert result is not None, run.describe()
+    assert END_MODE[name] == result["modes"]["currentModeId"]
+    shown = {m["id"] for m in result["modes"]["availableModes"]}
+    assert set() == shown & REFUSED_MODES
+    switched = run.events("mode.switched")
+    if START_MODE[name] != END_MODE[name]:
+        assert 1 == len(switched), run.describe()
+        assert "session/new" == switched[0]["method"]
+        assert (START_MODE[name], END_MODE[name], result["sessionId"]) == (
+            switched[0]["from"], switched[0]["to"], switched[0]["session_id"])
+    else:
+        assert [] == switched
+
+
+@pytest.mark.parametrize("name", list(AGENTS))
+def test_every_action_is_decided_by_policyd(runs: dict[str, Any], name: str) -> None:
+    """Each action of the turn reached policyd as a permission request (none decided by the
+    agent's own classifier or reviewer), in order, decided as the shipped policies say; the
+    headless client was never asked."""
+    run = _run(runs, name)
+    assert list(run.prompts) == list(GEMINI_ACTIONS if name == "gemini" else ACTIONS), run.describe()
+    decided = _decided(run)
+    asked_actions = list(EXPECTED)
+    got = [(d["decision"], next((r["id"] for r in d["rules"] if r["decision"] == d["decision"]), None))
+           for d in decided]
+    assert [EXPECTED[a] for a in asked_actions] == got[: len(asked_actions)], run.describe()
+    assert [] == run.client.received("session/request_permission")
+
+
+@pytest.mark.parametrize("name", list(AGENTS))
+def test_what_the_agent_received(runs: dict[str, Any], name: str) -> None:
+    """Allowed requests were answered with an allow_once option, the rest with a reject
+    option the agent offered (the decision log names the optionId sent to the agent)."""
+    run = _run(runs, name)
+    for d in _decided(run):
+        if d["decision"] == "allow":
+            assert d["answer"] in ALLOW_ONCE_IDS, d
+        else:
+            assert d["answer"] in REJECT_IDS, d
+
+
+@pytest.mark.parametrize("name", list(AGENTS))
+def test_disk_after_the_turn(runs: dict[str, Any], name: str) -> None:
+    """The outside directory survives untouched, nothing was written outside, and the
+    allowed write + edit inside the workspace happened."""
+    run = _run(runs, name)
+    assert "must survive\n" == (run.outside / "keep.txt").read_text()
+    assert ["keep.txt"] == sorted(p.name for p in run.outside.iterdir())
+    assert EDITED == (run.ws / "notes.txt").read_text(), run.describe()
+    assert not (gemini_temp_dir(run.ws.parent, run.ws) / "written.txt").exists()
+
+
+def test_gemini_side_channel_is_decided(runs: dict[str, Any]) -> None:
+    """Gemini with ``fs`` advertised: its reads and writes through the client are decided as
+    read / edit tool calls; the allowed edit's fs/write_text_file reached the client (and the
+    disk); the fs/read_text_file of a private key was refused and never reached the client;
+    no fs/write_text_file outside the workspace reached the client."""
+    run = _run(runs, "gemini")
+    fs = run.events("fs.decided")
+    key = str(run.ws / "deploy" / "id_ed25519")
+    notes = str(run.ws / "notes.txt")
+    writes = [d for d in fs if d["method"] == "fs/write_text_file"]
+    assert [("allow", "forwarded")] * 2 == [(d["decision"], d["answer"]) for d in writes if notes in d["title"]]
+    reads_of_key = [d for d in fs if d["method"] == "fs/read_text_file" and key in d["title"]]
+    assert reads_of_key, run.describe()
+    assert {"deny"} == {d["decision"] for d in reads_of_key}
+    assert "credentials-files" in {r["id"] for d in reads_of_key for r in d["rules"]}
+    received = run.client.received("fs/read_text_file") + run.client.received("fs/write_text_file")
+    assert [] == [m for m in received if m["params"]["path"] == key]
+    assert set() == {m["params"]["path"] for m in run.client.received("fs/write_text_file")} - {notes}
+    assert "-----BEGIN OPENSSH PRIVATE KEY-----\nnot-for-agents\n" == (run.ws / "deploy" / "id_ed25519").read_text()
+    assert all(d["decision"] == "deny" for d in writes if not d["title"].endswith(notes))
+
+
+def test_codex_ends_the_turn_on_reject(runs: dict[str, Any]) -> None:
+    """Documented agent behaviour after a reject: both Codex adapters end the turn
+    (``cancelled``); Claude and Gemini mark the tool failed and finish the turn."""
+    for name in ("codex", "codex-zed"):
+        run = _run(runs, name)
+        assert "cancelled" == run.prompts["delete-outside"]["result"]["stopReason"]
+    for name in ("claude", "gemini"):
+        run = _run(runs, name)
+        assert "end_turn" == run.prompts["delete-outside"]["result"]["stopReason"]
+
+
+def test_runs_were_offline_and_scripted(runs: dict[str, Any]) -> None:
+    """A guard against vacuous passes: every agent asked its fake model for every step."""
+    for name in AGENTS:
+        run = _run(runs, name)
+        answered = {m["answered"] for m in run.model_log}
+        for action in GEMINI_ACTIONS if name == "gemini" else ACTIONS:
+            assert f"{action}:0" in answered, (name, action)
