@@ -129,7 +129,8 @@ class AcpAgentClient:
 
     def received(self, method: str | None = None) -> list[Message]:
         """Messages from the agent (requests and notifications), optionally of one method."""
-        return [m for d, m in self.messages if d == "a2c" and "method" in m and (method is None or m["method"] == method)]
+        return [m for d, m in self.messages
+                if d == "a2c" and "method" in m and (method is None or m["method"] == method)]
 
     def answers_to(self, method: str) -> list[tuple[Message, Message]]:
         """``(agent request, our answer)`` pairs for the agent's requests of ``method``."""

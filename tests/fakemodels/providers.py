@@ -183,15 +183,16 @@ def openai_stream(say: str, step: Step | None, tool_id: str) -> Iterator[bytes]:
     response = {"id": "resp_" + tool_id, "object": "response", "status": "in_progress", "model": "gpt-fake",
                 "output": []}
     yield _sse("response.created", {"type": "response.created", "response": response})
-    message = {"type": "message", "id": "msg_" + tool_id, "role": "assistant", "status": "completed",
+    message: dict[str, Any] = {"type": "message", "id": "msg_" + tool_id, "role": "assistant", "status": "completed",
                "content": [{"type": "output_text", "text": say, "annotations": []}]}
     yield _sse("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
                                                "item": {**message, "status": "in_progress", "content": []}})
     yield _sse("response.output_text.delta", {"type": "response.output_text.delta", "item_id": message["id"],
                                               "output_index": 0, "content_index": 0, "delta": say})
     yield _sse("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": message})
-    output = [message]
+    output: list[dict[str, Any]] = [message]
     if step is not None:
+        item: dict[str, Any]
         if step.freeform is not None:
             item = {"type": "custom_tool_call", "id": "ctc_" + tool_id, "call_id": tool_id, "name": step.tool,
                     "input": step.freeform, "status": "completed"}
