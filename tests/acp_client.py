@@ -113,15 +113,15 @@ class AcpAgentClient:
             elif "method" not in msg and msg.get("id") == rid:
                 return dict(msg)
 
-    def initialize(self, fs: bool, timeout: float = 60.0) -> Message:
+    def initialize(self, fs: bool, timeout: float = 180.0) -> Message:
         caps = {"fs": {"readTextFile": fs, "writeTextFile": fs}, "terminal": False}
         return self.call("initialize", {"protocolVersion": 1, "clientCapabilities": caps,
                                         "clientInfo": {"name": "policyd-agent-tests", "version": "1"}}, timeout)
 
-    def new_session(self, cwd: Path, timeout: float = 60.0) -> Message:
+    def new_session(self, cwd: Path, timeout: float = 180.0) -> Message:
         return self.call("session/new", {"cwd": str(cwd), "mcpServers": []}, timeout)
 
-    def prompt(self, session_id: str, text: str, timeout: float = 90.0) -> Message:
+    def prompt(self, session_id: str, text: str, timeout: float = 180.0) -> Message:
         return self.call("session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]},
                          timeout)
 
@@ -143,7 +143,8 @@ class AcpAgentClient:
                 if kind is None or m["params"]["update"].get("sessionUpdate") == kind]
 
     def stderr(self) -> str:
-        self._stderr.flush()
+        if not self._stderr.closed:
+            self._stderr.flush()
         return self.stderr_path.read_text(errors="replace")
 
     def close(self, timeout: float = 30.0) -> int | None:

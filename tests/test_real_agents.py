@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, policyd_env
-from realagents import ACTIONS, AGENTS, EDITED, GEMINI_ACTIONS, AgentRun, gemini_temp_dir, run_agent
+from realagents import ACTIONS, AGENTS, EDITED, GEMINI_ACTIONS, HOOK, AgentRun, gemini_temp_dir, run_agent
 
 #: Outside CI a machine without the agents skips the tier; in CI (``CI=true``, where
 #: ``./dev test`` installed them) a missing agent fails instead of skipping.
@@ -61,32 +61,46 @@ REFUSED_MODES = {"auto", "agent", "acceptEdits", "yolo", "autoEdit", "full-acces
                  "workspace-write", "bypassPermissions"}
 
 
+#: The mode each agent's client then asks for: offered by the agent, refused by the policy.
+ASK_REFUSED_MODE = {"claude": "auto", "codex": "agent-full-access", "gemini": "yolo", "codex-zed": "full-access"}
+#: The extra scenario: modes not governed (baseline + ci only, no [modes]), interactive, the
+#: client puts Gemini in autoEdit, so it writes without asking: only the side channel is left.
+AUTOEDIT = "gemini-autoedit"
+
+
 @pytest.fixture(scope="module")
 def runs() -> Iterator[dict[str, AgentRun]]:
-    """Every agent's scripted session, all four at once (each in its own thread)."""
+    """Every agent's scripted session plus :data:`AUTOEDIT`, all at once (one thread each)."""
     parent = ROOT / ".agent-tests"
     parent.mkdir(exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="run-", dir=parent))
-    results: dict[str, AgentRun] = {}
-    errors: dict[str, BaseException] = {}
+    ungoverned = base / "policies-without-modes"
+    ungoverned.mkdir()
+    for name in ("baseline.toml", "ci.toml"):
+        shutil.copy(SHIPPED / name, ungoverned / name)
+    scenarios: dict[str, dict[str, Any]] = {
+        name: {"spec": AGENTS[name], "policy": SHIPPED, "fs": name == "gemini",
+               "actions": GEMINI_ACTIONS if name == "gemini" else ACTIONS, "set_mode": ASK_REFUSED_MODE[name]}
+        for name in AGENTS
+    }
+    scenarios[AUTOEDIT] = {"spec": AGENTS["gemini"], "policy": ungoverned, "fs": True, "headless": False,
+                           "actions": ("write-hook",), "set_mode": "autoEdit"}
+    results: dict[str, Any] = {}
 
     def one(name: str) -> None:
         try:
-            agent_base = base / name
-            results[name] = run_agent(AGENTS[name], agent_base, SHIPPED, policyd_env(agent_base.parent),
-                                      fs=name == "gemini", actions=GEMINI_ACTIONS if name == "gemini" else ACTIONS)
-        except BaseException as exc:  # reported by the tests that need this agent
-            errors[name] = exc
+            results[name] = run_agent(base=base / name, env=policyd_env(base), **scenarios[name])
+        except BaseException as exc:  # reported by the tests that need this run
+            results[name] = exc
 
-    threads = [threading.Thread(target=one, args=(name,)) for name in AGENTS]
+    threads = [threading.Thread(target=one, args=(name,)) for name in scenarios]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    for name, exc in errors.items():
-        results[name] = exc  # type: ignore[assignment]
     yield results
-    shutil.rmtree(base, ignore_errors=True)
+    if not any(isinstance(r, BaseException) for r in results.values()):
+        shutil.rmtree(base, ignore_errors=True)  # kept for a look when a session failed
 
 
 def _run(runs: dict[str, Any], name: str) -> AgentRun:
@@ -205,3 +219,37 @@ def test_runs_were_offline_and_scripted(runs: dict[str, Any]) -> None:
         answered = {m["answered"] for m in run.model_log}
         for action in GEMINI_ACTIONS if name == "gemini" else ACTIONS:
             assert f"{action}:0" in answered, (name, action)
+
+
+@pytest.mark.parametrize("name", list(AGENTS))
+def test_client_switch_to_a_refused_mode_is_refused(runs: dict[str, Any], name: str) -> None:
+    """The client's ``session/set_mode`` to an auto-approving mode the agent offers is answered
+    with a JSON-RPC error by policyd and logged; the session stays in its acceptable mode (the
+    actions after it are still all decided by policyd, see above)."""
+    run = _run(runs, name)
+    assert run.set_mode is not None
+    assert "error" in run.set_mode and "result" not in run.set_mode, run.set_mode
+    refused = run.events("mode.refused")
+    assert 1 == len(refused), run.describe()
+    assert ASK_REFUSED_MODE[name] in str(refused[0])
+    sent = [m for d, m in run.client.messages if d == "c2a" and m.get("method") == "session/set_mode"]
+    assert 1 == len(sent)
+
+
+def test_gemini_autoedit_write_is_decided_on_the_side_channel(runs: dict[str, Any]) -> None:
+    """Modes not governed (baseline + ci only), interactive: the client switches Gemini to
+    autoEdit, so it writes without any permission request. Its ``fs/read_text_file`` of the
+    hook is allowed (a workspace read) and its ``fs/write_text_file`` of a git hook is refused
+    by ``persistence-and-hooks``: the write never reaches the client and the hook is intact."""
+    run = _run(runs, AUTOEDIT)
+    assert run.set_mode is not None and "result" in run.set_mode, run.set_mode
+    hook = run.ws / ".husky" / "pre-commit"
+    assert [] == _decided(run)  # autoEdit: Gemini never asked
+    fs = run.events("fs.decided")
+    assert [("fs/read_text_file", "allow"), ("fs/write_text_file", "deny")] == [
+        (d["method"], d["decision"]) for d in fs], run.describe()
+    assert "persistence-and-hooks" in {r["id"] for r in fs[1]["rules"]}
+    assert str(hook) in fs[1]["title"]
+    assert [] == run.client.received("fs/write_text_file")
+    assert [str(hook)] == [m["params"]["path"] for m in run.client.received("fs/read_text_file")]
+    assert HOOK == hook.read_text()
