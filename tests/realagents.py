@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,6 +148,8 @@ def scripts(agent: str, ws: Path, outside: Path, gemini_tmp: Path) -> dict[str, 
             "delete-outside": Step("Cleaning up.", "Bash", {"command": f"rm -rf {outside}",
                                                             "description": "Delete a directory"}),
             "write-outside": Step("Writing outside.", "Write", {"file_path": str(out_file), "content": "outside\n"}),
+            # in plan mode: leaving it asks the client, whose options include "use auto mode"
+            "exit-plan": Step("Here is the plan.", "ExitPlanMode", {"plan": "1. Clean up the old directory."}),
         }
     elif agent == "gemini":
         calls = {
@@ -235,10 +238,12 @@ def _jsonl(path: Path) -> list[Message]:
 
 
 def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *, fs: bool,
-              actions: tuple[str, ...], headless: bool = True, set_mode: str | None = None) -> AgentRun:
+              actions: tuple[str, ...], headless: bool = True, set_mode: str | None = None,
+              answer: Callable[[Message], str | None] | None = None, proxy_args: tuple[str, ...] = ()) -> AgentRun:
     """One session of ``spec`` through ``policyd proxy [--headless] --policy POLICY``: after
     ``session/new`` the client asks for mode ``set_mode`` (if given), then sends every action
-    of ``actions`` as its own prompt, then closes; nothing is asserted here."""
+    of ``actions`` as its own prompt, then closes; permission requests that reach the client
+    are answered by ``answer`` (default: the first reject option). Nothing is asserted here."""
     ws, outside = base / "ws", base / "outside"
     ws.mkdir(parents=True)
     outside.mkdir()
@@ -257,9 +262,11 @@ def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *,
     decisions = base / "decisions.jsonl"
     agent_env = prepare(spec, base / "agent", model.url, env, ws)
     argv = [sys.executable, "-m", "policyd", "proxy", *(["--headless"] if headless else []),
-            "--policy", str(policy), "--decision-log", str(decisions), "--", *spec.argv()]
+            "--policy", str(policy), "--decision-log", str(decisions), *proxy_args, "--", *spec.argv()]
     started = time.monotonic()
     client = AcpAgentClient(argv, agent_env, ws, base / "policyd.stderr")
+    if answer is not None:
+        client.permission_answer = answer
     prompts: dict[str, Message] = {}
     session: Message = {}
     mode_answer: Message | None = None

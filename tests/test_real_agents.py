@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_client import first_reject
 from conftest import ROOT, policyd_env
 from realagents import ACTIONS, AGENTS, EDITED, GEMINI_ACTIONS, HOOK, AgentRun, gemini_temp_dir, run_agent
 
@@ -67,6 +68,16 @@ ASK_REFUSED_MODE = {"claude": "auto", "codex": "agent-full-access", "gemini": "y
 #: client puts Gemini in autoEdit, so it writes without asking: only the side channel is left.
 AUTOEDIT = "gemini-autoedit"
 
+#: Claude in plan mode leaves it; the human picks "Yes, and use auto mode" and policyd passes
+#: that allow_always option on (``--pass-always-to-agent``): the agent switches itself to auto.
+PLAN_EXIT = "claude-plan-exit"
+
+
+def _use_auto_mode(request: dict[str, Any]) -> str | None:
+    """The human of :data:`PLAN_EXIT`: "use auto mode" when offered, else the first reject."""
+    ids = [o["optionId"] for o in request["params"]["options"]]
+    return "exit-plan-auto" if "exit-plan-auto" in ids else first_reject(request)
+
 
 @pytest.fixture(scope="module")
 def runs() -> Iterator[dict[str, AgentRun]]:
@@ -85,11 +96,15 @@ def runs() -> Iterator[dict[str, AgentRun]]:
     }
     scenarios[AUTOEDIT] = {"spec": AGENTS["gemini"], "policy": ungoverned, "fs": True, "headless": False,
                            "actions": ("write-hook",), "set_mode": "autoEdit"}
+    scenarios[PLAN_EXIT] = {"spec": AGENTS["claude"], "policy": SHIPPED, "fs": False, "headless": False,
+                            "actions": ("exit-plan", "delete-outside"), "set_mode": "plan", "answer": _use_auto_mode,
+                            "proxy_args": ("--pass-always-to-agent",)}
     results: dict[str, Any] = {}
 
     def one(name: str) -> None:
         try:
-            results[name] = run_agent(base=base / name, env=policyd_env(base), **scenarios[name])
+            (base / name).mkdir()
+            results[name] = run_agent(base=base / name, env=policyd_env(base / name), **scenarios[name])
         except BaseException as exc:  # reported by the tests that need this run
             results[name] = exc
 
@@ -253,3 +268,21 @@ def test_gemini_autoedit_write_is_decided_on_the_side_channel(runs: dict[str, An
     assert [] == run.client.received("fs/write_text_file")
     assert [str(hook)] == [m["params"]["path"] for m in run.client.received("fs/read_text_file")]
     assert HOOK == hook.read_text()
+
+
+def test_claude_own_switch_to_auto_is_reverted(runs: dict[str, Any]) -> None:
+    """Claude leaves plan mode with the human's "Yes, and use auto mode": it switches itself to
+    ``auto`` (current_mode_update + config_option_update); policyd switches it back to
+    ``default``, logs ``mode.reverted``, and the client never sees ``auto``. The next action
+    is still decided by policyd (the outside directory survives)."""
+    run = _run(runs, PLAN_EXIT)
+    assert run.set_mode is not None and "result" in run.set_mode, run.set_mode
+    (forwarded,) = run.client.received("session/request_permission")
+    assert "switch_mode" == forwarded["params"]["toolCall"]["kind"]
+    reverted = run.events("mode.reverted")
+    assert reverted, run.describe()
+    assert {("auto", "default")} == {(e["from"], e["to"]) for e in reverted}
+    seen = [u["currentModeId"] for u in run.client.updates("current_mode_update")]
+    assert "auto" not in seen and "default" == seen[-1]
+    assert [("execute", "deny")] == [(d["kind"], d["decision"]) for d in _decided(run) if d["kind"] != "switch_mode"]
+    assert (run.outside / "keep.txt").exists()

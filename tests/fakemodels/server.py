@@ -9,6 +9,7 @@ telemetry) gets ``200 {}``. Run by hand: ``python -m tests.fakemodels PROVIDER S
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import threading
@@ -44,6 +45,11 @@ class FakeModelServer:
                 self._json({})
 
             def do_POST(self) -> None:
+                # the agent may give up on a request (e.g. a cancelled turn): nothing left to answer
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self._post()
+
+            def _post(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 if self.headers.get("Content-Encoding", "") == "gzip":
