@@ -46,7 +46,8 @@ class Engine:
     def decide(self, query: PermissionQuery) -> Resolution:
         policy = self.policy  # one set for the whole decision, even if a reload swaps it
         verdict, facts, eval_us = self.evaluate(query, policy)
-        fields = log_fields(verdict, facts, eval_us)
+        fields = log_fields(verdict, facts, eval_us, policy)
+        fields.update(query.context_fields())
         if self.memory is None or verdict.decision is Decision.DENY:
             return Resolution(verdict.decision, fields)
         spec = spec_for(facts, verdict, policy.remember_rules, policy.remember)
@@ -83,22 +84,43 @@ class Engine:
         return entry_id
 
 
-def _match_fields(m: RuleMatch) -> dict[str, Any]:
+def _match_fields(m: RuleMatch, where: dict[str, str]) -> dict[str, Any]:
     fields = {"id": m.rule_id, "decision": m.decision.value, "reason": m.reason}
+    if m.rule_id in where:
+        fields["at"] = where[m.rule_id]
     if m.error:
         fields["error"] = m.error
     return fields
 
 
-def log_fields(verdict: Verdict, facts: Facts, eval_us: int) -> dict[str, Any]:
-    """The decision-log fields for one verdict."""
+_LOCATIONS: dict[str, dict[str, str]] = {}  # one entry: the set in force, by content hash
+
+
+def rule_locations(policy: PolicySet | None) -> dict[str, str]:
+    """``{rule id: "file:line"}`` for every rule of ``policy`` (built once per set)."""
+    if policy is None:
+        return {}
+    where = _LOCATIONS.get(policy.hash)
+    if where is None:
+        where = {r.id: f"{r.file}:{r.line}" for r in policy.rules}
+        _LOCATIONS.clear()
+        _LOCATIONS[policy.hash] = where
+    return where
+
+
+def log_fields(verdict: Verdict, facts: Facts, eval_us: int, policy: PolicySet | None = None) -> dict[str, Any]:
+    """The decision-log fields for one verdict; each rule's ``at`` (``file:line``) comes
+    from ``policy`` when given."""
+    where = rule_locations(policy) if verdict.matches else {}
+    name = facts.call.get("name")
     fields: dict[str, Any] = {
         "tool_call_id": str(facts.call.get("toolCallId", "")),
+        "tool_name": name if isinstance(name, str) and name else facts.kind,
         "kind": facts.kind,
         "title": facts.title,
         "paths": list(facts.paths),
         "command": facts.command[:LOG_COMMAND_CHARS],
-        "rules": [_match_fields(m) for m in verdict.matches],
+        "rules": [_match_fields(m, where) for m in verdict.matches],
         "reason": verdict.reason,
         "defaulted": verdict.defaulted,
         "policy_hash": verdict.policy_hash[:12],
@@ -106,4 +128,7 @@ def log_fields(verdict: Verdict, facts: Facts, eval_us: int) -> dict[str, Any]:
     }
     if verdict.errors:
         fields["errors"] = list(verdict.errors)
+    profiles = facts.call.get("_policyd_profiles")
+    if profiles:
+        fields["profiles"] = profiles
     return fields

@@ -7,9 +7,10 @@ stderr with the rest. Every line has ``timestamp`` (ISO 8601, UTC), ``level`` an
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import IO, Any, TextIO, cast
 
 import structlog
@@ -25,10 +26,35 @@ class _Sink:
 
 _SINK = _Sink()
 
-#: Processors of every line: level, ISO 8601 UTC timestamp, JSON.
+Tap = Callable[[str, Mapping[str, Any]], None]
+#: Listeners that see every event written (the telemetry exporter); see :func:`add_tap`.
+_TAPS: list[Tap] = []
+
+
+def add_tap(tap: Tap) -> None:
+    """Call ``tap(event, fields)`` for every log event written from now on, on the writer's
+    thread (so it must be quick and must not block); an exception in it is swallowed."""
+    _TAPS.append(tap)
+
+
+def remove_tap(tap: Tap) -> None:
+    """Stop calling ``tap``."""
+    if tap in _TAPS:
+        _TAPS.remove(tap)
+
+
+def _run_taps(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    for tap in _TAPS:
+        with contextlib.suppress(Exception):  # an observer never breaks the log or the decision path
+            tap(str(event_dict.get("event", "")), event_dict)
+    return event_dict
+
+
+#: Processors of every line: level, ISO 8601 UTC timestamp, taps, JSON.
 _PROCESSORS: list[Any] = [
     structlog.processors.add_log_level,
     structlog.processors.TimeStamper(fmt="iso", utc=True),
+    _run_taps,
     structlog.processors.dict_tracebacks,
     structlog.processors.JSONRenderer(),
 ]

@@ -96,6 +96,7 @@ class Daemon:
         self.owner_uid = os.geteuid()
         self.group_gid = grp.getgrnam(group).gr_gid if group else None
         self.counters: Counter[str] = Counter()
+        self.open_connections = 0  # peers connected now (the daemon.connections gauge)
         self.started_at = time.time()
         self._stop = asyncio.Event()
         self._inflight = 0
@@ -217,6 +218,7 @@ class Daemon:
             writer.close()
             return
         self.counters["connections"] += 1
+        self.open_connections += 1
         try:
             while not self._stop.is_set():
                 try:
@@ -240,6 +242,7 @@ class Daemon:
         except (ConnectionResetError, BrokenPipeError):
             pass
         finally:
+            self.open_connections -= 1
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

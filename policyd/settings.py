@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -69,6 +69,19 @@ def find_config(explicit: str | None) -> Path | None:
     return None
 
 
+class TelemetrySettings(BaseModel):
+    """The ``[telemetry]`` table: OTLP export (README "Fleet audit"). ``logs``/``metrics``
+    unset follow ``OTEL_LOGS_EXPORTER`` / ``OTEL_METRICS_EXPORTER``; ``endpoint`` unset
+    follows ``OTEL_EXPORTER_OTLP_ENDPOINT``; ``metric_interval_s`` in seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    logs: bool | None = None
+    metrics: bool | None = None
+    endpoint: str | None = None
+    metric_interval_s: Annotated[float, Field(gt=0)] = 60.0
+
+
 class Settings(BaseSettings):
     """Every setting of policyd (see README "Settings")."""
 
@@ -93,6 +106,7 @@ class Settings(BaseSettings):
     watch: bool = True
     rehash_s: float = Field(30.0, gt=0)
     force_polling: bool = False
+    telemetry: TelemetrySettings = Field(default_factory=lambda: TelemetrySettings())
 
     @field_validator("remember_expiry")
     @classmethod

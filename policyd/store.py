@@ -234,3 +234,17 @@ class Store:
 
 def now() -> float:
     return time.time()
+
+
+def count_entries(path: str | Path) -> int:
+    """Number of remembered entries in the store file at ``path``, read on a short-lived
+    read-only connection (safe from any thread). Raises StoreError when it cannot be read."""
+    try:
+        db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=0.5)
+        try:
+            row = db.execute("SELECT count(*) FROM remembered").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: {exc}") from exc
+    return int(row[0])

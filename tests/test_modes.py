@@ -14,7 +14,8 @@ import pytest
 
 from policyd import loader
 from policyd.core.model import PeerInfo
-from policyd.core.modes import Mode, offered_modes
+from policyd.core.modes import Mode
+from policyd.core.modeswitch import offered_modes
 from policyd.core.policy import PolicyError, PolicySet, build_set
 from policyd.core.relay import Log, Relay, SendToAgent, SendToClient
 
@@ -229,7 +230,9 @@ def test_acceptable_mode_shows_only_acceptable_modes_and_ungoverned_relays_bytes
     plain = Relay()  # no policy: modes are not governed
     started(plain, {"sessionId": "other"})
     plain.from_client(line({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/w"}}))
-    assert [SendToClient(raw)] == plain.from_agent(raw)
+    ungoverned = plain.from_agent(raw)
+    assert [raw] == [a.data for a in ungoverned if isinstance(a, SendToClient)]
+    assert ["mode.ungoverned"] == events(ungoverned)
 
 
 def test_client_switch_to_unacceptable_mode_is_refused_and_acceptable_passes() -> None:
@@ -292,3 +295,25 @@ def test_session_load_answer_is_governed_too() -> None:
     actions = relay.from_agent(line({"jsonrpc": "2.0", "id": 4, "result": result}))
     [request] = sent(actions, SendToAgent)
     assert {"sessionId": "old", "modeId": "default"} == request["params"]
+
+
+def test_a_proxy_consulting_a_daemon_still_governs_modes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a daemon deciding, the proxy applies [modes] from the files it can read, and the
+    shipped ones when those do not load (never nothing)."""
+    from policyd.cli.run import _local_session_policy
+    from policyd.settings import load_settings
+
+    config = tmp_path / "empty.toml"
+    config.write_text("")
+    monkeypatch.setenv("POLICYD_SEARCH_PATH", "[]")
+    own = tmp_path / "own.toml"
+    own.write_text('[policy]\nname = "own"\n[modes]\naccept = "mode.id == \'plan\'"\n')
+    policy = _local_session_policy(load_settings({"policy": [str(own)]}, str(config)))()
+    assert policy is not None and policy.modes is not None
+    assert [False, True] == [policy.modes.accepts(Mode(i), PeerInfo()) for i in ("default", "plan")]
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[policy\n")
+    fallback = _local_session_policy(load_settings({"policy": [str(broken)]}, str(config)))()
+    assert fallback is not None and fallback.modes is not None
+    assert fallback.modes.accepts(Mode("default", "Manual"), PeerInfo())
+    assert not fallback.modes.accepts(Mode("auto", "Auto"), PeerInfo())

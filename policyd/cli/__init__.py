@@ -144,10 +144,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     from policyd.cli import admin, evaluate, run
 
     match args.command:
-        case "proxy":
-            return run.proxy(settings, args.agent, args.policy, args.config)
-        case "serve":
-            return run.serve(settings, args.socket, args.policy, args.config)
+        case "proxy" | "serve":
+            from policyd import telemetry
+
+            try:
+                telemetry.start(telemetry.TelemetryConfig(**settings.telemetry.model_dump()), args.command)
+            except telemetry.TelemetryUnavailable as exc:
+                print(f"policyd: [telemetry]: {exc}", file=sys.stderr)
+                return USAGE_ERROR
+            try:
+                if args.command == "proxy":
+                    return run.proxy(settings, args.agent, args.policy, args.config)
+                return run.serve(settings, args.socket, args.policy, args.config)
+            finally:
+                telemetry.stop()
         case "check":
             return admin.check(settings)
         case "eval":

@@ -8,8 +8,9 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from policyd import logs, status
+from policyd import logs, status, telemetry
 from policyd.cli.common import USAGE_ERROR, build_engine, build_reloader, load_policy, report_load_error
 from policyd.core.policy import PolicyError, PolicySet, build_set
 from policyd.core.relay import Relay
@@ -93,6 +94,7 @@ def proxy(settings: Settings, agent: list[str], cli_policy: list[str] | None, co
             return report_load_error(exc)
         engine = build_engine(settings, loaded)
         relay.policy = lambda: engine.policy  # [modes], [answers]: the set in force, reloads included
+        _observe_memory(engine)
         reloader = build_reloader(engine, settings, cli_policy, config, on_change=lambda st: status.write(st, agent))
         status.write(reloader.status, agent)
         try:
@@ -112,12 +114,23 @@ def serve(settings: Settings, socket_path: str | None, cli_policy: list[str] | N
     except PolicyError as exc:
         return report_load_error(exc)
     engine = build_engine(settings, loaded)
+    _observe_memory(engine)
     reloader = build_reloader(engine, settings, cli_policy, config, secure=True)
     path = Path(socket_path or settings.daemon_socket or default_socket_path())
     try:
         daemon = Daemon(engine, reloader, socket_path=path, group=settings.group)
+        telemetry.observe("daemon.connections", lambda: daemon.open_connections)
         return asyncio.run(daemon.serve())
     except (OSError, KeyError) as exc:
         logs.get().error("daemon.start_failed", error=str(exc))
         print(f"policyd serve: {exc}", file=sys.stderr)
         return 1
+
+
+def _observe_memory(engine: Any) -> None:
+    """Export the number of remembered entries as a gauge (when telemetry is on)."""
+    memory = engine.memory
+    if memory is not None:
+        from policyd.store import count_entries
+
+        telemetry.observe("remembered.entries", lambda: count_entries(memory.path))

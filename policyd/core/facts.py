@@ -119,8 +119,10 @@ class Facts:
         self.call: Mapping[str, Any] = query.tool_call
         raw = self.call.get("rawInput")
         self.raw_input: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-        #: What had to be cut to fit the evaluation limits (see ``cel.to_cel``).
-        self.cut: list[str] = []
+        #: What had to be cut to fit the evaluation limits (see ``cel.to_cel``), and what an
+        #: agent profile could not fully show (``core.profiles.CUT_KEY``).
+        cut = self.call.get("_policyd_cut")
+        self.cut: list[str] = [str(c) for c in cut] if isinstance(cut, list) else []
 
     # ------------------------------------------------------------------ simple fields
 

@@ -98,6 +98,8 @@ class PermissionQuery:
     ``tool_call`` is the merged ToolCall as a plain JSON mapping (tracked ``session/update``
     state with the request's own fields on top). ``home`` expands ``~`` in paths.
     ``now_s`` is the wall-clock time in seconds since the epoch, passed in by the shell.
+    ``traceparent`` is the W3C trace context (``_meta.traceparent``) of the request or its
+    session, ``""`` when none was sent.
     """
 
     session: SessionInfo
@@ -107,6 +109,18 @@ class PermissionQuery:
     client: PeerInfo = PeerInfo()
     home: str = ""
     now_s: float = 0.0
+    traceparent: str = ""
+
+    def context_fields(self) -> dict[str, Any]:
+        """Decision-log context: ``agent`` / ``client`` ``{name, version}`` (when known) and
+        ``traceparent`` (when sent)."""
+        fields: dict[str, Any] = {}
+        for name, info in (("agent", self.agent), ("client", self.client)):
+            if info.name or info.version:
+                fields[name] = {"name": info.name, "version": info.version}
+        if self.traceparent:
+            fields["traceparent"] = self.traceparent
+        return fields
 
 
 @dataclass(frozen=True, slots=True)

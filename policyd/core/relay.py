@@ -44,7 +44,8 @@ from typing import TYPE_CHECKING, Any
 
 from policyd.core.decide import choose_outcome
 from policyd.core.model import Decision, PeerInfo, PermissionOption, PermissionQuery, SessionInfo
-from policyd.core.modes import ModeGovernor, ModePolicy
+from policyd.core.modes import ModePolicy
+from policyd.core.modeswitch import ModeGovernor
 from policyd.core.sidechannel import (
     REFUSED_CODE,
     SIDE_KINDS,
@@ -72,6 +73,8 @@ MAX_PENDING_CLIENT_REQUESTS = 1024
 MAX_FORWARDED = 1024
 #: Options read from one request; ACP agents offer 2 to 4.
 MAX_OPTIONS = 32
+#: Sessions whose W3C trace context (``_meta.traceparent``) is remembered.
+MAX_TRACED_SESSIONS = 1024
 
 
 # ----------------------------------------------------------------------------- actions
@@ -202,6 +205,7 @@ class Relay:
         self._queue: deque[bytes | _Pending | _Held] = deque()
         self._by_key: dict[int, _Pending] = {}
         self._forwarded: OrderedDict[str, _Pending] = OrderedDict()
+        self._traces: OrderedDict[str, str] = OrderedDict()  # sessionId -> traceparent
         self._next_key = 0
         self.policy: Callable[[], PolicySet | None] = policy or (lambda: None)
         self.modes = ModeGovernor(self._mode_policy, id_prefix)
@@ -255,6 +259,11 @@ class Relay:
         if query is not None and chosen is not None and chosen.kind.startswith("allow"):
             self.coverage.allowed(query)
         fields["answer"] = option_id if chosen else (outcome.get("outcome") if isinstance(outcome, Mapping) else None)
+        if chosen is not None:
+            fields["answer_kind"] = chosen.kind
+        if query is not None:
+            fields["tool_call_id"] = query.tool_call.get("toolCallId", "")
+            fields.update(query.context_fields())
         if query is None or chosen is None or chosen.kind not in _ALWAYS:
             return [*actions, Log("permission.answered_by_client", fields)]
         decision = Decision.ALLOW if chosen.kind == "allow_always" else Decision.DENY
@@ -269,6 +278,7 @@ class Relay:
         return [*actions, *extra, Log("permission.answered_by_client", fields)]
 
     def _track_client_request(self, request_id: Any, method: str, params: Mapping[str, Any]) -> None:
+        self._record_trace(params.get("sessionId"), params)
         if method == "initialize":
             self.client_info = _peer(params.get("clientInfo"))
         elif method in ("session/load", "session/resume"):
@@ -397,6 +407,7 @@ class Relay:
             return None
         if method == "session/new":
             self._record_session(result.get("sessionId"), params)
+            self._record_trace(result.get("sessionId"), params)
         if method == "session/set_config_option":
             effects = self.modes.config_result(params, result, msg["id"], self.agent_info)
         else:
@@ -410,6 +421,16 @@ class Relay:
         if effects.replace is not None:
             return actions + self._to_client(effects.replace)
         return actions + self._to_client(line) if actions else None
+
+    def _record_trace(self, session_id: object, params: Mapping[str, Any]) -> None:
+        """Remember the session's trace context from a client request's ``_meta.traceparent``
+        (ACP agent-telemetry RFD: W3C trace context travels in ``_meta``)."""
+        traceparent = _traceparent(params)
+        if traceparent and isinstance(session_id, str) and session_id:
+            self._traces[session_id] = traceparent
+            self._traces.move_to_end(session_id)
+            while len(self._traces) > MAX_TRACED_SESSIONS:
+                self._traces.popitem(last=False)
 
     def _to_client(self, line: bytes) -> list[Action]:
         if self._queue:
@@ -425,7 +446,8 @@ class Relay:
             sid = params.get("sessionId") if isinstance(params, Mapping) else None
             session_id = sid if isinstance(sid, str) else ""
             query, problem = side_query(side, msg["id"], params, self.sessions.get(session_id),
-                                        agent=self.agent_info, client=self.client_info, home=self.home, now_s=now_s)
+                                        agent=self.agent_info, client=self.client_info, home=self.home, now_s=now_s,
+                                        traceparent=_traceparent(params) or self._traces.get(session_id, ""))
         else:
             query, problem, session_id = self._query(msg.get("params"), now_s)
         pending = _Pending(key, line, msg["id"], session_id, query, problem, side=side)
@@ -466,6 +488,7 @@ class Relay:
             client=self.client_info,
             home=self.home,
             now_s=now_s,
+            traceparent=_traceparent(params) or self._traces.get(session_id, ""),
         )
         return query, "", session_id
 
@@ -485,6 +508,8 @@ class Relay:
         if p.side:
             return self._answer_side(p, res)
         fields: dict[str, Any] = {"request_id": p.request_id, "session_id": p.session_id, **res.fields}
+        if p.query is not None:
+            fields.update(p.query.context_fields())
         if p.query is None:
             fields["problem"] = p.problem
             if self.headless:
@@ -525,6 +550,7 @@ class Relay:
             fields.update(problem=p.problem, decision="error", answer="refused")
             error = {"code": INVALID_PARAMS, "message": f"policyd: invalid {p.side}: {p.problem}"}
             return [SendToAgent(_response(p.request_id, error=error)), Log(log_event(p.side), fields)]
+        fields.update(p.query.context_fields())
         decision = res.decision
         fields["decision"] = decision.value if decision else "error"
         forward = decision is Decision.ALLOW
@@ -630,6 +656,13 @@ def _parse(line: bytes, side: str) -> tuple[dict[str, Any] | list[Any] | None, L
     if isinstance(msg, dict | list):
         return msg, None
     return None, None
+
+
+def _traceparent(params: object) -> str:
+    """``params._meta.traceparent`` when it is a string, else ``""``."""
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    value = meta.get("traceparent") if isinstance(meta, Mapping) else None
+    return value if isinstance(value, str) else ""
 
 
 def _looks_like_json(line: bytes) -> bool:

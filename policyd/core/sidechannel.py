@@ -49,9 +49,10 @@ def log_event(method: str) -> str:
 
 def side_query(
     method: str, request_id: Any, params: object, session: SessionInfo | None, *,
-    agent: PeerInfo, client: PeerInfo, home: str, now_s: float,
+    agent: PeerInfo, client: PeerInfo, home: str, now_s: float, traceparent: str = "",
 ) -> tuple[PermissionQuery | None, str]:
-    """The tool-call query for one side request, or None and why it cannot be understood."""
+    """The tool-call query for one side request, or None and why it cannot be understood
+    (``traceparent``: the W3C trace context of the request or its session)."""
     if not isinstance(params, Mapping):
         return None, "params must be an object"
     sid = params.get("sessionId")
@@ -79,7 +80,7 @@ def side_query(
         call["title"] = f"{method} {path}"
     query = PermissionQuery(
         session=session or SessionInfo(sid, ""), tool_call=call, options=(),
-        agent=agent, client=client, home=home, now_s=now_s,
+        agent=agent, client=client, home=home, now_s=now_s, traceparent=traceparent,
     )
     return query, ""
 

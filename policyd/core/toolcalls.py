@@ -6,7 +6,8 @@ Rules this module owns (https://agentclientprotocol.com/protocol/tool-calls):
   an entry; a ``tool_call_update`` merges field by field; ``content`` and ``locations``
   replace whole lists; ``null`` leaves a field as it was.
 - :meth:`ToolCallTracker.merged` overlays a permission request's own ``toolCall`` fields on
-  the tracked ones (the request's fields win); an unseen id yields the request alone.
+  the tracked ones (the request's fields win); an unseen id yields the request alone. The
+  result goes through the agent profiles (``core.profiles``): same action, same facts.
 - Memory is bounded: at most :data:`MAX_CALLS_PER_SESSION` entries per session and
   :data:`MAX_SESSIONS` sessions (oldest evicted first); an entry is freed when its status
   becomes ``completed`` or ``failed`` and a session's state when it ends.
@@ -17,6 +18,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
+
+from policyd.core import profiles
 
 #: Tool calls kept per session; agents rarely have more than a handful in flight.
 MAX_CALLS_PER_SESSION = 256
@@ -69,7 +72,7 @@ class ToolCallTracker:
             if tracked is not None:
                 base = dict(tracked)
         _merge(base, tool_call)
-        return base
+        return profiles.normalise(base)
 
     def end_session(self, session_id: str) -> None:
         """Free everything tracked for ``session_id``."""

@@ -5,7 +5,7 @@ Protocol version :data:`PROTOCOL_VERSION`; methods are named ``v1/<name>``:
 - ``v1/decide`` params = a *query*: the ACP ``session/request_permission`` params
   (``sessionId``, ``toolCall`` — already merged with tracked ``session/update`` state —
   ``options``) plus ``session`` ``{cwd, additionalDirectories}``, ``agent`` and ``client``
-  ``{name, version}`` and ``home``. Result: ``{"decision": "allow|deny|ask",
+  ``{name, version}``, ``home`` and optional ``traceparent`` (W3C). Result: ``{"decision": "allow|deny|ask",
   "outcome": <ACP RequestPermissionOutcome or null>, "fields": {decision-log fields}}``.
 - ``v1/remember`` params ``{"query": <query>, "decision": "allow|deny", "option":
   {optionId, name, kind}}`` -> ``{"entryId": str|null}``.
@@ -48,6 +48,7 @@ def query_to_wire(q: PermissionQuery) -> dict[str, Any]:
         "agent": _peer_dict(q.agent),
         "client": _peer_dict(q.client),
         "home": q.home,
+        **({"traceparent": q.traceparent} if q.traceparent else {}),
     }
 
 
@@ -96,6 +97,9 @@ def query_from_wire(params: object, now_s: float) -> PermissionQuery:
     home = params.get("home", "")
     if not isinstance(home, str):
         raise ValueError("home must be a string")
+    traceparent = params.get("traceparent", "")
+    if not isinstance(traceparent, str):
+        raise ValueError("traceparent must be a string")
     return PermissionQuery(
         session=SessionInfo(session_id, cwd, tuple(extra)),
         tool_call=dict(call),
@@ -104,4 +108,5 @@ def query_from_wire(params: object, now_s: float) -> PermissionQuery:
         client=_peer(params.get("client"), "client"),
         home=home,
         now_s=now_s,
+        traceparent=traceparent,
     )

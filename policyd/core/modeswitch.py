@@ -1,0 +1,376 @@
+"""The relay's mode state: hold a session answer until the agent is in an acceptable mode,
+refuse the client's switches to unacceptable modes, revert the agent's own.
+
+Rules this module owns (policy: ``core.modes``; wire shapes: ACP ``modes`` and the
+``configOptions`` entry of ``category: "mode"``):
+
+- The session's modes come from the ``session/new|load|resume`` answer: ``modes``
+  (``currentModeId``, ``availableModes``) and the ``configOptions`` entry of category
+  ``mode`` (``currentValue``, ``options``). When the current mode is not acceptable, the
+  answer is held, the agent is switched to the preferred acceptable mode (``session/set_mode``
+  when it sent ``modes``, else ``session/set_config_option``) with a policyd-owned request id,
+  and only when the agent confirms does the client get the answer, rewritten to show the
+  acceptable modes only. No acceptable mode, or a failed switch: the client gets a JSON-RPC
+  error instead of the session (fail closed).
+- The client's switch to a mode that is not acceptable is refused with a JSON-RPC error and
+  never reaches the agent. The agent's own switch to one (``current_mode_update`` /
+  ``config_option_update``) is switched back to the preferred acceptable mode; the
+  notification reaches the client rewritten to show the mode switched back to.
+- A message this module does not change passes as the exact bytes received.
+
+Decision-log events (``Log`` actions of the relay): ``mode.switched``, ``mode.switch_failed``,
+``mode.no_acceptable``, ``mode.refused``, ``mode.reverted``, ``mode.revert_failed``,
+``mode.ungoverned`` (a session with modes while no ``[modes]`` table is loaded).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from policyd.core.model import PeerInfo
+from policyd.core.modes import Mode, ModePolicy
+
+#: JSON-RPC error code of a refused mode switch (invalid params) and of a refused session.
+REFUSED_CODE = -32602
+SESSION_FAILED_CODE = -32603
+#: Sessions whose modes are remembered (oldest forgotten first).
+MAX_SESSIONS = 256
+
+
+# ----------------------------------------------------------------------------- wire shapes
+
+
+def offered_modes(result: Mapping[str, Any]) -> tuple[list[Mode], str | None, str | None, bool]:
+    """``(modes, current id, mode config-option id, has "modes")`` of a session answer or a
+    ``configOptions`` holder; modes from ``modes.availableModes`` and the mode config option."""
+    found: dict[str, Mode] = {}
+    current: str | None = None
+    modes = result.get("modes")
+    has_modes = isinstance(modes, Mapping)
+    if isinstance(modes, Mapping):
+        for m in _list(modes.get("availableModes")):
+            if isinstance(m.get("id"), str):
+                found.setdefault(m["id"], Mode(m["id"], _s(m.get("name")), _s(m.get("description"))))
+        if isinstance(modes.get("currentModeId"), str):
+            current = modes["currentModeId"]
+    config_id: str | None = None
+    entry = mode_option(result.get("configOptions"))
+    if entry is not None:
+        config_id = entry["id"]
+        for o in _select_values(entry.get("options")):
+            found.setdefault(o["value"], Mode(o["value"], _s(o.get("name")), _s(o.get("description"))))
+        if current is None and isinstance(entry.get("currentValue"), str):
+            current = entry["currentValue"]
+    return list(found.values()), current, config_id, has_modes
+
+
+def mode_option(options: object) -> dict[str, Any] | None:
+    """The ``configOptions`` entry of category ``mode`` (None when absent)."""
+    for o in _list(options):
+        if o.get("category") == "mode" and isinstance(o.get("id"), str):
+            return dict(o)
+    return None
+
+
+def rewrite(holder: Mapping[str, Any], keep: set[str], current: str | None) -> dict[str, Any]:
+    """A copy of ``holder`` (a session answer, ``config_option_update`` or
+    ``set_config_option`` result) showing only the modes in ``keep``, current ``current``."""
+    out = dict(holder)
+    modes = out.get("modes")
+    if isinstance(modes, Mapping):
+        new_modes = dict(modes)
+        if isinstance(modes.get("availableModes"), list):
+            new_modes["availableModes"] = [m for m in modes["availableModes"]
+                                           if isinstance(m, Mapping) and m.get("id") in keep]
+        if current is not None:
+            new_modes["currentModeId"] = current
+        out["modes"] = new_modes
+    if isinstance(out.get("configOptions"), list):
+        options = []
+        for o in out["configOptions"]:
+            if isinstance(o, Mapping) and o.get("category") == "mode":
+                o = dict(o)
+                o["options"] = _filter_select(o.get("options"), keep)
+                if current is not None:
+                    o["currentValue"] = current
+            options.append(o)
+        out["configOptions"] = options
+    return out
+
+
+def _filter_select(options: object, keep: set[str]) -> Any:
+    if not isinstance(options, list):
+        return options
+    out: list[Any] = []
+    for o in options:
+        if isinstance(o, Mapping) and isinstance(o.get("options"), list):  # a group
+            out.append({**o, "options": _filter_select(o["options"], keep)})
+        elif isinstance(o, Mapping) and o.get("value") in keep:
+            out.append(o)
+    return out
+
+
+def _select_values(options: object) -> list[Mapping[str, Any]]:
+    out: list[Mapping[str, Any]] = []
+    for o in _list(options):
+        if isinstance(o.get("options"), list):
+            out.extend(_select_values(o["options"]))
+        elif isinstance(o.get("value"), str):
+            out.append(o)
+    return out
+
+
+def _list(value: object) -> list[Mapping[str, Any]]:
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+
+
+def _s(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def line(body: Mapping[str, Any]) -> bytes:
+    """One JSON-RPC line (compact, UTF-8, newline)."""
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+# ----------------------------------------------------------------------------- relay state
+
+
+@dataclass(frozen=True, slots=True)
+class Effects:
+    """What the relay does for one mode event.
+
+    ``replace``: send these bytes to the client instead of the line received (None: the line
+    as received). ``hold``: the policyd request id whose answer releases the line (the relay
+    keeps the line's place in the order). ``to_agent``: lines for the agent. ``to_client``:
+    extra lines for the client (an error answer). ``logs``: ``(event, fields)``.
+    ``swallow``: the line is not passed on at all.
+    """
+
+    replace: bytes | None = None
+    hold: str | None = None
+    to_agent: tuple[bytes, ...] = ()
+    to_client: tuple[bytes, ...] = ()
+    logs: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    swallow: bool = False
+
+
+@dataclass(slots=True)
+class _Session:
+    modes: list[Mode]
+    current: str | None
+    config_id: str | None
+    has_modes: bool
+
+
+@dataclass(slots=True)
+class _Switch:
+    session_id: str
+    target: str
+    purpose: str  # "session" (a held answer) or "revert"
+    client_id: Any = None
+    answer: bytes = b""
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+class ModeGovernor:
+    """Mode state of one proxy. ``policy()`` gives the mode policy in force (None: modes not
+    governed); ``id_prefix`` makes policyd's own request ids unique (the shell passes a random
+    nonce so they cannot collide with the client's)."""
+
+    def __init__(self, policy: Callable[[], ModePolicy | None], id_prefix: str = "policyd") -> None:
+        self.policy = policy
+        self.id_prefix = id_prefix
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._switches: dict[str, _Switch] = {}
+        self._next = 0
+
+    def owns(self, request_id: object) -> bool:
+        """The id of a request policyd sent to the agent and still waits on."""
+        return isinstance(request_id, str) and request_id in self._switches
+
+    # -------------------------------------------------------------- session answers
+
+    def session_answer(self, method: str, request_id: Any, params: Mapping[str, Any],
+                       result: Mapping[str, Any], agent: PeerInfo) -> Effects:
+        """The agent answered the client's ``session/new|load|resume``."""
+        policy = self.policy()
+        sid = result.get("sessionId", params.get("sessionId"))
+        modes, current, config_id, has_modes = offered_modes(result)
+        if not modes or not isinstance(sid, str):
+            return Effects()
+        if policy is None:  # say so: an agent in an auto-approving mode never asks
+            note = {"session_id": sid, "method": method, "agent": agent.name, "mode": current,
+                    "offered": [m.id for m in modes], "note": "no [modes] table in the policy set"}
+            return Effects(logs=(("mode.ungoverned", note),))
+        self._remember(sid, _Session(modes, current, config_id, has_modes))
+        keep = {m.id for m in modes if policy.accepts(m, agent)}
+        fields: dict[str, Any] = {"session_id": sid, "method": method, "agent": agent.name, "from": current,
+                                  "offered": [m.id for m in modes], "acceptable": sorted(keep)}
+        if not keep:
+            why = "; ".join(f"{m.id}: {policy.verdict(m, agent)[1]}" for m in modes)
+            message = (f"policyd: agent {agent.name or '(unnamed)'} offers no mode the policy accepts "
+                       f"(offered: {', '.join(m.id for m in modes)}; {why}); session refused")
+            self._sessions.pop(sid, None)
+            return Effects(replace=_error(request_id, SESSION_FAILED_CODE, message),
+                           logs=(("mode.no_acceptable", {**fields, "message": message}),))
+        if current in keep:
+            if keep == {m.id for m in modes}:
+                return Effects()
+            return Effects(replace=line({"jsonrpc": "2.0", "id": request_id, "result": rewrite(result, keep, current)}))
+        target = policy.preferred(modes, agent)
+        assert target is not None
+        answer = line({"jsonrpc": "2.0", "id": request_id, "result": rewrite(result, keep, target.id)})
+        switch = _Switch(sid, target.id, "session", request_id, answer, {**fields, "to": target.id})
+        return self._start(switch)
+
+    def _start(self, switch: _Switch) -> Effects:
+        s = self._sessions[switch.session_id]
+        rid = f"{self.id_prefix}/mode/{self._next}"
+        self._next += 1
+        if s.has_modes:
+            method, params = "session/set_mode", {"sessionId": switch.session_id, "modeId": switch.target}
+        else:
+            method = "session/set_config_option"
+            params = {"sessionId": switch.session_id, "configId": s.config_id or "", "value": switch.target}
+        switch.fields["via"] = method
+        self._switches[rid] = switch
+        request = line({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        return Effects(hold=rid if switch.purpose == "session" else None, to_agent=(request,))
+
+    def switch_answer(self, msg: Mapping[str, Any]) -> tuple[str, Effects]:
+        """The agent answered a request policyd sent (``owns`` was true); returns the request
+        id and what to do (``replace`` is the held line, if any, to release)."""
+        rid = str(msg.get("id"))
+        switch = self._switches.pop(rid)
+        fields = dict(switch.fields)
+        error = msg.get("error")
+        if error is None:
+            s = self._sessions.get(switch.session_id)
+            if s is not None:
+                s.current = switch.target
+            event = "mode.switched" if switch.purpose == "session" else "mode.reverted"
+            return rid, Effects(replace=switch.answer or None, logs=((event, fields),))
+        fields["error"] = error
+        if switch.purpose == "revert":
+            return rid, Effects(logs=(("mode.revert_failed", fields),))
+        self._sessions.pop(switch.session_id, None)
+        message = (f"policyd: session started in mode {fields.get('from')!r}, which the policy does not accept, "
+                   f"and the agent refused the switch to {switch.target!r}: {_error_text(error)}; session refused")
+        return rid, Effects(replace=_error(switch.client_id, SESSION_FAILED_CODE, message),
+                            logs=(("mode.switch_failed", {**fields, "message": message}),))
+
+    # -------------------------------------------------------------- client switches
+
+    def client_switch(self, method: str, request_id: Any, params: Mapping[str, Any], agent: PeerInfo) -> Effects:
+        """The client's ``session/set_mode`` or ``session/set_config_option``: refused
+        (``swallow`` + an error in ``to_client``) when the target mode is not acceptable."""
+        policy = self.policy()
+        sid = params.get("sessionId")
+        if policy is None or not isinstance(sid, str):
+            return Effects()
+        s = self._sessions.get(sid)
+        if method == "session/set_mode":
+            wanted = params.get("modeId")
+        elif s is not None and s.config_id is not None and params.get("configId") == s.config_id:
+            wanted = params.get("value")
+        else:
+            return Effects()
+        known = {m.id: m for m in s.modes} if s is not None else {}
+        mode = known.get(wanted) if isinstance(wanted, str) else None
+        if mode is not None and policy.accepts(mode, agent):
+            return Effects()
+        why = policy.verdict(mode, agent)[1] if mode is not None else "the agent did not offer it"
+        message = f"policyd: mode {wanted!r} is not accepted by policy ({why})"
+        fields = {"session_id": sid, "method": method, "mode": wanted, "agent": agent.name, "reason": why}
+        return Effects(swallow=True, to_client=(_error(request_id, REFUSED_CODE, message),),
+                       logs=(("mode.refused", fields),))
+
+    def config_result(self, params: Mapping[str, Any], result: Mapping[str, Any], request_id: Any,
+                      agent: PeerInfo) -> Effects:
+        """The answer to the client's ``session/set_config_option``: shows acceptable modes only."""
+        policy = self.policy()
+        sid = params.get("sessionId")
+        if policy is None or not isinstance(sid, str):
+            return Effects()
+        return self._filtered(policy, sid, result, agent, lambda r: {"jsonrpc": "2.0", "id": request_id, "result": r})
+
+    # -------------------------------------------------------------- agent switches
+
+    def agent_update(self, session_id: str, update: Mapping[str, Any], envelope: Mapping[str, Any],
+                     agent: PeerInfo) -> Effects:
+        """A ``current_mode_update`` / ``config_option_update`` from the agent."""
+        policy = self.policy()
+        s = self._sessions.get(session_id)
+        if policy is None or s is None:
+            return Effects()
+        kind = update.get("sessionUpdate")
+        if kind == "current_mode_update":
+            new = update.get("currentModeId")
+        elif kind == "config_option_update":
+            entry = mode_option(update.get("configOptions"))
+            if entry is None:
+                return Effects()
+            new = entry.get("currentValue")
+        else:
+            return Effects()
+
+        def wrap(u: dict[str, Any]) -> dict[str, Any]:
+            return {**envelope, "params": {**envelope.get("params", {}), "update": u}}
+
+        mode = next((m for m in s.modes if m.id == new), Mode(new) if isinstance(new, str) else None)
+        if mode is not None and policy.accepts(mode, agent):
+            s.current = mode.id
+            if kind == "config_option_update":
+                return self._filtered(policy, session_id, update, agent, wrap)
+            return Effects()
+        target = policy.preferred(s.modes, agent)
+        fields = {"session_id": session_id, "agent": agent.name, "from": new, "update": kind,
+                  "reason": policy.verdict(mode, agent)[1] if mode else "no mode id"}
+        if target is None:
+            return Effects(logs=(("mode.revert_failed", {**fields, "error": "no acceptable mode"}),))
+        started = self._start(_Switch(session_id, target.id, "revert", fields={**fields, "to": target.id}))
+        keep = {m.id for m in s.modes if policy.accepts(m, agent)}
+        if kind == "current_mode_update":
+            shown = wrap({**update, "currentModeId": target.id})
+        else:
+            shown = wrap(rewrite(update, keep, target.id))
+        return Effects(replace=line(shown), to_agent=started.to_agent)
+
+    def _filtered(self, policy: ModePolicy, sid: str, holder: Mapping[str, Any], agent: PeerInfo,
+                  wrap: Callable[[dict[str, Any]], dict[str, Any]]) -> Effects:
+        entry = mode_option(holder.get("configOptions"))
+        if entry is None:
+            return Effects()
+        values = {o["value"] for o in _select_values(entry.get("options"))}
+        keep = {v for v in values if policy.accepts(self._mode(sid, v), agent)}
+        if keep == values:
+            return Effects()
+        return Effects(replace=line(wrap(rewrite(holder, keep, None))))
+
+    def _mode(self, sid: str, mode_id: str) -> Mode:
+        s = self._sessions.get(sid)
+        return next((m for m in s.modes if m.id == mode_id), Mode(mode_id)) if s else Mode(mode_id)
+
+    def _remember(self, sid: str, session: _Session) -> None:
+        self._sessions[sid] = session
+        self._sessions.move_to_end(sid)
+        while len(self._sessions) > MAX_SESSIONS:
+            self._sessions.popitem(last=False)
+
+    def forget(self, session_id: str) -> None:
+        self._sessions.pop(session_id, None)
+
+
+def _error(request_id: Any, code: int, message: str) -> bytes:
+    return line({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
+
+
+def _error_text(error: object) -> str:
+    if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    return json.dumps(error)[:200]
