@@ -1,4 +1,4 @@
-"""``python -m tests.fakemodels PROVIDER SCRIPTS.json [LOG.jsonl]``: serve until Ctrl-C.
+"""``cd tests && python -m fakemodels PROVIDER SCRIPTS.json [LOG.jsonl]``: serve until Ctrl-C.
 
 Prints the base URL to point the agent at (see docs: ANTHROPIC_BASE_URL,
 GOOGLE_GEMINI_BASE_URL, or a Codex ``[model_providers.fake] base_url = URL/v1``).

@@ -1,7 +1,7 @@
 """The three provider wire formats: read a request's conversation, write a scripted answer.
 
 Each provider has ``events(body)`` (the conversation as ``("text"|"result", text)`` events
-for :func:`tests.fakemodels.script.pick`), ``tools(body)`` (the tool names offered; a step
+for :func:`fakemodels.script.pick`), ``tools(body)`` (the tool names offered; a step
 whose tool is not offered is a side call, answered with text only) and an answer writer.
 
 Formats (public API docs of each provider):
@@ -13,8 +13,8 @@ Formats (public API docs of each provider):
   ``:generateContent`` the same as one JSON; a ``responseSchema`` side call gets JSON text that
   fits the schema.
 - OpenAI Responses ``POST /v1/responses``: SSE ``response.created``,
-  ``response.output_item.added/.done`` (``message``, ``function_call``, ``custom_tool_call``),
-  ``response.completed``.
+  ``response.output_item.added/.done`` (``message``, ``function_call``), ``response.completed``;
+  tool results are ``function_call_output`` / ``custom_tool_call_output`` input items.
 """
 
 from __future__ import annotations
@@ -192,13 +192,8 @@ def openai_stream(say: str, step: Step | None, tool_id: str) -> Iterator[bytes]:
     yield _sse("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": message})
     output: list[dict[str, Any]] = [message]
     if step is not None:
-        item: dict[str, Any]
-        if step.freeform is not None:
-            item = {"type": "custom_tool_call", "id": "ctc_" + tool_id, "call_id": tool_id, "name": step.tool,
-                    "input": step.freeform, "status": "completed"}
-        else:
-            item = {"type": "function_call", "id": "fc_" + tool_id, "call_id": tool_id, "name": step.tool,
-                    "arguments": json.dumps(dict(step.args)), "status": "completed"}
+        item: dict[str, Any] = {"type": "function_call", "id": "fc_" + tool_id, "call_id": tool_id,
+                                "name": step.tool, "arguments": json.dumps(dict(step.args)), "status": "completed"}
         yield _sse("response.output_item.added", {"type": "response.output_item.added", "output_index": 1,
                                                    "item": item})
         yield _sse("response.output_item.done", {"type": "response.output_item.done", "output_index": 1,

@@ -18,16 +18,12 @@ MARKER = re.compile(r"\[\[script:([A-Za-z0-9_.-]+)\]\]")
 
 @dataclass(frozen=True)
 class Step:
-    """One scripted model turn: ``say`` then a call of tool ``tool``.
-
-    ``args`` is the JSON arguments object of a function tool; ``freeform`` is the raw text
-    input of a freeform (custom) tool such as Codex's ``apply_patch`` (then ``args`` is empty).
-    """
+    """One scripted model turn: ``say`` then a call of function tool ``tool`` with the JSON
+    arguments ``args``."""
 
     say: str
     tool: str
     args: Mapping[str, Any] = field(default_factory=dict)
-    freeform: str | None = None
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@
 ``url``, ``stop()``); every request is appended to ``log`` as one JSON line (``path``,
 ``body``, ``answered``: the script step or ``side``/``other``), which the tests read to see
 what the agent asked its model. Anything it does not model (token counts, model lists,
-telemetry) gets ``200 {}``. Run by hand: ``python -m tests.fakemodels PROVIDER SCRIPTS.json``.
+telemetry) gets ``200 {}``. By hand: ``cd tests && python -m fakemodels PROVIDER SCRIPTS.json``.
 """
 
 from __future__ import annotations
@@ -160,10 +160,10 @@ class FakeModelServer:
 
 
 def load_scripts(path: Path) -> dict[str, Script]:
-    """Scripts from JSON: ``{"NAME": {"steps": [{"say", "tool", "args"?, "freeform"?}], "final"?}}``."""
+    """Scripts from JSON: ``{"NAME": {"steps": [{"say", "tool", "args"?}], "final"?}}``."""
     raw = json.loads(path.read_text(encoding="utf-8"))
     return {
-        name: Script(tuple(Step(s["say"], s["tool"], s.get("args", {}), s.get("freeform")) for s in spec["steps"]),
+        name: Script(tuple(Step(s["say"], s["tool"], s.get("args", {})) for s in spec["steps"]),
                      spec.get("final", "Done."))
         for name, spec in raw.items()
     }
