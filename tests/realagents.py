@@ -25,6 +25,13 @@ E2E_MODULES = Path(__file__).resolve().parent / "e2e" / "node_modules"
 NODE = shutil.which("node")
 
 
+def policyd_cli() -> list[str]:
+    """The installed ``policyd`` console script beside this Python (the venv's), else
+    ``python -m policyd``."""
+    script = shutil.which("policyd", path=str(Path(sys.executable).parent))
+    return [script] if script else [sys.executable, "-m", "policyd"]
+
+
 @dataclass(frozen=True)
 class AgentSpec:
     """One agent: its fake-model provider and how to start it."""
@@ -240,7 +247,8 @@ def _jsonl(path: Path) -> list[Message]:
 def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *, fs: bool,
               actions: tuple[str, ...], headless: bool = True, set_mode: str | None = None,
               answer: Callable[[Message], str | None] | None = None, proxy_args: tuple[str, ...] = ()) -> AgentRun:
-    """One session of ``spec`` through ``policyd proxy [--headless] --policy POLICY``: after
+    """One session of ``spec`` through the real ``policyd proxy [--headless] --policy POLICY``
+    (:func:`policyd_cli`): after
     ``session/new`` the client asks for mode ``set_mode`` (if given), then sends every action
     of ``actions`` as its own prompt, then closes; permission requests that reach the client
     are answered by ``answer`` (default: the first reject option). Nothing is asserted here."""
@@ -261,7 +269,7 @@ def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *,
     model = FakeModelServer(spec.provider, scripts(spec.name, ws, outside, gemini_tmp), base / "model.jsonl").start()
     decisions = base / "decisions.jsonl"
     agent_env = prepare(spec, base / "agent", model.url, env, ws)
-    argv = [sys.executable, "-m", "policyd", "proxy", *(["--headless"] if headless else []),
+    argv = [*policyd_cli(), "proxy", *(["--headless"] if headless else []),
             "--policy", str(policy), "--decision-log", str(decisions), *proxy_args, "--", *spec.argv()]
     started = time.monotonic()
     client = AcpAgentClient(argv, agent_env, ws, base / "policyd.stderr")

@@ -1,7 +1,7 @@
 """The real-agent tier: Claude, Gemini CLI and both Codex adapters, offline, through policyd.
 
 Each agent (pinned in ``tests/e2e/package.json``, installed by ``./dev test``) runs against a
-scripted fake model (``tests/fakemodels``) behind ``python -m policyd proxy --headless
+scripted fake model (``tests/fakemodels``) behind the venv's ``policyd proxy --headless
 --policy policies/`` (the shipped policies), driven by a real ACP client
 (``tests/acp_client.py``), in its own DEFAULT mode: nothing here selects a mode, so policyd
 must switch Claude out of ``auto`` and Codex out of ``agent`` (Auto review) or no permission
@@ -10,9 +10,14 @@ turn on any reject): run ``npm test``, write ``notes.txt``, edit it, fetch a URL
 a directory outside the workspace, write a file outside it; Gemini (with ``fs`` advertised)
 also edits a private key, which it first reads through ``fs/read_text_file``.
 
+Before the actions each client asks ``session/set_mode`` for an auto-approving mode the agent
+offers (refused by policyd). Two more sessions: Claude leaving plan mode and switching itself
+to ``auto`` (policyd switches it back), and Gemini in ``autoEdit`` with modes not governed
+(its write of a git hook goes out only as ``fs/write_text_file``, which policyd refuses).
+
 The run dirs are made outside ``/tmp`` (under ``.agent-tests/`` in the repository), because
 the shipped baseline treats ``/tmp`` as scratch space an agent may delete and write.
-All four agents run at once in one module fixture; the tests only read the results.
+All six sessions run at once in one module fixture; the tests only read the results.
 """
 
 # Assertions read `assert expected == actual` (the project's test style).
