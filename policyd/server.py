@@ -309,7 +309,7 @@ class Daemon:
         query = wire.query_from_wire(params, time.time())
         resolution = self.engine.decide(query)
         decision = resolution.decision or Decision.ASK
-        outcome = choose_outcome(decision, query.options)
+        outcome = choose_outcome(decision, query.options, self.engine.policy.answer_prefer)
         fields = dict(resolution.fields)
         fields.update({"session_id": query.session.session_id, "decision": decision.value,
                        "answer": outcome.get("optionId", "cancelled") if outcome else "forwarded"})

@@ -68,3 +68,15 @@ def test_tool_calls_fold_into_the_request() -> None:
     }
     code, out = run_eval([json.dumps(item)])
     assert (0, "deny", ["git-destructive"]) == (code, out[0]["decision"], out[0]["rules"])
+
+
+def test_eval_outcome_follows_the_shipped_answer_ranking() -> None:
+    """A deny with codex-acp 0.16's two reject_once options picks the turn-keeping ``denied``
+    (``[answers].prefer`` of policies/session.toml), not the first one offered."""
+    options = [{"optionId": "approved", "name": "Yes", "kind": "allow_once"},
+               {"optionId": "abort", "name": "No, provide feedback", "kind": "reject_once"},
+               {"optionId": "denied", "name": "No", "kind": "reject_once"}]
+    call = {"toolCallId": "t", "kind": "execute", "rawInput": {"command": "git reset --hard"}}
+    item = {"request": {"sessionId": "s", "options": options, "toolCall": call}, "cwd": "/w"}
+    code, out = run_eval([json.dumps(item)])
+    assert (0, "deny", {"outcome": "selected", "optionId": "denied"}) == (code, out[0]["decision"], out[0]["outcome"])

@@ -317,3 +317,14 @@ def test_a_proxy_consulting_a_daemon_still_governs_modes(tmp_path: Path, monkeyp
     assert fallback is not None and fallback.modes is not None
     assert fallback.modes.accepts(Mode("default", "Manual"), PeerInfo())
     assert not fallback.modes.accepts(Mode("auto", "Auto"), PeerInfo())
+
+
+def test_a_forked_session_is_governed_like_a_new_one() -> None:
+    relay = Relay(policy=lambda: SHIPPED)
+    started(relay, session_result("default", CLAUDE_MODES))
+    relay.from_client(line({"jsonrpc": "2.0", "id": 7, "method": "session/fork",
+                            "params": {"sessionId": SID, "cwd": "/w", "mcpServers": []}}))
+    forked = {**session_result("auto", CLAUDE_MODES), "sessionId": "fork-1"}
+    [request] = sent(relay.from_agent(line({"jsonrpc": "2.0", "id": 7, "result": forked})), SendToAgent)
+    assert {"sessionId": "fork-1", "modeId": "default"} == request["params"]
+    assert "/w" == relay.sessions["fork-1"].cwd

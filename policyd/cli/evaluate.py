@@ -81,7 +81,7 @@ def evaluate(settings: Settings, file: str) -> int:
             verdict, _facts, _eval_us = engine.evaluate(query)
             result: dict[str, Any] = {
                 "decision": verdict.decision.value,
-                "outcome": choose_outcome(verdict.decision, query.options),
+                "outcome": choose_outcome(verdict.decision, query.options, engine.policy.answer_prefer),
                 "rules": [m.rule_id for m in verdict.matches],
                 "reason": verdict.reason,
             }

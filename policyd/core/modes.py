@@ -21,6 +21,8 @@ from typing import Any
 from policyd.core import cel
 from policyd.core.model import PeerInfo
 
+#: Verdicts cached per policy (a few modes per agent; bounded against a hostile agent).
+MAX_CACHED = 1024
 _TABLE_KEYS = frozenset({"accept", "prefer", "examples"})
 _EXAMPLE_KEYS = frozenset({"id", "name", "description", "agent"})
 
@@ -52,6 +54,10 @@ class ModePolicy:
     """Every loaded ``[modes]`` table (see the module doc for how they combine)."""
 
     tables: tuple[ModeRules, ...]
+    #: Verdicts already computed (a mode is judged again at every switch and update; CEL
+    #: evaluation costs about a millisecond). A reload builds a new policy, so a new cache.
+    _seen: dict[tuple[Mode, PeerInfo], tuple[bool, str]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def prefer(self) -> tuple[str, ...]:
@@ -59,6 +65,15 @@ class ModePolicy:
 
     def verdict(self, mode: Mode, agent: PeerInfo) -> tuple[bool, str]:
         """``(acceptable, why)``: why names the table that refused, or the evaluation error."""
+        key = (mode, agent)
+        seen = self._seen.get(key)
+        if seen is None:
+            if len(self._seen) >= MAX_CACHED:
+                self._seen.clear()
+            seen = self._seen[key] = self._evaluate(mode, agent)
+        return seen
+
+    def _evaluate(self, mode: Mode, agent: PeerInfo) -> tuple[bool, str]:
         act = activation(mode, agent)
         for table in self.tables:
             try:

@@ -4,7 +4,7 @@ refuse the client's switches to unacceptable modes, revert the agent's own.
 Rules this module owns (policy: ``core.modes``; wire shapes: ACP ``modes`` and the
 ``configOptions`` entry of ``category: "mode"``):
 
-- The session's modes come from the ``session/new|load|resume`` answer: ``modes``
+- The session's modes come from the ``session/new|load|resume|fork`` answer: ``modes``
   (``currentModeId``, ``availableModes``) and the ``configOptions`` entry of category
   ``mode`` (``currentValue``, ``options``). When the current mode is not acceptable, the
   answer is held, the agent is switched to the preferred acceptable mode (``session/set_mode``
@@ -197,7 +197,7 @@ class ModeGovernor:
 
     def session_answer(self, method: str, request_id: Any, params: Mapping[str, Any],
                        result: Mapping[str, Any], agent: PeerInfo) -> Effects:
-        """The agent answered the client's ``session/new|load|resume``."""
+        """The agent answered the client's ``session/new|load|resume|fork``."""
         policy = self.policy()
         sid = result.get("sessionId", params.get("sessionId"))
         modes, current, config_id, has_modes = offered_modes(result)

@@ -291,7 +291,7 @@ class Relay:
                 self.modes.forget(sid)
                 self.coverage.end_session(sid)
             return
-        elif method not in ("session/new", "session/set_config_option"):
+        elif method not in ("session/new", "session/fork", "session/set_config_option"):
             return
         self._client_requests[_id_key(request_id)] = (method, params)
         while len(self._client_requests) > MAX_PENDING_CLIENT_REQUESTS:
@@ -405,7 +405,7 @@ class Relay:
         if method == "initialize":
             self.agent_info = _peer(result.get("agentInfo"))
             return None
-        if method == "session/new":
+        if method in ("session/new", "session/fork"):
             self._record_session(result.get("sessionId"), params)
             self._record_trace(result.get("sessionId"), params)
         if method == "session/set_config_option":
