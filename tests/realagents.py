@@ -216,6 +216,8 @@ class AgentRun:
     client: AcpAgentClient
     session: Message  # the session/new response as the client saw it
     set_mode: Message | None  # the answer to the client's session/set_mode, if it sent one
+    loaded: Message | None  # the session/load answer of a second proxy + agent (``reload=True``)
+    load_decisions: list[Message]  # that second proxy's decision log
     prompts: dict[str, Message]  # action -> the session/prompt response
     decisions: list[Message]
     model_log: list[Message]
@@ -246,12 +248,15 @@ def _jsonl(path: Path) -> list[Message]:
 
 def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *, fs: bool,
               actions: tuple[str, ...], headless: bool = True, set_mode: str | None = None,
-              answer: Callable[[Message], str | None] | None = None, proxy_args: tuple[str, ...] = ()) -> AgentRun:
+              answer: Callable[[Message], str | None] | None = None, proxy_args: tuple[str, ...] = (),
+              reload: bool = False) -> AgentRun:
     """One session of ``spec`` through the real ``policyd proxy [--headless] --policy POLICY``
     (:func:`policyd_cli`): after
     ``session/new`` the client asks for mode ``set_mode`` (if given), then sends every action
     of ``actions`` as its own prompt, then closes; permission requests that reach the client
-    are answered by ``answer`` (default: the first reject option). Nothing is asserted here."""
+    are answered by ``answer`` (default: the first reject option). With ``reload``, a second
+    proxy + agent (same home) then loads the session (``session/load``), as an editor does
+    after a restart. Nothing is asserted here."""
     ws, outside = base / "ws", base / "outside"
     ws.mkdir(parents=True)
     outside.mkdir()
@@ -269,15 +274,19 @@ def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *,
     model = FakeModelServer(spec.provider, scripts(spec.name, ws, outside, gemini_tmp), base / "model.jsonl").start()
     decisions = base / "decisions.jsonl"
     agent_env = prepare(spec, base / "agent", model.url, env, ws)
-    argv = [*policyd_cli(), "proxy", *(["--headless"] if headless else []),
-            "--policy", str(policy), "--decision-log", str(decisions), *proxy_args, "--", *spec.argv()]
+
+    def proxy(log: Path) -> list[str]:
+        return [*policyd_cli(), "proxy", *(["--headless"] if headless else []),
+                "--policy", str(policy), "--decision-log", str(log), *proxy_args, "--", *spec.argv()]
+
     started = time.monotonic()
-    client = AcpAgentClient(argv, agent_env, ws, base / "policyd.stderr")
+    client = AcpAgentClient(proxy(decisions), agent_env, ws, base / "policyd.stderr")
     if answer is not None:
         client.permission_answer = answer
     prompts: dict[str, Message] = {}
     session: Message = {}
     mode_answer: Message | None = None
+    session_id = None
     try:
         client.initialize(fs=fs)
         session = client.new_session(ws)
@@ -289,6 +298,17 @@ def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *,
                 prompts[action] = client.prompt(str(session_id), f"Please do step {marker(action)}.")
     finally:
         code = client.close()
+    loaded: Message | None = None
+    try:
+        if reload and session_id:
+            again = AcpAgentClient(proxy(base / "decisions-load.jsonl"), agent_env, ws, base / "policyd-load.stderr")
+            try:
+                again.initialize(fs=fs)
+                loaded = again.call("session/load", {"sessionId": session_id, "cwd": str(ws), "mcpServers": []},
+                                    180.0)
+            finally:
+                again.close()
+    finally:
         model.stop()
-    return AgentRun(spec.name, client, session, mode_answer, prompts, _jsonl(decisions), _jsonl(base / "model.jsonl"),
-                    ws, outside, time.monotonic() - started, code)
+    return AgentRun(spec.name, client, session, mode_answer, loaded, _jsonl(base / "decisions-load.jsonl"), prompts,
+                    _jsonl(decisions), _jsonl(base / "model.jsonl"), ws, outside, time.monotonic() - started, code)

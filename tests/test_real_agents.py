@@ -69,6 +69,10 @@ REFUSED_MODES = {"auto", "agent", "acceptEdits", "yolo", "autoEdit", "full-acces
 
 #: The mode each agent's client then asks for: offered by the agent, refused by the policy.
 ASK_REFUSED_MODE = {"claude": "auto", "codex": "agent-full-access", "gemini": "yolo", "codex-zed": "full-access"}
+#: Agents whose session is loaded again by a second proxy after the turn (``session/load``):
+#: Codex reloads it in ``agent`` (policyd switches again); Claude keeps the mode it was in.
+RELOADED = ("claude", "codex")
+SWITCHED_ON_LOAD = {"codex"}
 #: The extra scenario: modes not governed (baseline + ci only, no [modes]), interactive, the
 #: client puts Gemini in autoEdit, so it writes without asking: only the side channel is left.
 AUTOEDIT = "gemini-autoedit"
@@ -96,7 +100,8 @@ def runs() -> Iterator[dict[str, AgentRun]]:
         shutil.copy(SHIPPED / name, ungoverned / name)
     scenarios: dict[str, dict[str, Any]] = {
         name: {"spec": AGENTS[name], "policy": SHIPPED, "fs": name == "gemini",
-               "actions": GEMINI_ACTIONS if name == "gemini" else ACTIONS, "set_mode": ASK_REFUSED_MODE[name]}
+               "actions": GEMINI_ACTIONS if name == "gemini" else ACTIONS, "set_mode": ASK_REFUSED_MODE[name],
+               "reload": name in RELOADED}
         for name in AGENTS
     }
     scenarios[AUTOEDIT] = {"spec": AGENTS["gemini"], "policy": ungoverned, "fs": True, "headless": False,
@@ -291,3 +296,17 @@ def test_claude_own_switch_to_auto_is_reverted(runs: dict[str, Any]) -> None:
     assert "auto" not in seen and "default" == seen[-1]
     assert [("execute", "deny")] == [(d["kind"], d["decision"]) for d in _decided(run) if d["kind"] != "switch_mode"]
     assert (run.outside / "keep.txt").exists()
+
+
+@pytest.mark.parametrize("name", RELOADED)
+def test_loaded_session_runs_in_an_acceptable_mode(runs: dict[str, Any], name: str) -> None:
+    """After the turn a second proxy + agent loads the session (``session/load``, as after an
+    editor restart): the client gets it in an acceptable mode, showing acceptable modes only;
+    Codex reloads it in ``agent`` and policyd switches it again (logged for session/load)."""
+    run = _run(runs, name)
+    assert run.loaded is not None and "result" in run.loaded, (run.loaded, run.describe())
+    modes = run.loaded["result"]["modes"]
+    assert END_MODE[name] == modes["currentModeId"]
+    assert set() == {m["id"] for m in modes["availableModes"]} & REFUSED_MODES
+    switched = [(e["method"], e["from"], e["to"]) for e in run.load_decisions if e["event"] == "mode.switched"]
+    assert ([("session/load", START_MODE[name], END_MODE[name])] if name in SWITCHED_ON_LOAD else []) == switched
