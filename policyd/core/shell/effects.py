@@ -22,6 +22,10 @@ from policyd.core.shell.catalogue import Catalogue, Operand, Option, Program
 from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, SimpleCommand
 from policyd.core.shell.wrappers import unwraps
 
+#: Directories whose programs are the catalogue's (``/usr/bin/rm`` is rm; ``./ls`` is not).
+SYSTEM_DIRS: frozenset[str] = frozenset({
+    "/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
+})
 #: A word and its kind (model.LITERAL / PATTERN / EXPANSION).
 Word = tuple[str, int]
 
@@ -78,6 +82,8 @@ class _Acc:
     variables: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     options: list[str] = field(default_factory=list)
+    all_names: list[str] = field(default_factory=list)
+    operands: int = 0
 
     def unknown(self, why: str) -> None:
         self.effects.add("unknown")
@@ -96,12 +102,27 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
     acc = _Acc(set(entry.effects))
     if cmd.argv and ("$" in cmd.argv[0] or "`" in cmd.argv[0]):
         acc.unknown("the program name is computed at run time")
+    elif cmd.argv and "/" in cmd.argv[0] and cmd.argv[0].rsplit("/", 1)[0] not in SYSTEM_DIRS:
+        acc.unknown(f"runs the file {cmd.argv[0]!r}, not the catalogue's {name!r}")
     if entry.handler == "find":
         chain = [entry]
         _find(entry, words, acc)
+    elif entry.handler == "python" and any(w == "-m" or w.startswith("-m") for w, _ in words):
+        chain = _python_module(entry, words, acc, catalogue, cmd)
+    elif entry.handler == "dd":
+        chain = [entry]
+        _dd(entry, words, acc)
     else:
         chain = _parse(entry, words, acc, cmd)
+    if entry.handler == "test" and any(w in ("-v", "-R") for w, _ in words):
+        acc.unknown("test -v/-R evaluates a variable name (its subscript runs code)")
+    if entry.handler == "wrapper" and not acc.execs and entry.names[0] == "env":
+        acc.effects.add("env-read")  # env without a command prints the environment
     last = chain[-1]
+    if (entry.stdin == "shell" and not acc.operands and not acc.execs
+            and not {"--version", "--help", "-V", "-h", "-v", "-m"} & set(acc.all_names)):
+        acc.effects.add("exec")  # reads code from stdin
+        acc.execs.append(cmd.name)
     if entry.handler == "shell" and "-c" not in acc.options:
         acc.effects.add("exec")  # runs a script file or its stdin: code we do not see
         acc.execs.append(cmd.name)
@@ -122,6 +143,31 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         stdin_role,
         last.stdout if last.stdout != "text" else entry.stdout,
     )
+
+
+def _python_module(entry: Program, words: list[Word], acc: _Acc, catalogue: Catalogue,
+                   cmd: SimpleCommand) -> list[Program]:
+    """``python [opts] -m MODULE args``: the interpreter's options, then MODULE's own entry
+    (a catalogue program named like the module: ``pytest``, ``json.tool``) judges args."""
+    i = 0
+    while i < len(words):
+        a = words[i][0]
+        if a == "-m" or (a.startswith("-m") and len(a) > 2):
+            module, j = (a[2:], i + 1) if len(a) > 2 else (
+                (words[i + 1][0], i + 2) if i + 1 < len(words) else ("", i + 1))
+            mod = catalogue.get(module) if module and (len(a) > 2 or words[i + 1][1] == LITERAL) else None
+            if mod is None:
+                acc.unknown(f"python module {module!r} is not in the catalogue")
+                return [entry]
+            acc.effects |= mod.effects
+            acc.all_names.append("-m")
+            return [entry, *_parse(mod, words[j:], acc, cmd)]
+        got = _option(entry, [entry], words, i, acc) if a.startswith("-") else None
+        if got is None:
+            acc.unknown(f"python argument {a!r} before -m")
+            return [entry]
+        i = got[1]
+    return [entry]
 
 
 def _absorbing_role(p: Program) -> str:
@@ -187,6 +233,7 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
         opts, i = got
         for opt, value in opts:
             acc.options.append(opt.names[0])
+            acc.all_names.extend(opt.names)
             acc.effects |= opt.effects
             if opt.replaces:
                 replaced.append(opt.replaces)
@@ -194,6 +241,7 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
                 operands_as = opt.operands_as
             if value is not None and opt.value != "arg":
                 _role(opt.value, value, cur, chain, acc)
+    acc.operands += len(operands)
     _operands(cur, chain, operands, replaced, operands_as, acc)
     return chain
 
@@ -375,11 +423,17 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
         acc.variables.append(value)
     elif role == "env":
         name, eq, val = value.partition("=")
-        if handler == "make" and eq and ("$" in val or "`" in val or kind != LITERAL):
+        if handler == "make" and ("$" in value or "`" in value or kind != LITERAL):
             acc.effects.add("exec")  # make VAR=$(shell ...) runs code
             acc.execs.append(value)
         elif handler == "make" and eq and name.upper() in ("SHELL", "MAKEFLAGS", "MAKE", "MFLAGS"):
             acc.effects.add("exec")
+    elif role == "arg" and handler == "git" and ":" in value and not value.startswith("-"):
+        # REV:PATH / :PATH names a file's content in the repository
+        _, _, path = value.partition(":")
+        if path:
+            acc.effects.add("read")
+            acc.reads.append((path.lstrip("/") or ".", kind))
     elif role == "link":
         if kind != LITERAL:
             acc.unknown(f"symlink target {value!r} depends on an expansion")
@@ -438,6 +492,34 @@ def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
             i += 2
         else:
             i += 1
+
+
+# --------------------------------------------------------------------------- dd
+
+_DD_DEVICES = frozenset({"/dev/zero", "/dev/urandom", "/dev/random"})
+
+
+def _dd(entry: Program, words: list[Word], acc: _Acc) -> None:
+    """``dd if=F of=G bs= count=``: ``if`` is read, ``of`` written; an endless device input
+    without ``count=`` fills the disk (unknown)."""
+    keys: dict[str, Word] = {}
+    for w, k in words:
+        key, eq, val = w.partition("=")
+        if not eq or key not in ("if", "of", "bs", "ibs", "obs", "cbs", "count", "skip", "seek",
+                                 "conv", "iflag", "oflag", "status"):
+            acc.unknown(f"dd operand {w!r} is not in the catalogue")
+            continue
+        keys[key] = (val, k)
+    src = keys.get("if")
+    if src is not None:
+        if src[0] in _DD_DEVICES and src[1] == LITERAL:
+            if "count" not in keys:
+                acc.unknown(f"dd from {src[0]} without count= never ends")
+        else:
+            _role("read", src, entry, [entry], acc)
+    dst = keys.get("of")
+    if dst is not None:
+        _role("write", dst, entry, [entry], acc)
 
 
 # --------------------------------------------------------------------------- scripts
