@@ -98,6 +98,7 @@ TOOL_FIELDS: tuple[str, ...] = (
     "writes",
     "execs",
     "unknown",
+    "creates",
 )
 
 RealPath = Callable[[str], str]
@@ -429,6 +430,8 @@ class Facts:
                 return list(_unique(r for cf in self.shell_facts for r in cf.reads))
             case "writes":
                 return list(self.write_paths) if self.kind != "execute" or a else []
+            case "creates":
+                return list(_unique(r for cf in self.shell_facts for r in cf.creates))
             case "execs":
                 return list(_unique(x for cf in self.shell_facts for x in cf.judgement.execs))
             case "unknown":
@@ -567,6 +570,7 @@ def _command_map(c: shell.SimpleCommand, paths_: list[str], cf: CommandFacts) ->
         "reads": list(cf.reads),
         "writes": list(cf.writes),
         "deletes": list(cf.deletes),
+        "creates": list(cf.creates),
         "execs": list(j.execs),
         "cwds": list(cf.cwds),
         "unknown": list(cf.unknown),

@@ -51,6 +51,7 @@ class Judgement:
     ``effects``: effect names (SCHEMA.md); ``reads``/``writes``/``deletes``/``chdirs``:
     raw words with their kind (``deletes`` are also in ``writes``); ``execs``: programs or
     code it runs (listed as their own commands when a wrapper/shell handler unwraps them);
+    ``creates``: the writes that only create a new file or directory (also in ``writes``);
     ``urls``; ``variables``: variables it assigns (``printf -v``, ``read``); ``reasons``:
     why something is ``unknown``; ``stdin_role``: the role operands arriving on stdin take
     (behind xargs), ``""`` when none; ``stdout``: the entry's output kind.
@@ -68,6 +69,7 @@ class Judgement:
     reasons: tuple[str, ...] = ()
     stdin_role: str = ""
     stdout: str = "text"
+    creates: tuple[Word, ...] = ()
 
 
 @dataclass
@@ -76,6 +78,7 @@ class _Acc:
     reads: list[Word] = field(default_factory=list)
     writes: list[Word] = field(default_factory=list)
     deletes: list[Word] = field(default_factory=list)
+    creates: list[Word] = field(default_factory=list)
     chdirs: list[Word] = field(default_factory=list)
     execs: list[str] = field(default_factory=list)
     urls: list[str] = field(default_factory=list)
@@ -142,6 +145,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         tuple(acc.reasons),
         stdin_role,
         last.stdout if last.stdout != "text" else entry.stdout,
+        tuple(acc.creates),
     )
 
 
@@ -187,6 +191,7 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
     operands: list[Word] = []
     replaced: list[str] = []
     operands_as = ""
+    targets: list[tuple[str, Word]] = []
     done = cur.syntax == "none"
     i = 0
     n = len(words)
@@ -241,9 +246,21 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
                 operands_as = opt.operands_as
             if value is not None and opt.value != "arg":
                 _role(opt.value, value, cur, chain, acc)
+                if opt.operands_as and opt.value in ("write", "create"):
+                    targets.append((opt.value, value))
     acc.operands += len(operands)
     _operands(cur, chain, operands, replaced, operands_as, acc)
+    for role, directory in targets:  # cp -t DIR SRC...: each source lands in DIR/NAME
+        for w in operands:
+            _into(directory, w, role, cur, chain, acc)
     return chain
+
+
+def _into(directory: Word, src: Word, role: str, p: Program, chain: list[Program],
+          acc: _Acc) -> None:
+    name = src[0].rstrip("/").rsplit("/", 1)[-1]
+    if name and name not in (".", ".."):
+        _role(role, (directory[0].rstrip("/") + "/" + name, max(directory[1], src[1])), p, chain, acc)
 
 
 def _may_be_option(p: Program, a: str, k: int, acc: _Acc) -> None:
@@ -380,6 +397,8 @@ def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: 
             for w in got[:-1]:
                 _role(role, w, p, chain, acc)
             _role(s.last_is, got[-1], p, chain, acc)
+            for w in got[:-1]:  # DEST may be a directory: each source lands in DEST/NAME
+                _into(got[-1], w, s.last_is, p, chain, acc)
         else:
             for w in got:
                 _role(role, w, p, chain, acc)
@@ -399,6 +418,10 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
     elif role == "write":
         acc.effects.add("write")
         acc.writes.append(w)
+    elif role == "create":
+        acc.effects.add("write")
+        acc.writes.append(w)
+        acc.creates.append(w)
     elif role == "delete":
         acc.effects.add("delete")
         acc.writes.append(w)

@@ -78,6 +78,7 @@ class CommandFacts:
     deletes: tuple[str, ...]
     chdirs: tuple[str, ...]
     unknown: tuple[str, ...]
+    creates: tuple[str, ...] = ()
 
 
 def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
@@ -100,6 +101,7 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
         reads = [r for w in j.reads for r in res.word(w, own)]
         writes = [r for w in j.writes for r in res.word(w, own)]
         deletes = [r for w in j.deletes for r in res.word(w, own)]
+        creates = [r for w in j.creates for r in res.word(w, own)]
         if c.stdin_args and j.stdin_role:
             fed = _stdin_words(cmds, judgements, out, c, res, own)
             if j.stdin_role == "read":
@@ -114,7 +116,8 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
             unknown.append("paths used after a symlink is made in the same command cannot "
                            "be resolved before it runs")
         out.append(CommandFacts(j, tuple(own), _unique(reads), _unique(writes),
-                                _unique(deletes), _unique(chdirs), tuple(unknown)))
+                                _unique(deletes), _unique(chdirs), tuple(unknown),
+                                _unique(creates)))
         moved = _cd_targets(c, j, res, current)
         if moved is not None:
             current = moved if c.seq == "and" else _bounded([*current, *moved])

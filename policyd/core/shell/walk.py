@@ -124,6 +124,7 @@ _ARITH_CONTEXTS = frozenset({"arithmetic_expansion", "c_style_for_statement"})
 _ARITH_TEST_OPS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _VAR_TESTS = frozenset({"-v", "-R"})  # test a variable by name: its subscript is evaluated
 _MAX_ARITH_SCAN = 256  # nodes examined in one arithmetic context
+MAX_BRACE_WORDS = 10_000  # a {a..b} sequence longer than this is a denial of service
 _HIDDEN_CHECKS = frozenset({"function_definition", "subscript", "compound_statement",
                             "test_command"})
 
@@ -300,6 +301,8 @@ class _Walker:
                     st.dynamic = True
                     if t in _ARITH_CONTEXTS:
                         self.arithmetic(node)
+                    elif t == "brace_expression":
+                        self.brace_size(node)
                 elif t in _HIDDEN_CHECKS:
                     self.hidden(node, t)
                 elif t == "for_statement" and not st.dynamic:
@@ -341,6 +344,17 @@ class _Walker:
                 stack.extend(n.named_children)
         if stack:
             self.st.cannot_know("arithmetic expression too long to check")
+
+    def brace_size(self, node: Node) -> None:
+        """``{1..99999999}`` makes bash build a list of that many words (memory, time)."""
+        nums = [self.text(n) for n in node.named_children if n.type == "number"]
+        if len(nums) >= 2:
+            try:
+                size = abs(int(nums[1]) - int(nums[0]))
+            except ValueError:
+                size = MAX_BRACE_WORDS + 1
+            if size > MAX_BRACE_WORDS:
+                self.st.cannot_know(f"brace expansion of {size} words")
 
     def hidden(self, node: Node, t: str) -> None:
         """Constructs that run code from data or hide it: see _HIDDEN_CHECKS."""
