@@ -24,7 +24,7 @@ EFFECTS: frozenset[str] = frozenset({
 })
 ROLES: frozenset[str] = frozenset({
     "read", "write", "delete", "exec", "shell", "script", "chdir", "url", "arg", "env",
-    "unknown", "git-config", "var", "link", "create",
+    "unknown", "git-config", "var", "link", "create", "package",
 })
 SYNTAXES: frozenset[str] = frozenset({"gnu", "posix", "single-dash", "none"})
 HANDLERS: frozenset[str] = frozenset({

@@ -457,6 +457,13 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
         if path:
             acc.effects.add("read")
             acc.reads.append((path.lstrip("/") or ".", kind))
+    elif role == "package":
+        if kind == LITERAL and (value in (".", "..") or value.startswith(("./", "../", "/"))):
+            acc.effects.add("read")
+            acc.reads.append(w)
+        else:
+            acc.effects.add("network")  # fetched from a registry or a module proxy
+            acc.urls.append(value)
     elif role == "link":
         if kind != LITERAL:
             acc.unknown(f"symlink target {value!r} depends on an expansion")
@@ -506,9 +513,12 @@ def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
             continue
         acc.effects |= o.effects
         if "delete" in o.effects:
-            for s in starts:
-                acc.writes.append(s)
-                acc.deletes.append(s)
+            names = [words[x + 1] for x in range(n - 1)
+                     if words[x][0] in ("-name", "-iname") and words[x + 1][1] == LITERAL]
+            for s in starts:  # -name P narrows what is deleted to START/.../P
+                for t in ([(s[0].rstrip("/") + "/" + nm[0], PATTERN) for nm in names] or [s]):
+                    acc.writes.append(t)
+                    acc.deletes.append(t)
         if o.arity == 1 and i + 1 < n:
             if o.value != "arg":
                 _role(o.value, words[i + 1], entry, [entry], acc)
