@@ -206,7 +206,7 @@ class _Walker:
 
     __slots__ = ("bare_cat", "depth", "echo", "first_cmd", "has_error", "heredoc_floor",
                  "heredocs", "label", "parent", "prev", "runs_output", "src", "st", "stdin",
-                 "tolerated")
+                 "tolerated", "top")
 
     def __init__(self, st: _State, src: bytes, depth: int, label: str) -> None:
         self.st = st
@@ -225,6 +225,7 @@ class _Walker:
         self.heredocs: dict[int, tuple[str, bool]] = {}  # heredoc_redirect id -> body, quoted
         self.heredoc_floor = 0  # a heredoc body starts after the previous one's end
         self.first_cmd: dict[int, int] = {}  # command node id -> index of its SimpleCommand
+        self.top: dict[int, bool] = {}  # node id -> reaches the program through lists only
 
     def text(self, node: Node) -> str:
         return _dec(self.src[node.start_byte : node.end_byte])
@@ -539,18 +540,44 @@ class _Walker:
         if self.depth or self.label:
             return "", stdin_from
         seq = "top"
-        while p is not None:  # up to the program through lists only
+        if p is not None and p.type == "list" and p.named_children[0].id == n.id:
+            op = n.next_sibling
+            if op is not None and op.type == "&&":
+                seq = "and"
+        elif p is not None and p.type == "list" and not any(c.type == "||" for c in p.children):
+            # the operator after a list's last command is the one after the list itself
+            # (``a && cd x && c``; not ``a || cd x && c``: there c may follow a instead)
+            q = parent.get(p.id)
+            if q is not None and q.type == "list" and q.named_children[0].id == p.id:
+                op = p.next_sibling
+                if op is not None and op.type == "&&":
+                    seq = "and"
+        return (seq if self.toplevel(n) else ""), stdin_from
+
+    def toplevel(self, node: Node) -> bool:
+        """Whether ``node`` reaches the program through lists and redirects only (memoised:
+        long ``&&`` chains nest one list per command)."""
+        path: list[int] = []
+        n = node
+        result = False
+        while True:
+            known = self.top.get(n.id)
+            if known is not None:
+                result = known
+                break
+            p = self.parent.get(n.id)
+            path.append(n.id)
+            if p is None:
+                break
             if p.type == "program":
-                return seq, stdin_from
-            if p.type == "list":
-                if seq == "top" and p.named_children[0].id == n.id:
-                    op = n.next_sibling
-                    if op is not None and op.type == "&&":
-                        seq = "and"
-            elif p.type != "redirected_statement":
-                return "", stdin_from
-            n, p = p, parent.get(p.id)
-        return "", stdin_from
+                result = True
+                break
+            if p.type not in ("list", "redirected_statement"):
+                break
+            n = p
+        for i in path:
+            self.top[i] = result
+        return result
 
     def emit(self, words: list[_Word], text: str, node: Node) -> tuple[str, str]:
         """List the command in ``words`` and everything it wraps.
