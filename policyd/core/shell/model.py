@@ -1,0 +1,83 @@
+"""Public results of the shell analysis and its limits (pure data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Nesting of shell-in-shell strings (bash -c, eval, ssh, heredoc to sh) before giving up.
+MAX_DEPTH: int = 4
+#: Commands listed at most; exceeding sets parse_ok False (bounded work for CEL).
+MAX_COMMANDS: int = 2000
+#: Longest text analysed (bounds tree-sitter parse time to ~0.2 s); longer: parse_ok False.
+MAX_INPUT_CHARS: int = 256 * 1024
+#: Longest wrapper chain unwrapped (sudo env nice ...): each level copies the remaining words.
+MAX_WRAPPERS: int = 32
+#: Total chars of command texts + args kept: nested $(..) repeat inner text in every level.
+MAX_TEXT_CHARS: int = 4 * 1024 * 1024
+#: Error messages kept (one is enough to make parse_ok False).
+MAX_ERRORS: int = 20
+
+# --------------------------------------------------------------------------- public types
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleCommand:
+    """One simple command (a program run with arguments).
+
+    ``name`` is the normalised program name (basename, quotes/backslashes removed, case
+    kept); ``argv`` is ``(name as written, unquoted) + args``; ``flags`` holds every option
+    name (short flags split, long ones without dashes or ``=value``) plus known aliases;
+    ``subcommand`` is the first positional after the program's global options for programs
+    with subcommands (``aws``: service and operation joined by a space), else ``""``;
+    ``positionals`` are the non-option arguments (option values the tables know skipped;
+    the subcommand included); ``wrapper`` names what produced the command (``""`` at top
+    level, ``"sudo"``, ``"find -exec"`` for an unwrapped argv; ``"bash -c"``, ``"eval"``,
+    ``"bash <<"``, ``"| sh"``... for every top-level command of a shell string); ``depth``
+    counts shell-string levels; ``dynamic`` is True when the name or an argument depends on an
+    expansion, glob or brace expansion.
+    """
+
+    name: str
+    args: tuple[str, ...]
+    argv: tuple[str, ...]
+    text: str
+    flags: frozenset[str]
+    subcommand: str
+    positionals: tuple[str, ...]
+    wrapper: str
+    depth: int
+    dynamic: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    """A redirection: ``op`` as written with its fd (``">"``, ``"2>"``, ``"&>"``, ``">&"``,
+    ``"<<"``, ``"<<<"``...), the unquoted ``target`` word (``""`` for heredocs; the content
+    for here-strings; the fd number for ``2>&1``) and whether the target is dynamic."""
+
+    op: str
+    target: str
+    dynamic: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ShellAnalysis:
+    """Everything :func:`analyze` found in one command string.
+
+    ``commands``: every simple command in source order (wrappers and their inner commands
+    both listed). ``assignments``: ``(NAME, value)`` pairs from ``A=b cmd``, ``export A=b``,
+    ``A=b`` and ``env A=b cmd``. ``parse_ok`` is False on syntax errors, nesting deeper than
+    ``max_depth``, more than :data:`MAX_COMMANDS` commands or over-long input; ``errors``
+    says why. ``dynamic``: something (a command, argument, assignment, redirect, loop list)
+    depends on an expansion. ``path_args``: raw path operands of file commands and redirect
+    targets (unresolved: ``"~/.ssh/id_rsa"``, ``"../x"``, ``"$HOME/x"``, ``"*"``).
+    """
+
+    commands: tuple[SimpleCommand, ...]
+    redirects: tuple[Redirect, ...]
+    assignments: tuple[tuple[str, str], ...]
+    parse_ok: bool
+    dynamic: bool
+    errors: tuple[str, ...]
+    path_args: tuple[str, ...]
+
