@@ -29,7 +29,7 @@ ROLES: frozenset[str] = frozenset({
 SYNTAXES: frozenset[str] = frozenset({"gnu", "posix", "single-dash", "none"})
 HANDLERS: frozenset[str] = frozenset({
     "wrapper", "shell", "find", "git", "make", "sed", "awk", "jq", "test", "cd", "printf",
-    "chmod", "python", "dd",
+    "chmod", "python", "dd", "seq",
 })
 STDOUT_KINDS: frozenset[str] = frozenset({"text", "token", "paths"})
 COUNTS: frozenset[object] = frozenset({1, "?", "*", "+"})

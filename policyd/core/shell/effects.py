@@ -103,6 +103,8 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
     kinds = tuple(cmd.arg_kinds) + (LITERAL,) * (len(cmd.args) - len(cmd.arg_kinds))
     words = list(zip(cmd.args, kinds, strict=True))
     acc = _Acc(set(entry.effects))
+    if "exec" in acc.effects and unwraps(name, _first_operand(cmd)):
+        acc.effects.discard("exec")  # what it runs is listed and judged as its own command
     if cmd.argv and ("$" in cmd.argv[0] or "`" in cmd.argv[0]):
         acc.unknown("the program name is computed at run time")
     elif cmd.argv and "/" in cmd.argv[0] and cmd.argv[0].rsplit("/", 1)[0] not in SYSTEM_DIRS:
@@ -117,6 +119,8 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         _dd(entry, words, acc)
     else:
         chain = _parse(entry, words, acc, cmd)
+    if entry.handler == "seq":
+        _seq(words, acc)
     if entry.handler == "test" and any(w in ("-v", "-R") for w, _ in words):
         acc.unknown("test -v/-R evaluates a variable name (its subscript runs code)")
     if entry.handler == "wrapper" and not acc.execs and entry.names[0] == "env":
@@ -147,6 +151,10 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         last.stdout if last.stdout != "text" else entry.stdout,
         tuple(acc.creates),
     )
+
+
+def _first_operand(cmd: SimpleCommand) -> str:
+    return next((a for a in cmd.args if not a.startswith("-")), "")
 
 
 def _python_module(entry: Program, words: list[Word], acc: _Acc, catalogue: Catalogue,
@@ -410,6 +418,13 @@ def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: 
 def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> None:
     value, kind = w
     handler = chain[0].handler
+    if handler == "git" and role in ("read", "arg") and ":" in value and not value.startswith("-"):
+        # REV:PATH / :PATH names a file's content in the repository: read PATH
+        path = value.partition(":")[2]
+        if path:
+            acc.effects.add("read")
+            acc.reads.append((path.lstrip("/") or ".", kind))
+        return
     if role == "read":
         acc.effects.add("read")
         acc.reads.append(w)
@@ -451,12 +466,6 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
             acc.execs.append(value)
         elif handler == "make" and eq and name.upper() in ("SHELL", "MAKEFLAGS", "MAKE", "MFLAGS"):
             acc.effects.add("exec")
-    elif role == "arg" and handler == "git" and ":" in value and not value.startswith("-"):
-        # REV:PATH / :PATH names a file's content in the repository
-        _, _, path = value.partition(":")
-        if path:
-            acc.effects.add("read")
-            acc.reads.append((path.lstrip("/") or ".", kind))
     elif role == "package":
         if kind == LITERAL and (value in (".", "..") or value.startswith(("./", "../", "/"))):
             acc.effects.add("read")
@@ -553,6 +562,24 @@ def _dd(entry: Program, words: list[Word], acc: _Acc) -> None:
     dst = keys.get("of")
     if dst is not None:
         _role("write", dst, entry, [entry], acc)
+
+
+#: Output lines a ``seq`` may print before it counts as filling the disk.
+MAX_SEQ_LINES = 1_000_000
+
+
+def _seq(words: list[Word], acc: _Acc) -> None:
+    """``seq [FIRST [STEP]] LAST``: more than :data:`MAX_SEQ_LINES` lines is unknown."""
+    nums = [w for w, _ in words if not w.startswith("-") or w[1:2].isdigit()]
+    try:
+        vals = [float(x) for x in nums[-3:]]
+    except ValueError:
+        acc.unknown("seq bounds are not numbers")
+        return
+    first, step, last = (1.0, 1.0, vals[-1]) if len(vals) == 1 else (
+        (vals[0], 1.0, vals[1]) if len(vals) == 2 else (vals[0], vals[1], vals[2]))
+    if not vals or step == 0 or abs((last - first) / step) > MAX_SEQ_LINES:
+        acc.unknown(f"seq prints more than {MAX_SEQ_LINES} lines")
 
 
 # --------------------------------------------------------------------------- scripts
