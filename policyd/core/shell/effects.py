@@ -52,7 +52,8 @@ class Judgement:
     raw words with their kind (``deletes`` are also in ``writes``); ``execs``: programs or
     code it runs (listed as their own commands when a wrapper/shell handler unwraps them);
     ``risky_options``: some option of the entry has an effect or runs/points elsewhere
-    (a word that may turn into an option is then unknown); ``creates``: the writes that only create a new file or directory (also in ``writes``);
+    (a word that may turn into an option is then unknown); ``creates``: the writes that
+    only create a new file or directory (also in ``writes``);
     ``urls``; ``variables``: variables it assigns (``printf -v``, ``read``); ``reasons``:
     why something is ``unknown``; ``stdin_role``: the role operands arriving on stdin take
     (behind xargs), ``""`` when none; ``stdout``: the entry's output kind.
@@ -463,7 +464,7 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
             acc.unknown(f"variable name {value!r} is evaluated (subscripts run code)")
         acc.variables.append(value)
     elif role == "env":
-        name, eq, val = value.partition("=")
+        name, eq, _ = value.partition("=")
         if handler == "make" and ("$" in value or "`" in value or kind != LITERAL):
             acc.effects.add("exec")  # make VAR=$(shell ...) runs code
             acc.execs.append(value)
