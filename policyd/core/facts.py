@@ -99,6 +99,10 @@ TOOL_FIELDS: tuple[str, ...] = (
     "execs",
     "unknown",
     "creates",
+    "names",
+    "deletes",
+    "cwds",
+    "discards",
 )
 
 RealPath = Callable[[str], str]
@@ -137,6 +141,8 @@ FACTS_SCHEMA: Mapping[str, FactType] = {
                       "private": "bool", "link_local": "bool"},
         "effects": "list(string)", "reads": "list(string)", "writes": "list(string)",
         "execs": "list(string)", "unknown": "list(string)", "creates": "list(string)",
+        "names": "list(string)", "deletes": "list(string)", "cwds": "list(string)",
+        "discards": "list(string)",
     },
     "session": {"id": "string", "cwd": "string", "roots": "list(string)", "real_roots": "list(string)"},
     "agent": {"name": "string", "version": "string"},
@@ -473,6 +479,14 @@ class Facts:
                 return list(_unique(r for cf in self.shell_facts for r in cf.reads))
             case "writes":
                 return list(self.write_paths) if self.kind != "execute" or a else []
+            case "names":
+                return list(_unique(c.name.lower() for c in a.commands)) if a else []
+            case "deletes":
+                return list(_unique(r for cf in self.shell_facts for r in cf.deletes))
+            case "discards":
+                return list(_unique(d for cf in self.shell_facts for d in cf.discards))
+            case "cwds":
+                return list(_unique(d for cf in self.shell_facts for d in cf.cwds))
             case "creates":
                 return list(_unique(r for cf in self.shell_facts for r in cf.creates))
             case "execs":

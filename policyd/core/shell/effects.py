@@ -122,6 +122,9 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         _dd(entry, words, acc)
     else:
         chain = _parse(entry, words, acc, cmd)
+    if (entry.handler == "git" and len(chain) > 1 and chain[1].names[0] == "clean"
+            and {"-n", "--dry-run"} & set(acc.all_names)):
+        acc.effects.discard("delete")  # only lists what it would remove
     if entry.handler == "seq":
         _seq(words, acc)
     if entry.handler == "test" and any(w in ("-v", "-R") for w, _ in words):
@@ -422,6 +425,12 @@ def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: 
 def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> None:
     value, kind = w
     handler = chain[0].handler
+    if handler == "git" and len(chain) > 1 and chain[1].names[0] == "push" and value[:1] in ("+", ":"):
+        acc.effects.add("delete")  # +REF forces, :REF deletes the remote branch
+    if (handler == "git" and len(chain) > 1 and chain[1].names[0] in ("checkout", "restore")
+            and value in (".", "./", ":/", "*")
+            and ("--staged" not in acc.all_names or "--worktree" in acc.all_names)):
+        acc.effects.add("delete")  # discards the uncommitted changes of the whole tree
     if handler == "git" and role in ("read", "arg") and ":" in value and not value.startswith("-"):
         # REV:PATH / :PATH names a file's content in the repository: read PATH
         path = value.partition(":")[2]
