@@ -24,12 +24,12 @@ EFFECTS: frozenset[str] = frozenset({
 })
 ROLES: frozenset[str] = frozenset({
     "read", "write", "delete", "exec", "shell", "script", "chdir", "url", "arg", "env",
-    "unknown", "git-config",
+    "unknown", "git-config", "var", "link", "create", "package",
 })
 SYNTAXES: frozenset[str] = frozenset({"gnu", "posix", "single-dash", "none"})
 HANDLERS: frozenset[str] = frozenset({
     "wrapper", "shell", "find", "git", "make", "sed", "awk", "jq", "test", "cd", "printf",
-    "chmod",
+    "chmod", "python", "dd", "seq",
 })
 STDOUT_KINDS: frozenset[str] = frozenset({"text", "token", "paths"})
 COUNTS: frozenset[object] = frozenset({1, "?", "*", "+"})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: Nesting of shell-in-shell strings (bash -c, eval, ssh, heredoc to sh) before giving up.
 MAX_DEPTH: int = 4
@@ -35,6 +35,15 @@ class SimpleCommand:
     ``"bash <<"``, ``"| sh"``... for every top-level command of a shell string); ``depth``
     counts shell-string levels; ``dynamic`` is True when the name or an argument depends on an
     expansion, glob or brace expansion.
+
+    Also: ``arg_kinds`` per argument (:data:`LITERAL`, :data:`PATTERN` for a glob or brace
+    word, :data:`EXPANSION` for a word holding ``$``-expansions or substitutions);
+    ``stdin_from`` the index (in ``ShellAnalysis.commands``) of the command whose output
+    feeds this one's stdin through a pipe, -1 when none or not one command; ``stdin_args``
+    True when its operands arrive on stdin (behind ``xargs``/``parallel``); ``seq``
+    ``"and"`` for a top-level command followed by ``&&`` (a ``cd`` there certainly holds for
+    what follows), ``"top"`` for another top-level command, ``""`` when nested (subshell,
+    pipeline, substitution, loop, wrapper...).
     """
 
     name: str
@@ -47,6 +56,14 @@ class SimpleCommand:
     wrapper: str
     depth: int
     dynamic: bool
+    arg_kinds: tuple[int, ...] = field(default=(), compare=False)
+    stdin_from: int = field(default=-1, compare=False)
+    stdin_args: bool = field(default=False, compare=False)
+    seq: str = field(default="", compare=False)
+
+
+#: ``SimpleCommand.arg_kinds`` / ``Redirect.kind`` values.
+LITERAL, PATTERN, EXPANSION = 0, 1, 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +75,7 @@ class Redirect:
     op: str
     target: str
     dynamic: bool
+    kind: int = field(default=0, compare=False)  # LITERAL, PATTERN or EXPANSION
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +89,9 @@ class ShellAnalysis:
     says why. ``dynamic``: something (a command, argument, assignment, redirect, loop list)
     depends on an expansion. ``path_args``: raw path operands of file commands and redirect
     targets (unresolved: ``"~/.ssh/id_rsa"``, ``"../x"``, ``"$HOME/x"``, ``"*"``).
+    ``unknown``: why the analysis cannot know what runs (arithmetic evaluating variable
+    data, a function definition, a syntax node it does not know...): never empty when
+    something may run that no listed command shows.
     """
 
     commands: tuple[SimpleCommand, ...]
@@ -80,4 +101,5 @@ class ShellAnalysis:
     dynamic: bool
     errors: tuple[str, ...]
     path_args: tuple[str, ...]
+    unknown: tuple[str, ...] = field(default=(), compare=False)
 

@@ -32,12 +32,15 @@ import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
 from policyd.core.shell.model import (
+    EXPANSION,
+    LITERAL,
     MAX_COMMANDS,
     MAX_DEPTH,
     MAX_ERRORS,
     MAX_INPUT_CHARS,
     MAX_TEXT_CHARS,
     MAX_WRAPPERS,
+    PATTERN,
     Redirect,
     ShellAnalysis,
     SimpleCommand,
@@ -73,9 +76,7 @@ _DYNAMIC_NODES = frozenset(_EXPANSIONS)
 # Expression nodes that can only hold a command via $( ), backticks or <( ): skipped when
 # their text has none of "$", "`", "(".
 _EXPRESSIONS = frozenset({
-    "string", "concatenation", "translated_string", "test_command", "unary_expression",
-    "binary_expression", "parenthesized_expression", "postfix_expression",
-    "ternary_expression", "array", "subscript",
+    "string", "concatenation", "translated_string", "array",
 })
 # Children of a command node that are not its arguments (`time (cmd)` puts a subshell there).
 _NOT_ARGS = frozenset({
@@ -93,14 +94,46 @@ _RUNS_ARG = frozenset({"eval", *_SHELLS})  # their last argument is run as code
 _MAX_STDIN_SCAN = 64  # nodes examined looking for the shell that reads a heredoc
 # Nodes whose children get a parent link (the lookups heredocs, here-strings and pipes need).
 _TRACK_PARENT = frozenset({"redirected_statement", "heredoc_redirect", "herestring_redirect",
-                           "pipeline", "command_substitution", "file_redirect"})
+                           "pipeline", "command_substitution", "file_redirect", "list",
+                           "program"})
+_STDIN_ARGS = frozenset({"xargs", "parallel"})  # wrappers that append stdin words as operands
+
+
+def _kind(w: _Word) -> int:
+    return EXPANSION if w.exp else (PATTERN if w.dyn else LITERAL)
+#: Every node kind the walk understands. Another kind (a newer grammar) is reported in
+#: ``unknown``: a node type not listed here cannot carry a substitution past the analysis.
+_KNOWN_KINDS = frozenset({
+    "ansi_c_string", "arithmetic_expansion", "array", "binary_expression", "brace_expression",
+    "c_style_for_statement", "case_item", "case_statement", "command", "command_name",
+    "command_substitution", "comment", "compound_statement", "concatenation",
+    "declaration_command", "do_group", "elif_clause", "else_clause", "expansion",
+    "extglob_pattern", "file_descriptor", "file_redirect", "for_statement", "heredoc_body",
+    "heredoc_content", "heredoc_end", "heredoc_redirect", "heredoc_start",
+    "herestring_redirect", "if_statement", "list", "negated_command", "number",
+    "parenthesized_expression", "pipeline", "postfix_expression", "process_substitution",
+    "program", "raw_string", "redirected_statement", "regex", "simple_expansion",
+    "special_variable_name", "string", "string_content", "subscript", "subshell",
+    "ternary_expression", "test_command", "test_operator", "translated_string",
+    "unary_expression", "unset_command", "variable_assignment", "variable_assignments",
+    "variable_name", "while_statement", "word", "ERROR", "function_definition",
+})
+#: Arithmetic evaluation runs code hidden in variable *data* (``x='a[$(cmd)]'; $((x))``):
+#: these contexts are unknown as soon as they name a variable.
+_ARITH_CONTEXTS = frozenset({"arithmetic_expansion", "c_style_for_statement"})
+_ARITH_TEST_OPS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_VAR_TESTS = frozenset({"-v", "-R"})  # test a variable by name: its subscript is evaluated
+_MAX_ARITH_SCAN = 256  # nodes examined in one arithmetic context
+MAX_BRACE_WORDS = 10_000  # a {a..b} sequence longer than this is a denial of service
+_HIDDEN_CHECKS = frozenset({"function_definition", "subscript", "compound_statement",
+                            "test_command"})
 
 
 class _State:
     """Accumulates results across the top-level text and nested shell strings."""
 
     __slots__ = ("assignments", "commands", "dynamic", "errors", "full", "max_depth", "paths",
-                 "redirects", "text_left")
+                 "redirects", "text_left", "unknown")
 
     def __init__(self, max_depth: int) -> None:
         self.commands: list[SimpleCommand] = []
@@ -112,6 +145,11 @@ class _State:
         self.full = False
         self.max_depth = max_depth
         self.text_left = MAX_TEXT_CHARS
+        self.unknown: dict[str, None] = {}
+
+    def cannot_know(self, why: str) -> None:
+        if len(self.unknown) < MAX_ERRORS:
+            self.unknown[why] = None
 
     def error(self, msg: str) -> None:
         if len(self.errors) < MAX_ERRORS:
@@ -143,6 +181,7 @@ class _State:
             dynamic=self.dynamic,
             errors=tuple(self.errors),
             path_args=tuple(self.paths),
+            unknown=tuple(self.unknown),
         )
 
 
@@ -165,8 +204,9 @@ def _analyze_text(st: _State, text: str, depth: int, label: str) -> None:
 class _Walker:
     """Walks one parse tree (iteratively: long && chains nest deeply)."""
 
-    __slots__ = ("bare_cat", "depth", "echo", "has_error", "heredoc_floor", "heredocs", "label",
-                 "parent", "prev", "runs_output", "src", "st", "stdin", "tolerated")
+    __slots__ = ("bare_cat", "depth", "echo", "first_cmd", "has_error", "heredoc_floor",
+                 "heredocs", "label", "parent", "prev", "runs_output", "src", "st", "stdin",
+                 "tolerated", "top")
 
     def __init__(self, st: _State, src: bytes, depth: int, label: str) -> None:
         self.st = st
@@ -184,6 +224,8 @@ class _Walker:
         self.prev: dict[int, Node] = {}  # previous named sibling, in pipelines (and on errors)
         self.heredocs: dict[int, tuple[str, bool]] = {}  # heredoc_redirect id -> body, quoted
         self.heredoc_floor = 0  # a heredoc body starts after the previous one's end
+        self.first_cmd: dict[int, int] = {}  # command node id -> index of its SimpleCommand
+        self.top: dict[int, bool] = {}  # node id -> reaches the program through lists only
 
     def text(self, node: Node) -> str:
         return _dec(self.src[node.start_byte : node.end_byte])
@@ -258,6 +300,12 @@ class _Walker:
             else:
                 if t in _DYNAMIC_NODES:
                     st.dynamic = True
+                    if t in _ARITH_CONTEXTS:
+                        self.arithmetic(node)
+                    elif t == "brace_expression":
+                        self.brace_size(node)
+                elif t in _HIDDEN_CHECKS:
+                    self.hidden(node, t)
                 elif t == "for_statement" and not st.dynamic:
                     st.dynamic = any(_word(v, src).dyn for v in node.children_by_field_name("value"))
                 kids = node.named_children
@@ -273,11 +321,78 @@ class _Walker:
                 kt = k.type
                 if kt in _LEAVES:
                     continue
+                if kt not in _KNOWN_KINDS:
+                    st.cannot_know(f"syntax the analysis does not know: {kt}")
                 if kt in _EXPRESSIONS:
                     seg = src[k.start_byte : k.end_byte]
                     if b"$" not in seg and b"`" not in seg and b"(" not in seg:
                         continue  # cannot hold a command or an expansion
                 stack.append((k, kt))
+
+    def arithmetic(self, node: Node) -> None:
+        """An arithmetic context naming a variable evaluates its data as code."""
+        stack = list(node.named_children)
+        seen = 0
+        while stack and seen < _MAX_ARITH_SCAN:
+            n = stack.pop()
+            seen += 1
+            t = n.type
+            if t in ("variable_name", "word", "simple_expansion", "expansion", "subscript",
+                     "command_substitution"):
+                self.st.cannot_know(f"arithmetic evaluates variable data: {self.text(node)[:60]!r}")
+                return
+            if t != "number":
+                stack.extend(n.named_children)
+        if stack:
+            self.st.cannot_know("arithmetic expression too long to check")
+
+    def brace_size(self, node: Node) -> None:
+        """``{1..99999999}`` makes bash build a list of that many words (memory, time)."""
+        nums = [self.text(n) for n in node.named_children if n.type == "number"]
+        if len(nums) >= 2:
+            try:
+                size = abs(int(nums[1]) - int(nums[0]))
+            except ValueError:
+                size = MAX_BRACE_WORDS + 1
+            if size > MAX_BRACE_WORDS:
+                self.st.cannot_know(f"brace expansion of {size} words")
+
+    def hidden(self, node: Node, t: str) -> None:
+        """Constructs that run code from data or hide it: see _HIDDEN_CHECKS."""
+        st = self.st
+        if t == "function_definition":
+            st.cannot_know("function definition (a later command may run its body, or "
+                           "shadow a program)")
+        elif t == "subscript":
+            index = node.child_by_field_name("index")
+            if index is not None and not (index.type == "number" or self.text(index) in ("@", "*")):
+                st.cannot_know(f"array subscript evaluated as arithmetic: {self.text(node)[:60]!r}")
+        elif t == "compound_statement":
+            if self.src[node.start_byte : node.start_byte + 2] == b"((":
+                self.arithmetic(node)
+        elif t == "test_command":
+            self.test_expression(node)
+
+    def test_expression(self, node: Node) -> None:
+        """``[[ x -eq 0 ]]`` evaluates x as arithmetic (recursively: its value's subscripts
+        run); ``[ ]`` does not. ``-v``/``-R`` evaluate a subscript in either."""
+        double = self.src[node.start_byte : node.start_byte + 2] == b"[["
+        stack = list(node.named_children)
+        seen = 0
+        while stack and seen < _MAX_ARITH_SCAN:
+            n = stack.pop()
+            seen += 1
+            if n.type in ("binary_expression", "unary_expression"):
+                words = [c for c in n.named_children if c.type != "test_operator"]
+                for op in (c for c in n.children if c.type == "test_operator"):
+                    o = self.text(op)
+                    if o in _VAR_TESTS:
+                        self.st.cannot_know(f"{o} tests a variable by name: {self.text(n)[:60]!r}")
+                    elif double and o in _ARITH_TEST_OPS and any(w.type != "number" for w in words):
+                        self.st.cannot_know(f"{o} evaluates its operands as arithmetic: "
+                                            f"{self.text(n)[:60]!r}")
+            if n.type in ("binary_expression", "unary_expression", "parenthesized_expression"):
+                stack.extend(n.named_children)
 
     def nested_backticks(self, node: Node) -> list[Node]:
         """`` `a \\`b\\`` ``: the inner escaped backticks run too; re-parse unescaped."""
@@ -292,12 +407,15 @@ class _Walker:
         name = self.text(name_node) if name_node is not None else ""
         if value_node is None:
             self.st.assignments.append((name, ""))
-            return []
+            return [name_node] if name_node is not None and name_node.type == "subscript" else []
         w = _word(value_node, self.src)
         if w.dyn:
             self.st.dynamic = True
         self.st.assignments.append((name, w.value))
-        return [value_node] if w.exp or value_node.type not in _WORDISH else []
+        kids = [value_node] if w.exp or value_node.type not in _WORDISH else []
+        if name_node is not None and name_node.type == "subscript":
+            kids.append(name_node)
+        return kids
 
     def declaration(self, node: Node) -> list[Node]:
         kids = node.children
@@ -406,6 +524,61 @@ class _Walker:
         if node.type == "command_substitution":
             self.runs_output.add(node.id)
 
+    def context(self, node: Node) -> tuple[str, int]:
+        """(``seq`` of SimpleCommand, index of the command piping into this one or -1)."""
+        parent = self.parent
+        n = node
+        p = parent.get(n.id)
+        if p is not None and p.type == "redirected_statement":
+            n, p = p, parent.get(p.id)
+        self.first_cmd[n.id] = len(self.st.commands)
+        stdin_from = -1
+        if p is not None and p.type == "pipeline":
+            prev = self.prev.get(n.id)
+            if prev is not None:
+                stdin_from = self.first_cmd.get(prev.id, -1)
+        if self.depth or self.label:
+            return "", stdin_from
+        seq = "top"
+        if p is not None and p.type == "list" and p.named_children[0].id == n.id:
+            op = n.next_sibling
+            if op is not None and op.type == "&&":
+                seq = "and"
+        elif p is not None and p.type == "list" and not any(c.type == "||" for c in p.children):
+            # the operator after a list's last command is the one after the list itself
+            # (``a && cd x && c``; not ``a || cd x && c``: there c may follow a instead)
+            q = parent.get(p.id)
+            if q is not None and q.type == "list" and q.named_children[0].id == p.id:
+                op = p.next_sibling
+                if op is not None and op.type == "&&":
+                    seq = "and"
+        return (seq if self.toplevel(n) else ""), stdin_from
+
+    def toplevel(self, node: Node) -> bool:
+        """Whether ``node`` reaches the program through lists and redirects only (memoised:
+        long ``&&`` chains nest one list per command)."""
+        path: list[int] = []
+        n = node
+        result = False
+        while True:
+            known = self.top.get(n.id)
+            if known is not None:
+                result = known
+                break
+            p = self.parent.get(n.id)
+            path.append(n.id)
+            if p is None:
+                break
+            if p.type == "program":
+                result = True
+                break
+            if p.type not in ("list", "redirected_statement"):
+                break
+            n = p
+        for i in path:
+            self.top[i] = result
+        return result
+
     def emit(self, words: list[_Word], text: str, node: Node) -> tuple[str, str]:
         """List the command in ``words`` and everything it wraps.
 
@@ -414,15 +587,20 @@ class _Walker:
         st = self.st
         stdin = ""
         first_name = ""
+        seq, stdin_from = self.context(node)
+        self.first_cmd[node.id] = len(st.commands)
         # at depth > 0 the commands of the string are produced by its wrapper ("bash -c"...)
         work: list[tuple[list[_Word], str, str] | tuple[str, str]] = [(words, text, self.label)]
         unwrapped = 0
+        stdin_args = False
         while work:
             item = work.pop()
             if len(item) == 2:
                 _analyze_text(st, item[0], self.depth + 1, item[1])
                 continue
             ws, wtext, label = item
+            if label in _STDIN_ARGS:
+                stdin_args = True  # this command and what it wraps get operands from stdin
             head = ws[0]
             name = _norm_name(head.value, head.dyn)
             if not first_name:
@@ -446,6 +624,10 @@ class _Walker:
                 label,
                 self.depth,
                 dyn,
+                tuple(_kind(w) for w in ws[1:]),
+                stdin_from,
+                stdin_args,
+                seq if label == self.label else "",
             )
             if not st.add(cmd):
                 break
@@ -506,7 +688,7 @@ class _Walker:
         else:
             op = self.text(node).strip()
             w = _Word("", False, 0, 0)
-        st.redirects.append(Redirect(op, w.value, w.dyn))
+        st.redirects.append(Redirect(op, w.value, w.dyn, _kind(w)))
         if w.dyn:
             st.dynamic = True
         fd_dup = op.endswith("&") and (w.value.isdigit() or w.value.endswith("-"))
@@ -515,7 +697,7 @@ class _Walker:
         return node.named_children
 
     def _herestring(self, node: Node, op: str, w: _Word) -> None:
-        self.st.redirects.append(Redirect(op, w.value, w.dyn))
+        self.st.redirects.append(Redirect(op, w.value, w.dyn, _kind(w)))
         if w.dyn:
             self.st.dynamic = True
         shell = self._owner_stdin(node)

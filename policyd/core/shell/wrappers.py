@@ -600,3 +600,11 @@ def _find_program(vals: Sequence[str], out: _Out) -> None:
     out.positionals = pos
     out.paths.extend(p for p in pos if p and p != "-")
 
+
+
+def unwraps(program: str, subcommand: str = "") -> bool:
+    """Whether the walk lists the command ``program`` (or ``program subcommand``) runs as its
+    own command (a wrapper such as ``nice``/``xargs``/``sudo``, a shell's ``-c`` string,
+    ``uv run``, ``npx``): its ``exec``/``shell`` operands are then analysed, not hidden."""
+    key = program.lower()
+    return key in _WRAPPERS or key in _NPX_NAMES or (key, subcommand.lower()) in _RUNNERS
