@@ -51,7 +51,8 @@ class Judgement:
     ``effects``: effect names (SCHEMA.md); ``reads``/``writes``/``deletes``/``chdirs``:
     raw words with their kind (``deletes`` are also in ``writes``); ``execs``: programs or
     code it runs (listed as their own commands when a wrapper/shell handler unwraps them);
-    ``creates``: the writes that only create a new file or directory (also in ``writes``);
+    ``risky_options``: some option of the entry has an effect or runs/points elsewhere
+    (a word that may turn into an option is then unknown); ``creates``: the writes that only create a new file or directory (also in ``writes``);
     ``urls``; ``variables``: variables it assigns (``printf -v``, ``read``); ``reasons``:
     why something is ``unknown``; ``stdin_role``: the role operands arriving on stdin take
     (behind xargs), ``""`` when none; ``stdout``: the entry's output kind.
@@ -70,6 +71,7 @@ class Judgement:
     stdin_role: str = ""
     stdout: str = "text"
     creates: tuple[Word, ...] = ()
+    risky_options: bool = False
 
 
 @dataclass
@@ -150,6 +152,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         stdin_role,
         last.stdout if last.stdout != "text" else entry.stdout,
         tuple(acc.creates),
+        any(_risky(p) for p in chain),
     )
 
 

@@ -102,16 +102,15 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
         writes = [r for w in j.writes for r in res.word(w, own)]
         deletes = [r for w in j.deletes for r in res.word(w, own)]
         creates = [r for w in j.creates for r in res.word(w, own)]
-        if c.stdin_args and j.stdin_role:
-            fed = _stdin_words(cmds, judgements, out, c, res, own)
-            if j.stdin_role == "read":
-                reads.extend(fed)
-            elif j.stdin_role in ("write", "delete"):
-                writes.extend(fed)
+        if c.stdin_args:
+            fed, option_like = _stdin_words(cmds, judgements, out, c, res, own)
+            if j.stdin_role in ("read", "write", "delete") and not j.risky_options and not option_like:
+                (reads if j.stdin_role == "read" else writes).extend(fed)
                 if j.stdin_role == "delete":
                     deletes.extend(fed)
-            elif j.stdin_role not in ("arg", "script", "link"):
-                unknown.append(f"{c.name}: its {j.stdin_role} operands arrive on stdin")
+            else:
+                unknown.append(f"{c.name}: operands arriving on stdin ({j.stdin_role or 'none expected'}) "
+                               "may be anything, options included")
         if links and "link" not in j.effects and (reads or writes):
             unknown.append("paths used after a symlink is made in the same command cannot "
                            "be resolved before it runs")
@@ -150,18 +149,22 @@ def _cd_targets(c: SimpleCommand, j: Judgement, res: _Resolver,
 
 def _stdin_words(cmds: Sequence[SimpleCommand], judgements: Sequence[Judgement],
                  done: Sequence[CommandFacts], c: SimpleCommand, res: _Resolver,
-                 cwds: list[str]) -> list[str]:
+                 cwds: list[str]) -> tuple[list[str], bool]:
+    """(the paths of the words arriving on ``c``'s stdin, whether one may be an option)."""
     src = c.stdin_from
     if src < 0 or src >= len(done):
-        return [UNKNOWN_PATH]
+        return [UNKNOWN_PATH], True
     producer, pj = cmds[src], judgements[src]
     if producer.name.lower() == "echo" and all(k == LITERAL for k in producer.arg_kinds):
         args = [a for a in producer.args if a not in ("-n", "-e", "-E")]
-        return [r for a in " ".join(args).split() for r in res.word((a, LITERAL), cwds)]
+        words = " ".join(args).split()
+        paths_ = [r for a in words for r in res.word((a, LITERAL), cwds)]
+        return paths_, any(w.startswith("-") for w in words)
     if pj.stdout == "paths" and "unknown" not in pj.effects and not done[src].unknown:
-        # the paths it lists lie under what it read, else under where it ran
-        return list(done[src].reads or done[src].cwds)
-    return [UNKNOWN_PATH]
+        # the paths it lists lie under what it read, else under where it ran (a listed name
+        # may start with "-": callers accept these only for programs with harmless options)
+        return list(done[src].reads or done[src].cwds), False
+    return [UNKNOWN_PATH], True
 
 
 class _Resolver:

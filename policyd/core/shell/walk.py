@@ -306,6 +306,8 @@ class _Walker:
                         self.brace_size(node)
                 elif t in _HIDDEN_CHECKS:
                     self.hidden(node, t)
+                elif t == "c_style_for_statement":
+                    self.arithmetic(node)
                 elif t == "for_statement" and not st.dynamic:
                     st.dynamic = any(_word(v, src).dyn for v in node.children_by_field_name("value"))
                 kids = node.named_children
