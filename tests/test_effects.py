@@ -63,7 +63,9 @@ def test_hidden_code_is_unknown(text: str) -> None:
     assert "unknown" in f.tool_field("effects") and f.tool_field("unknown")
 
 
-@pytest.mark.parametrize("text", ["echo $((1 + 2))", "[[ 1 -eq 1 ]]", "[ \"$a\" -eq 1 ]", "echo ${#a[@]}", "echo {1..5}"])
+@pytest.mark.parametrize(
+    "text", ["echo $((1 + 2))", "[[ 1 -eq 1 ]]", "[ \"$a\" -eq 1 ]", "echo ${#a[@]}", "echo {1..5}"]
+)
 def test_plain_arithmetic_is_known(text: str) -> None:
     """Literal arithmetic, [ ] (no arithmetic evaluation) and small braces hide nothing."""
     assert () == analyze(text).unknown
@@ -169,7 +171,8 @@ def test_sed_script_reader() -> None:
 
 def test_user_entry_overrides_and_adds() -> None:
     """A user's catalogue entry adds a program (its options then known)."""
-    user = 'schema = 1\n[[program]]\nnames = ["tokei"]\neffects = ["read"]\noperands = [{ role = "read", count = "*", default = "." }]\n'
+    user = ('schema = 1\n[[program]]\nnames = ["tokei"]\neffects = ["read"]\n'
+            'operands = [{ role = "read", count = "*", default = "." }]\n')
     cat = load([("user.toml", user)])
     j = judge(analyze("tokei").commands[0], cat)
     assert "tokei" == j.entry and frozenset({"read"}) == j.effects

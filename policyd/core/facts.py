@@ -99,9 +99,58 @@ TOOL_FIELDS: tuple[str, ...] = (
     "execs",
     "unknown",
     "creates",
+    "names",
+    "deletes",
+    "cwds",
+    "discards",
 )
 
 RealPath = Callable[[str], str]
+
+#: Element types of the facts schema: ``string``, ``bool``, ``int``, ``timestamp``, ``map``
+#: (free-form), ``list(T)``, or a nested dict of field -> type (a map with known fields).
+FactType = str | Mapping[str, "FactType"]
+
+#: Fields of each element of ``tool.commands``.
+COMMAND_FIELDS: Mapping[str, FactType] = {
+    "name": "string", "args": "list(string)", "argv": "list(string)", "text": "string",
+    "flags": "list(string)", "subcommand": "string", "global_args": "list(string)",
+    "positionals": "list(string)", "paths": "list(string)", "expansions": "list(string)",
+    "wrapper": "string", "depth": "int", "dynamic": "bool",
+    # from the catalogue (issue 10)
+    "entry": "string", "effects": "list(string)", "reads": "list(string)",
+    "writes": "list(string)", "deletes": "list(string)", "creates": "list(string)",
+    "execs": "list(string)", "cwds": "list(string)", "unknown": "list(string)",
+}
+#: The one declaration of every CEL variable and its type (a static checker of policies and
+#: the README's CEL table read this; a test keeps it equal to what :meth:`Facts.activation`
+#: builds).
+FACTS_SCHEMA: Mapping[str, FactType] = {
+    "tool": {
+        "id": "string", "kind": "string", "sent_kind": "string", "title": "string",
+        "name": "string", "status": "string", "raw_input": "map", "paths": "list(string)",
+        "real_paths": "list(string)", "write_paths": "list(string)", "command": "string",
+        "commands": {"list": COMMAND_FIELDS},
+        "redirects": {"list": {"op": "string", "target": "string", "dynamic": "bool"}},
+        "assignments": {"list": {"name": "string", "value": "string", "allowed": "bool"}},
+        "shell": {"parse_ok": "bool", "dynamic": "bool", "from_title": "bool",
+                  "errors": "list(string)", "unknown": "list(string)"},
+        "url": "string",
+        "url_parts": {"valid": "bool", "scheme": "string", "host": "string", "port": "int",
+                      "path": "string", "query": "string", "ip": "string", "loopback": "bool",
+                      "private": "bool", "link_local": "bool"},
+        "effects": "list(string)", "reads": "list(string)", "writes": "list(string)",
+        "execs": "list(string)", "unknown": "list(string)", "creates": "list(string)",
+        "names": "list(string)", "deletes": "list(string)", "cwds": "list(string)",
+        "discards": "list(string)",
+    },
+    "session": {"id": "string", "cwd": "string", "roots": "list(string)", "real_roots": "list(string)"},
+    "agent": {"name": "string", "version": "string"},
+    "client": {"name": "string", "version": "string"},
+    "options": "list(string)",
+    "now": "timestamp",
+}
+
 
 #: Commands whose first operand is a script or pattern, not a file (unless -e/-f give it).
 PATTERN_FIRST: frozenset[str] = frozenset({"sed", "grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk"})
@@ -430,6 +479,14 @@ class Facts:
                 return list(_unique(r for cf in self.shell_facts for r in cf.reads))
             case "writes":
                 return list(self.write_paths) if self.kind != "execute" or a else []
+            case "names":
+                return list(_unique(c.name.lower() for c in a.commands)) if a else []
+            case "deletes":
+                return list(_unique(r for cf in self.shell_facts for r in cf.deletes))
+            case "discards":
+                return list(_unique(d for cf in self.shell_facts for d in cf.discards))
+            case "cwds":
+                return list(_unique(d for cf in self.shell_facts for d in cf.cwds))
             case "creates":
                 return list(_unique(r for cf in self.shell_facts for r in cf.creates))
             case "execs":

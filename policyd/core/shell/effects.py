@@ -52,7 +52,8 @@ class Judgement:
     raw words with their kind (``deletes`` are also in ``writes``); ``execs``: programs or
     code it runs (listed as their own commands when a wrapper/shell handler unwraps them);
     ``risky_options``: some option of the entry has an effect or runs/points elsewhere
-    (a word that may turn into an option is then unknown); ``creates``: the writes that only create a new file or directory (also in ``writes``);
+    (a word that may turn into an option is then unknown); ``creates``: the writes that
+    only create a new file or directory (also in ``writes``);
     ``urls``; ``variables``: variables it assigns (``printf -v``, ``read``); ``reasons``:
     why something is ``unknown``; ``stdin_role``: the role operands arriving on stdin take
     (behind xargs), ``""`` when none; ``stdout``: the entry's output kind.
@@ -121,6 +122,9 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         _dd(entry, words, acc)
     else:
         chain = _parse(entry, words, acc, cmd)
+    if (entry.handler == "git" and len(chain) > 1 and chain[1].names[0] == "clean"
+            and {"-n", "--dry-run"} & set(acc.all_names)):
+        acc.effects.discard("delete")  # only lists what it would remove
     if entry.handler == "seq":
         _seq(words, acc)
     if entry.handler == "test" and any(w in ("-v", "-R") for w, _ in words):
@@ -421,6 +425,12 @@ def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: 
 def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> None:
     value, kind = w
     handler = chain[0].handler
+    if handler == "git" and len(chain) > 1 and chain[1].names[0] == "push" and value[:1] in ("+", ":"):
+        acc.effects.add("delete")  # +REF forces, :REF deletes the remote branch
+    if (handler == "git" and len(chain) > 1 and chain[1].names[0] in ("checkout", "restore")
+            and value in (".", "./", ":/", "*")
+            and ("--staged" not in acc.all_names or "--worktree" in acc.all_names)):
+        acc.effects.add("delete")  # discards the uncommitted changes of the whole tree
     if handler == "git" and role in ("read", "arg") and ":" in value and not value.startswith("-"):
         # REV:PATH / :PATH names a file's content in the repository: read PATH
         path = value.partition(":")[2]
@@ -463,7 +473,7 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
             acc.unknown(f"variable name {value!r} is evaluated (subscripts run code)")
         acc.variables.append(value)
     elif role == "env":
-        name, eq, val = value.partition("=")
+        name, eq, _ = value.partition("=")
         if handler == "make" and ("$" in value or "`" in value or kind != LITERAL):
             acc.effects.add("exec")  # make VAR=$(shell ...) runs code
             acc.execs.append(value)

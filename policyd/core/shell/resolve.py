@@ -66,9 +66,10 @@ _DEVICES = ("/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr")
 class CommandFacts:
     """One command's catalogue verdict with its paths resolved.
 
-    ``cwds``: directories it may run in; ``reads``/``writes``/``deletes``: absolute,
-    normalised paths (a directory means everything under it); ``stdin_paths``: what
-    arrives on stdin as operands (already in reads/writes).
+    ``cwds``: directories it may run in; ``reads``/``writes``/``deletes``/``creates``:
+    absolute, normalised paths (a directory means everything under it); ``discards``: the
+    directories whose work a delete effect without an operand throws away (also in
+    ``writes``); ``unknown``: why something about it is unknown.
     """
 
     judgement: Judgement
@@ -79,6 +80,7 @@ class CommandFacts:
     chdirs: tuple[str, ...]
     unknown: tuple[str, ...]
     creates: tuple[str, ...] = ()
+    discards: tuple[str, ...] = ()
 
 
 def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
@@ -111,12 +113,18 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
             else:
                 unknown.append(f"{c.name}: operands arriving on stdin ({j.stdin_role or 'none expected'}) "
                                "may be anything, options included")
+        discards: list[str] = []
+        if "delete" in j.effects and not j.deletes:
+            # a delete without an operand throws away state where it runs (git reset --hard,
+            # git stash drop, git push --force: the repository's work)
+            discards.extend(own)
+            writes.extend(own)
         if links and "link" not in j.effects and (reads or writes):
             unknown.append("paths used after a symlink is made in the same command cannot "
                            "be resolved before it runs")
         out.append(CommandFacts(j, tuple(own), _unique(reads), _unique(writes),
                                 _unique(deletes), _unique(chdirs), tuple(unknown),
-                                _unique(creates)))
+                                _unique(creates), _unique(discards)))
         moved = _cd_targets(c, j, res, current)
         if moved is not None:
             current = moved if c.seq == "and" else _bounded([*current, *moved])
