@@ -34,8 +34,8 @@ from _common import machine, nearest_rank  # noqa: E402 - benchmarks/_common.py 
 from policyd.core import shell  # noqa: E402
 from policyd.core.decide import decide  # noqa: E402
 from policyd.core.facts import Facts  # noqa: E402
-from policyd.core.policy import build_set  # noqa: E402
 from policyd.core.model import PermissionOption, PermissionQuery, SessionInfo  # noqa: E402
+from policyd.core.policy import build_set  # noqa: E402
 
 CWD, HOME = "/workspace/project", "/home/dev"
 
