@@ -204,9 +204,25 @@ def _analyze_text(st: _State, text: str, depth: int, label: str) -> None:
 class _Walker:
     """Walks one parse tree (iteratively: long && chains nest deeply)."""
 
-    __slots__ = ("bare_cat", "depth", "echo", "first_cmd", "has_error", "heredoc_floor",
-                 "heredocs", "label", "parent", "prev", "runs_output", "src", "st", "stdin",
-                 "loops", "tolerated", "top")
+    __slots__ = (
+        "bare_cat",
+        "depth",
+        "echo",
+        "first_cmd",
+        "has_error",
+        "heredoc_floor",
+        "heredocs",
+        "label",
+        "loops",
+        "parent",
+        "prev",
+        "runs_output",
+        "src",
+        "st",
+        "stdin",
+        "tolerated",
+        "top",
+    )
 
     def __init__(self, st: _State, src: bytes, depth: int, label: str) -> None:
         self.st = st
