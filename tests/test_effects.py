@@ -191,7 +191,7 @@ def test_user_entry_overrides_and_adds() -> None:
         ("rm -rf $(pwd)", "writes"),
         ("echo x > $f", "writes"),
         ("echo ~/.ssh/id_rsa | xargs cat", "none"),  # fed by echo: known words
-        ("some-producer | xargs cat", "reads"),
+        ("some-producer | xargs cat", "unknown"),
         ("cat .*/x", "reads"),  # may match ..
     ],
 )
@@ -202,6 +202,8 @@ def test_expansions_are_unknown_locations(text: str, where: str) -> None:
     found = f.tool_field("reads") + f.tool_field("writes")
     if where == "none":
         assert UNKNOWN_PATH not in found and "/home/u/.ssh/id_rsa" in found
+    elif where == "unknown":
+        assert any("stdin" in r for r in f.tool_field("unknown"))
     else:
         assert UNKNOWN_PATH in f.tool_field(where)
 

@@ -438,6 +438,10 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
             acc.effects.add("read")
             acc.reads.append((path.lstrip("/") or ".", kind))
         return
+    if role in ("read", "write", "delete", "create") and value[:1] == "+" and len(value) > 1:
+        # +CMD is a command to less/more/vi and a line number to tail/pr: not a file
+        acc.unknown(f"{value!r} may be a command for {chain[0].names[0]}, not a file")
+        return
     if role == "read":
         acc.effects.add("read")
         acc.reads.append(w)

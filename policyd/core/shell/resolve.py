@@ -25,7 +25,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from policyd.core import paths
 from policyd.core.shell.catalogue import Catalogue
@@ -93,7 +93,12 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
     links = any("link" in j.effects for j in judgements)
     out: list[CommandFacts] = []
     current: list[str] = [cwd]
+    found: tuple[Word, ...] = ()  # what the last find starts from: `-exec cmd {}` operands
     for i, (c, j) in enumerate(zip(cmds, judgements, strict=True)):
+        if c.name.lower() == "find":
+            found = j.reads
+        elif c.wrapper.startswith("find -") and found:
+            j = _placeholders(j, found)
         unknown = list(j.reasons)
         own = list(current)
         chdirs: list[str] = []
@@ -131,6 +136,17 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
         elif chdirs and _wraps(c, i, cmds):
             current = _bounded([*current, *chdirs])
     return tuple(out)
+
+
+def _placeholders(j: Judgement, starts: tuple[Word, ...]) -> Judgement:
+    """``find START -exec cmd {} ;``: ``{}`` is each file under START."""
+    def sub(words: tuple[Word, ...]) -> tuple[Word, ...]:
+        out: list[Word] = []
+        for w in words:
+            out.extend(starts if w[0] == "{}" else (w,))
+        return tuple(out)
+
+    return replace(j, reads=sub(j.reads), writes=sub(j.writes), deletes=sub(j.deletes))
 
 
 def _wraps(c: SimpleCommand, i: int, cmds: Sequence[SimpleCommand]) -> bool:
