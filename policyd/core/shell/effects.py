@@ -26,6 +26,8 @@ from policyd.core.shell.wrappers import unwraps
 SYSTEM_DIRS: frozenset[str] = frozenset({
     "/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
 })
+#: Wrappers that never end on their own (a headless agent would wait forever).
+ENDLESS: frozenset[str] = frozenset({"watch", "yes"})
 #: A word and its kind (model.LITERAL / PATTERN / EXPANSION).
 Word = tuple[str, int]
 
@@ -108,10 +110,17 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
     acc = _Acc(set(entry.effects))
     if "exec" in acc.effects and unwraps(name, _first_operand(cmd)):
         acc.effects.discard("exec")  # what it runs is listed and judged as its own command
+    if name in ENDLESS:
+        acc.unknown(f"{name} runs its command again and again until interrupted")
     if cmd.argv and ("$" in cmd.argv[0] or "`" in cmd.argv[0]):
         acc.unknown("the program name is computed at run time")
     elif cmd.argv and "/" in cmd.argv[0] and cmd.argv[0].rsplit("/", 1)[0] not in SYSTEM_DIRS:
-        acc.unknown(f"runs the file {cmd.argv[0]!r}, not the catalogue's {name!r}")
+        if entry.effects & {"build", "test"}:
+            # a project's own build wrapper (./gradlew, ./mvnw): it runs the project's code,
+            # so it must lie where the project does (the file is a read path)
+            acc.reads.append((cmd.argv[0], LITERAL))
+        else:
+            acc.unknown(f"runs the file {cmd.argv[0]!r}, not the catalogue's {name!r}")
     if entry.handler == "find":
         chain = [entry]
         _find(entry, words, acc)

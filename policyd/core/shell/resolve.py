@@ -23,13 +23,14 @@ Rules this module owns:
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from policyd.core import paths
 from policyd.core.shell.catalogue import Catalogue
-from policyd.core.shell.effects import Judgement, Word, judge
+from policyd.core.shell.effects import SYSTEM_DIRS, Judgement, Word, judge
 from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, ShellAnalysis, SimpleCommand
 from policyd.core.shell.walk import analyze
 
@@ -127,6 +128,10 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
         if links and "link" not in j.effects and (reads or writes):
             unknown.append("paths used after a symlink is made in the same command cannot "
                            "be resolved before it runs")
+        head = c.argv[0] if c.argv else ""
+        if "/" in head and head.rsplit("/", 1)[0] not in SYSTEM_DIRS:
+            # a project script (./gradlew) runs its code where it lies: that is where it runs
+            own = _bounded([*own, *(posixpath.dirname(r) for r in res.word((head, LITERAL), own))])
         out.append(CommandFacts(j, tuple(own), _unique(reads), _unique(writes),
                                 _unique(deletes), _unique(chdirs), tuple(unknown),
                                 _unique(creates), _unique(discards)))
