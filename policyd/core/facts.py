@@ -714,7 +714,7 @@ ENV_ALLOW: frozenset[str] = frozenset({
     "LINES", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "PYTHONIOENCODING",
     "PYTHONWARNINGS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "GIT_PAGER_IN_USE", "GOOS", "GOARCH",
     "CGO_ENABLED", "CARGO_TERM_COLOR", "NPM_CONFIG_LOGLEVEL", "HUSKY", "TF_IN_AUTOMATION",
-    "DOTNET_CLI_TELEMETRY_OPTOUT", "JEST_WORKER_ID", "TEST", "ENV", "RAILS_ENV", "APP_ENV",
+    "DOTNET_CLI_TELEMETRY_OPTOUT", "JEST_WORKER_ID", "TEST", "RAILS_ENV", "APP_ENV",
 })
 #: Environment names (regular expressions) that change what programs run, load or where
 #: they write: assigning one is the ``env`` effect. Any name not here and not matching is
