@@ -404,7 +404,8 @@ def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: 
     if not operands:
         for s in slots:
             if s.default is not None:
-                _role(s.role, (s.default, LITERAL), p, chain, acc)
+                role = operands_as if operands_as and s.count in ("*", "+") else s.role
+                _role(role, (s.default, LITERAL), p, chain, acc)
         return
     mins = [1 if s.count in (1, "+") else 0 for s in slots]
     left = len(operands)
