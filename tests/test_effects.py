@@ -208,6 +208,22 @@ def test_expansions_are_unknown_locations(text: str, where: str) -> None:
         assert UNKNOWN_PATH in f.tool_field(where)
 
 
+def test_loop_variable_over_one_literal_or_glob_is_certain() -> None:
+    """`for f in src/*.py; do wc -l $f; done`: $f is src/*.py; a body that reassigns f, or a
+    list of several words, leaves it unknown."""
+    assert [] == field("for f in src/*.py; do wc -l $f; done", "unknown")
+    assert "/w/p/src/*.py" in field("for f in src/*.py; do wc -l \"$f\"; done", "reads")
+    assert field("for f in *.py; do f=~/.ssh/id_rsa; cat $f; done", "unknown")
+    assert field("for f in a ~/.ssh/id_rsa; do cat \"$f\"; done", "unknown")
+
+
+def test_bare_star_names_no_secret_but_dot_globs_do() -> None:
+    """`ls *` reads the directory (no dotfiles); `.*` may be `..`: unknown; `id_rs?` may be id_rsa."""
+    assert "/w/p/id_rsa" not in facts("ls *").paths
+    assert "/w/p/id_rsa" in facts("cat id_rs?").paths
+    assert UNKNOWN_PATH in field("cat .*/x", "reads")
+
+
 def test_certain_expansions_are_resolved() -> None:
     """$HOME and a token-printing substitution (date) are certain."""
     assert ["/w/p/foo-T.txt"] == field("git diff foo-$(date -u +%F).txt", "reads")

@@ -393,6 +393,16 @@ class Facts:
         return _unique(found)
 
     @functools.cached_property
+    def assignments(self) -> tuple[tuple[str, str], ...]:
+        """``(name, value)`` of every assignment, and of every variable a command assigns
+        (``printf -v NAME``, ``read NAME``: value ``""``, unknown until run)."""
+        a = self.analysis
+        if a is None:
+            return ()
+        assigned = [(v, "") for cf in self.shell_facts for v in cf.judgement.variables]
+        return (*a.assignments, *assigned)
+
+    @functools.cached_property
     def effects(self) -> frozenset[str]:
         """Union of every command's effects; ``unknown`` when anything is unknown; ``write``
         for output redirects; ``env`` for an environment assignment not allow-listed."""
@@ -406,7 +416,7 @@ class Facts:
             out.add("write")
         if any(raw and op.lstrip("0123456789") in ("<", "<>") for op, raw, _, _ in self.redirect_targets):
             out.add("read")
-        if not all(assignment_allowed(k, v) for k, v in a.assignments):
+        if not all(assignment_allowed(k, v) for k, v in self.assignments):
             out.add("env")
         return frozenset(out)
 
@@ -464,7 +474,7 @@ class Facts:
                 ]
             case "assignments":
                 return [{"name": k, "value": v, "allowed": assignment_allowed(k, v)}
-                        for k, v in a.assignments] if a else []
+                        for k, v in self.assignments]
             case "shell":
                 return {
                     "parse_ok": a.parse_ok if a else True,
@@ -704,7 +714,7 @@ ENV_ALLOW: frozenset[str] = frozenset({
     "LINES", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED", "PYTHONIOENCODING",
     "PYTHONWARNINGS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "GIT_PAGER_IN_USE", "GOOS", "GOARCH",
     "CGO_ENABLED", "CARGO_TERM_COLOR", "NPM_CONFIG_LOGLEVEL", "HUSKY", "TF_IN_AUTOMATION",
-    "DOTNET_CLI_TELEMETRY_OPTOUT", "JEST_WORKER_ID", "TEST", "ENV", "RAILS_ENV", "APP_ENV",
+    "DOTNET_CLI_TELEMETRY_OPTOUT", "JEST_WORKER_ID", "TEST", "RAILS_ENV", "APP_ENV",
 })
 #: Environment names (regular expressions) that change what programs run, load or where
 #: they write: assigning one is the ``env`` effect. Any name not here and not matching is

@@ -39,7 +39,7 @@ _PROGRAM_KEYS = frozenset({
     "subcommand", "stdout", "stdin", "script_language", "env",
 })
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
-                          "repeat", "summary"})
+                          "repeat", "summary", "values"})
 _OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is"})
 
 
@@ -61,6 +61,7 @@ class Option:
     effects: frozenset[str] = frozenset()
     replaces: str = ""
     operands_as: str = ""
+    values: frozenset[str] = frozenset()  # when given, the only values known (else unknown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +189,10 @@ class _Checker:
         operands_as = self.choice(w, raw.get("operands_as"), "operands_as", ROLES, "")
         if "repeat" in raw and not isinstance(raw["repeat"], bool):
             self.bad(w, "repeat must be a bool")
-        return Option(names, arity, value, frozenset(effects), replaces, operands_as)
+        values = self.strings(w, raw.get("values"), "values")
+        if values and arity == 0:
+            self.bad(w, "values given for an option of arity 0")
+        return Option(names, arity, value, frozenset(effects), replaces, operands_as, frozenset(values))
 
     def operand(self, where: str, raw: object) -> Operand | None:
         if not isinstance(raw, dict):

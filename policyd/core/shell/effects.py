@@ -263,6 +263,8 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
         for opt, value in opts:
             acc.options.append(opt.names[0])
             acc.all_names.extend(opt.names)
+            if opt.values and (value is None or value[0] not in opt.values):
+                acc.unknown(f"{opt.names[0]} {value[0] if value else ''!r} is not a value the catalogue knows")
             acc.effects |= opt.effects
             if opt.replaces:
                 replaced.append(opt.replaces)

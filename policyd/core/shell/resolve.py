@@ -263,9 +263,12 @@ def _glob_candidates(path: str) -> list[str]:
             continue
         globbed = True
         low = part.lower()
-        if fnmatch.fnmatchcase("..", low) or fnmatch.fnmatchcase(".", low):
+        dot = low.startswith(".")  # bash: a leading "." is matched only by a literal "."
+        if dot and (fnmatch.fnmatchcase("..", low) or fnmatch.fnmatchcase(".", low)):
             return [UNKNOWN_PATH]
-        hits = [n for n in SENSITIVE_NAMES if fnmatch.fnmatchcase(n.lower(), low)]
+        # a bare * is "everything here", like reading the directory: no name in particular
+        hits = [] if not low.strip("*?") else [
+            n for n in SENSITIVE_NAMES if (dot or not n.startswith(".")) and fnmatch.fnmatchcase(n.lower(), low)]
         options.append([part, *hits])
     if not globbed:
         return []

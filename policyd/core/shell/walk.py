@@ -204,9 +204,25 @@ def _analyze_text(st: _State, text: str, depth: int, label: str) -> None:
 class _Walker:
     """Walks one parse tree (iteratively: long && chains nest deeply)."""
 
-    __slots__ = ("bare_cat", "depth", "echo", "first_cmd", "has_error", "heredoc_floor",
-                 "heredocs", "label", "parent", "prev", "runs_output", "src", "st", "stdin",
-                 "tolerated", "top")
+    __slots__ = (
+        "bare_cat",
+        "depth",
+        "echo",
+        "first_cmd",
+        "has_error",
+        "heredoc_floor",
+        "heredocs",
+        "label",
+        "loops",
+        "parent",
+        "prev",
+        "runs_output",
+        "src",
+        "st",
+        "stdin",
+        "tolerated",
+        "top",
+    )
 
     def __init__(self, st: _State, src: bytes, depth: int, label: str) -> None:
         self.st = st
@@ -226,6 +242,7 @@ class _Walker:
         self.heredoc_floor = 0  # a heredoc body starts after the previous one's end
         self.first_cmd: dict[int, int] = {}  # command node id -> index of its SimpleCommand
         self.top: dict[int, bool] = {}  # node id -> reaches the program through lists only
+        self.loops: list[tuple[int, int, str, str, bool]] = []  # for bodies binding a variable
 
     def text(self, node: Node) -> str:
         return _dec(self.src[node.start_byte : node.end_byte])
@@ -308,8 +325,10 @@ class _Walker:
                     self.hidden(node, t)
                 elif t == "c_style_for_statement":
                     self.arithmetic(node)
-                elif t == "for_statement" and not st.dynamic:
-                    st.dynamic = any(_word(v, src).dyn for v in node.children_by_field_name("value"))
+                elif t == "for_statement":
+                    values = node.children_by_field_name("value")
+                    st.dynamic = st.dynamic or any(_word(v, src).dyn for v in values)
+                    self.bind_loop(node, values)
                 kids = node.named_children
             if t in _TRACK_PARENT:
                 prev: Node | None = None
@@ -330,6 +349,29 @@ class _Walker:
                     if b"$" not in seg and b"`" not in seg and b"(" not in seg:
                         continue  # cannot hold a command or an expansion
                 stack.append((k, kt))
+
+    def bind_loop(self, node: Node, values: list[Node]) -> None:
+        """``for f in src/*.py; do ... "$f" ...; done``: inside the body, ``$f`` is one of the
+        words of a single literal or glob value (certain unless the body assigns ``f``)."""
+        var = node.child_by_field_name("variable")
+        body = node.child_by_field_name("body")
+        if var is None or body is None or len(values) != 1:
+            return
+        w = _word(values[0], self.src)
+        name = self.text(var)
+        if w.exp or not name or re.search(
+                rf"\b{re.escape(name)}\+?=|\b(read|mapfile|readarray|declare|local|typeset|printf|let|eval|source)\b|\(\(",
+                self.text(body)):
+            return
+        self.loops.append((body.start_byte, body.end_byte, name, w.value, w.dyn))
+
+    def loop_value(self, node: Node, w: _Word) -> _Word:
+        text = self.text(node)
+        for start, end, name, value, pattern in reversed(self.loops):
+            if start <= node.start_byte < end and text in (f"${name}", f"${{{name}}}", f'"${name}"',
+                                                              f'"${{{name}}}"'):
+                return _Word(value, pattern, w.start, w.end)
+        return w
 
     def arithmetic(self, node: Node) -> None:
         """An arithmetic context naming a variable evaluates its data as code."""
@@ -479,6 +521,8 @@ class _Walker:
                         args.append(ch)
                         continue
                 w = _word(ch, src)
+                if w.exp and self.loops:
+                    w = self.loop_value(ch, w)
                 words.append(w)
                 args.append(ch)
                 if w.exp or ct not in _WORDISH:
