@@ -12,8 +12,9 @@ from policyd.core.facts import Facts, assignment_allowed
 from policyd.core.model import PermissionOption, PermissionQuery, SessionInfo
 from policyd.core.shell import analyze
 from policyd.core.shell.catalogue import default, load
-from policyd.core.shell.effects import judge, sed_danger
+from policyd.core.shell.effects import judge
 from policyd.core.shell.resolve import UNKNOWN_DIR, UNKNOWN_PATH
+from policyd.core.shell.scripts import sed_danger
 
 CWD, HOME = "/w/p", "/home/u"
 OPTIONS = (PermissionOption("a", "Allow", "allow_once"),)

@@ -21,7 +21,7 @@ def main(argv: list[str]) -> int:
         for p in exc.problems:
             print(p, file=sys.stderr)
         return 1
-    print(f"{len(cat)} programs in {len(files)} files: schema ok")
+    sys.stdout.write(f"{len(cat)} programs in {len(files)} files: schema ok\n")
     return 0
 
 

@@ -9,6 +9,8 @@ Layout (each a file to read in one sitting):
 - :mod:`.options` — option tables used for the ``flags``/``subcommand`` fields;
 - :mod:`.catalogue` — the command catalogue (TOML data, ``policyd/catalogue``) and its check;
 - :mod:`.effects` — each command's effects, reads, writes and execs from the catalogue;
+- :mod:`.scripts` — sed/awk/jq/yq programs given as arguments;
+- :mod:`.resolve` — paths resolved per command (cd order, globs, stdin operands);
 - :mod:`.model` — the result types and limits.
 """
 

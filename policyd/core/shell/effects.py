@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from policyd.core.shell.catalogue import Catalogue, Operand, Option, Program
 from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, SimpleCommand
+from policyd.core.shell.scripts import judge_script
 from policyd.core.shell.wrappers import unwraps
 
 #: Directories whose programs are the catalogue's (``/usr/bin/rm`` is rm; ``./ls`` is not).
@@ -610,114 +611,10 @@ def _seq(words: list[Word], acc: _Acc) -> None:
         acc.unknown(f"seq prints more than {MAX_SEQ_LINES} lines")
 
 
-# --------------------------------------------------------------------------- scripts
-
-_AWK_RISK = re.compile(r"system|getline|\||>|ENVIRON|@include|@load|close|fflush|PROCINFO")
-_JQ_ENV = re.compile(r"\$ENV|\benv\b|\bstrenv\b|\$__loc__|input_filename")
-_JQ_FILES = re.compile(r"\b(import|include|load|load_str|load_xml|load_props|load_base64)\b")
-
-
 def _script(lang: str, text: str, kind: int, acc: _Acc) -> None:
     if kind == EXPANSION:
         acc.unknown(f"{lang or 'script'} program depends on an expansion")
-    if lang == "sed":
-        why = sed_danger(text)
-        if why:
-            acc.unknown(f"sed script {why}")
-    elif lang == "awk":
-        if _AWK_RISK.search(text):
-            acc.unknown("awk program may run commands, write files or read the environment")
-    elif lang in ("jq", "yq"):
-        if _JQ_ENV.search(text):
-            acc.effects.add("env-read")
-        if _JQ_FILES.search(text):
-            acc.unknown(f"{lang} program loads other files")
-
-
-_SED_SIMPLE = frozenset("=dDgGhHlnNpPqQxzF")
-_SED_LABEL = frozenset("btT:")
-_SED_TEXT = frozenset("aic")
-_SED_FILE = frozenset("rRwWe")  # read/write a file, or (e) run a command
-
-
-def sed_danger(script: str) -> str:
-    """Why a sed script is not plain text editing (reads/writes files, runs commands, or
-    cannot be read), or ``""``. A small reader of GNU sed's command syntax."""
-    s = script
-    i, n = 0, len(s)
-    while i < n:
-        c = s[i]
-        if c in " \t\n;{}!":
-            i += 1
-            continue
-        if c == "#":
-            j = s.find("\n", i)
-            i = n if j < 0 else j + 1
-            continue
-        # address: number, $, /re/, \cREc, first~step, addr1,addr2, +N, ~N
-        while i < n and (s[i].isdigit() or s[i] in "$,~+ " or s[i] in "/\\"):
-            if s[i] in "/\\":
-                delim = "/" if s[i] == "/" else (s[i + 1] if i + 1 < n else "")
-                i += 1 if s[i] == "/" else 2
-                while i < n and s[i] != delim:
-                    i += 2 if s[i] == "\\" else 1
-                i += 1
-                while i < n and s[i] in "IM":
-                    i += 1
-            else:
-                i += 1
-        if i >= n:
-            return ""
-        c = s[i]
-        if c in " \t\n;{}!":
-            continue
-        if c in _SED_SIMPLE:
-            i += 1
-            while i < n and s[i].isdigit():  # q5, Q5, l 70
-                i += 1
-            continue
-        if c in _SED_LABEL:
-            j = i + 1
-            while j < n and s[j] not in ";\n":
-                j += 1
-            i = j
-            continue
-        if c in _SED_TEXT:
-            j = s.find("\n", i)
-            i = n if j < 0 else j + 1
-            continue
-        if c in _SED_FILE:
-            return {"e": "runs a command (e)", "r": "reads a file (r)", "R": "reads a file (R)",
-                    "w": "writes a file (w)", "W": "writes a file (W)"}[c]
-        if c in "sy":
-            if i + 1 >= n:
-                return "cannot be read"
-            delim = s[i + 1]
-            if delim in "\\\n":
-                return "cannot be read"
-            j = i + 2
-            parts = 0
-            want = 2
-            while j < n and parts < want:
-                if s[j] == "\\":
-                    j += 2
-                    continue
-                if s[j] == delim:
-                    parts += 1
-                j += 1
-            if parts < want:
-                return "cannot be read"
-            i = j
-            if c == "s":
-                while i < n and s[i] not in ";\n}":
-                    f = s[i]
-                    if f in "eE":
-                        return "runs the replacement as a command (s///e)"
-                    if f in "wW":
-                        return "writes a file (s///w)"
-                    if f not in "gpiImM0123456789 \t":
-                        return f"has an unknown s/// flag {f!r}"
-                    i += 1
-            continue
-        return f"has a command sed does not document here: {c!r}"
-    return ""
+    effects, why = judge_script(lang, text)
+    acc.effects |= effects
+    if why:
+        acc.unknown(why)

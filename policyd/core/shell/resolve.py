@@ -69,7 +69,7 @@ class CommandFacts:
 
     ``cwds``: directories it may run in; ``reads``/``writes``/``deletes``/``creates``:
     absolute, normalised paths (a directory means everything under it); ``discards``: the
-    directories whose work a delete effect without an operand throws away (also in
+    directories whose work a git delete effect without an operand throws away (also in
     ``writes``); ``unknown``: why something about it is unknown.
     """
 
@@ -121,10 +121,13 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
                                "may be anything, options included")
         discards: list[str] = []
         if "delete" in j.effects and not j.deletes:
-            # a delete without an operand throws away state where it runs (git reset --hard,
-            # git stash drop, git push --force: the repository's work)
-            discards.extend(own)
-            writes.extend(own)
+            # a delete without an operand removes something where it runs; for git that is
+            # the repository's work (git reset --hard, stash drop, push --force)
+            if j.entry.split(" ", 1)[0] == "git":
+                discards.extend(own)
+                writes.extend(own)
+            elif not j.effects & {"build", "test"}:  # a build tool cleans its own outputs
+                writes.extend(own)
         if links and "link" not in j.effects and (reads or writes):
             unknown.append("paths used after a symlink is made in the same command cannot "
                            "be resolved before it runs")
