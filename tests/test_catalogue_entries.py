@@ -81,8 +81,8 @@ SAMPLE: dict[str, str] = {
     "env": "A=1", "unknown": "x", "git-config": "user.name=x", "var": "v", "package": "./pkg",
     "link": "target",
 }
-#: Entries whose grammar a handler owns: their options are checked by the rows above instead.
-HANDLED = {"find", "git", "make", "test", "dd", "seq"}
+#: find's expression needs its `;`/`+` terminators: its options are checked by the rows instead.
+HANDLED = {"find"}
 
 
 def _walk(entry: cat.Program, words: list[str]) -> Iterator[tuple[cat.Program, list[str]]]:
