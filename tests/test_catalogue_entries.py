@@ -123,7 +123,7 @@ def _option_cases() -> Iterator[Any]:
             continue
         for entry, words in _walk(program, [program.names[0]]):
             for option in entry.options:
-                path_value = option.arity == 1 and option.value in PATH_FIELDS
+                path_value = option.arity == 1 and option.value in (*PATH_FIELDS, "exec", "shell", "url")
                 if "unknown" in option.effects or option.names[0] == "-NUM":
                     continue
                 if not option.effects and not path_value:
@@ -139,9 +139,9 @@ PATH_FIELDS = {"read": "reads", "write": "writes", "delete": "deletes"}
 
 @pytest.mark.parametrize(("command", "option", "spelled"), list(_option_cases()))
 def test_every_effect_bearing_option_reaches_the_analysis(command: str, option: cat.Option, spelled: str) -> None:
-    """Each option the catalogue marks with an effect or a path value, spelled in a minimal
-    command, is parsed as that option (no unknown naming it), shows its effects, and its
-    value lands among the reads, writes or deletes of the analysis."""
+    """Each option the catalogue marks with an effect or a path, program or URL value, spelled
+    in a minimal command, is parsed as that option (no unknown naming it), shows its effects,
+    and its value lands where its role says: reads/writes/deletes, execs, or the network."""
     f = facts_of(command)
     unknown = f.tool_field("unknown")
     assert not [u for u in unknown if f"option {spelled} " in u or f"{spelled!r}" in u], (command, unknown)
@@ -150,6 +150,12 @@ def test_every_effect_bearing_option_reaches_the_analysis(command: str, option: 
         field = PATH_FIELDS[option.value]
         found = f.tool_field(field)
         assert any(p.endswith("/" + SAMPLE[option.value]) for p in found), (command, field, found)
+    if option.arity == 1 and option.value in ("exec", "shell"):
+        # the program it runs is listed as its own command, or the call is an exec
+        runs = [e for e in f.tool_field("execs") if e.split(" ", 1)[0] == "true"]
+        assert "exec" in f.effects or runs, (command, sorted(f.effects))
+    if option.arity == 1 and option.value == "url":
+        assert "network" in f.effects, (command, sorted(f.effects))
 
 
 def test_every_shipped_entry_says_what_it_is_and_where_its_grammar_comes_from() -> None:
