@@ -81,8 +81,8 @@ SAMPLE: dict[str, str] = {
     "env": "A=1", "unknown": "x", "git-config": "user.name=x", "var": "v", "package": "./pkg",
     "link": "target",
 }
-#: Entries whose grammar a handler owns: their options are checked by the rows above instead.
-HANDLED = {"find", "git", "make", "test", "dd", "seq"}
+#: find's expression needs its `;`/`+` terminators: its options are checked by the rows instead.
+HANDLED = {"find"}
 
 
 def _walk(entry: cat.Program, words: list[str]) -> Iterator[tuple[cat.Program, list[str]]]:
@@ -119,25 +119,43 @@ def _option_cases() -> Iterator[Any]:
     catalogue = cat.load(shipped_files(), unique=True)
     programs = {id(p): p for p in (catalogue.get(n) for n in catalogue.names()) if p is not None}
     for program in sorted(programs.values(), key=lambda p: p.names[0]):
-        if program.names[0] in HANDLED or program.names[0].startswith(("json.", "http.")) or "." in program.names[0]:
+        if program.names[0] in HANDLED or "." in program.names[0]:
             continue
         for entry, words in _walk(program, [program.names[0]]):
             for option in entry.options:
-                if not option.effects or "unknown" in option.effects or option.names[0] == "-NUM":
+                path_value = option.arity == 1 and option.value in (*PATH_FIELDS, "exec", "shell", "url")
+                if "unknown" in option.effects or option.names[0] == "-NUM":
+                    continue
+                if not option.effects and not path_value:
                     continue
                 command = [*words, *_spelled(option), *_operands(entry, option)]
-                yield pytest.param(" ".join(command), option.effects, _spelled(option)[0].split("=")[0],
+                yield pytest.param(" ".join(command), option, _spelled(option)[0].split("=")[0],
                                    id=f"{' '.join(words)} {option.names[0]}")
 
 
-@pytest.mark.parametrize(("command", "effects", "option"), list(_option_cases()))
-def test_every_effect_bearing_option_reaches_the_analysis(command: str, effects: frozenset[str], option: str) -> None:
-    """Each option the catalogue marks with an effect, spelled in a minimal command, is parsed
-    as that option (no unknown naming it) and shows its effect in the analysis."""
+#: Where a value of each path role shows up in the facts.
+PATH_FIELDS = {"read": "reads", "write": "writes", "delete": "deletes"}
+
+
+@pytest.mark.parametrize(("command", "option", "spelled"), list(_option_cases()))
+def test_every_effect_bearing_option_reaches_the_analysis(command: str, option: cat.Option, spelled: str) -> None:
+    """Each option the catalogue marks with an effect or a path, program or URL value, spelled
+    in a minimal command, is parsed as that option (no unknown naming it), shows its effects,
+    and its value lands where its role says: reads/writes/deletes, execs, or the network."""
     f = facts_of(command)
     unknown = f.tool_field("unknown")
-    assert not [u for u in unknown if f"option {option} " in u or f"{option!r}" in u], (command, unknown)
-    assert effects <= set(f.effects), (command, sorted(f.effects), unknown)
+    assert not [u for u in unknown if f"option {spelled} " in u or f"{spelled!r}" in u], (command, unknown)
+    assert option.effects <= set(f.effects), (command, sorted(f.effects), unknown)
+    if option.arity == 1 and option.value in PATH_FIELDS:
+        field = PATH_FIELDS[option.value]
+        found = f.tool_field(field)
+        assert any(p.endswith("/" + SAMPLE[option.value]) for p in found), (command, field, found)
+    if option.arity == 1 and option.value in ("exec", "shell"):
+        # the program it runs is listed as its own command, or the call is an exec
+        runs = [e for e in f.tool_field("execs") if e.split(" ", 1)[0] == "true"]
+        assert "exec" in f.effects or runs, (command, sorted(f.effects))
+    if option.arity == 1 and option.value == "url":
+        assert "network" in f.effects, (command, sorted(f.effects))
 
 
 def test_every_shipped_entry_says_what_it_is_and_where_its_grammar_comes_from() -> None:
