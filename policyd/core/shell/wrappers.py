@@ -573,7 +573,7 @@ def _analyse_argv(vals: Sequence[str], name: str) -> _Out:
     return out
 
 
-_NPX_NAMES = frozenset({"npx", "bunx", "pnpx"})
+_NPX_NAMES = frozenset({"npx", "bunx", "pnpx", "uvx"})
 _KNOWN = frozenset(_WRAPPERS) | frozenset(_SUBPROGS) | frozenset(_FILE_SPECS) | _NPX_NAMES
 
 
