@@ -6,7 +6,10 @@
   (``bash <<'EOF' ... EOF``, ~600 lines of varied commands: the body is parsed again as
   shell one level deeper);
 - Facts(query).activation() (every tool.* field, converted to CEL values) for an execute
-  query carrying each of those commands.
+  query carrying each of those commands;
+- a whole decision with the shipped policies (policies/baseline.toml + ci.toml) for 1, 10
+  and 200 chained commands (``git status && ...``, allowed), and for the work budget:
+  1,999 chained commands and ``env`` repeated 64 times (both refused with ask).
 
 Run: ``python benchmarks/bench_shell.py`` (well under a minute).
 """
@@ -29,8 +32,10 @@ sys.path.insert(0, str(ROOT))
 from _common import machine, nearest_rank  # noqa: E402 - benchmarks/_common.py (sys.path[0] is this folder)
 
 from policyd.core import shell  # noqa: E402
+from policyd.core.decide import decide  # noqa: E402
 from policyd.core.facts import Facts  # noqa: E402
 from policyd.core.model import PermissionOption, PermissionQuery, SessionInfo  # noqa: E402
+from policyd.core.policy import build_set  # noqa: E402
 
 CWD, HOME = "/workspace/project", "/home/dev"
 
@@ -137,6 +142,24 @@ def main() -> int:
         ("analyze(20 KiB heredoc)", lambda: shell.analyze(script), 400, 20.0, 5),
         ("Facts.activation (200 ch)", lambda: Facts(query(COMMAND_200)).activation(), 3000, 10.0, 100),
         ("Facts.activation (heredoc)", lambda: Facts(query(script)).activation(), 200, 20.0, 3),
+    ]
+    shipped = build_set([(str(p), p.read_text()) for p in sorted((ROOT / "policies").glob("*.toml"))])
+    chains = {n: " && ".join(["git status"] * n) for n in (1, 10, 200, 1999)}
+    env64 = "env " * 64 + "ls"
+    for n, text in chains.items():
+        verdict = decide(shipped, Facts(query(text)))
+        print(f"  chain of {n:>4} commands: {verdict.decision.value} ({verdict.reason[:60]})")
+    print(f"  env x64: {decide(shipped, Facts(query(env64))).decision.value}")
+
+    def decision(text: str) -> Callable[[], object]:
+        return lambda: decide(shipped, Facts(query(text)))
+
+    cases += [
+        ("decision, 1 command", decision(chains[1]), 2000, 10.0, 20),
+        ("decision, 10 chained", decision(chains[10]), 1000, 10.0, 10),
+        ("decision, 200 chained", decision(chains[200]), 200, 15.0, 3),
+        ("decision, 1999 (budget)", decision(chains[1999]), 50, 10.0, 2),
+        ("decision, env x64", decision(env64), 100, 10.0, 2),
     ]
     results: list[tuple[str, list[int]]] = []
     for name, fn, n, budget, warm in cases:

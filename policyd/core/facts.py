@@ -25,7 +25,18 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from policyd.core import cel, paths, shell, urls
+from policyd.core.envvars import assignment_allowed
 from policyd.core.model import TOOL_KINDS, PermissionQuery
+from policyd.core.shell import catalogue as shell_catalogue
+from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN
+from policyd.core.shell.resolve import (
+    UNKNOWN_DIR,  # noqa: F401 - re-exported (facts.UNKNOWN_DIR)
+    UNKNOWN_PATH,
+    CommandFacts,
+    _glob_candidates,
+    _resolve_braces,
+    analyse_commands,
+)
 
 #: rawInput keys holding one path (Claude, Codex, Gemini, TS SDK, common MCP file tools).
 PATH_KEYS: tuple[str, ...] = (
@@ -83,17 +94,65 @@ TOOL_FIELDS: tuple[str, ...] = (
     "shell",
     "url",
     "url_parts",
+    "effects",
+    "reads",
+    "writes",
+    "execs",
+    "unknown",
+    "creates",
+    "names",
+    "deletes",
+    "cwds",
+    "discards",
 )
 
 RealPath = Callable[[str], str]
 
-#: Directories from ``cd`` kept per command (each relative path is resolved against each).
-MAX_CD_DIRS = 8
-#: Where relative paths point after a ``cd`` to a directory known only at run time: outside
-#: every root, so no allow rule can take it for the workspace.
-UNKNOWN_DIR = "/(unknown directory)"
-#: Alternatives a brace expansion in a path operand is expanded into (beyond: left as is).
-MAX_BRACE_ALTERNATIVES = 32
+#: Element types of the facts schema: ``string``, ``bool``, ``int``, ``timestamp``, ``map``
+#: (free-form), ``list(T)``, or a nested dict of field -> type (a map with known fields).
+FactType = str | Mapping[str, "FactType"]
+
+#: Fields of each element of ``tool.commands``.
+COMMAND_FIELDS: Mapping[str, FactType] = {
+    "name": "string", "args": "list(string)", "argv": "list(string)", "text": "string",
+    "flags": "list(string)", "subcommand": "string", "global_args": "list(string)",
+    "positionals": "list(string)", "paths": "list(string)", "expansions": "list(string)",
+    "wrapper": "string", "depth": "int", "dynamic": "bool",
+    # from the catalogue (issue 10)
+    "entry": "string", "effects": "list(string)", "reads": "list(string)",
+    "writes": "list(string)", "deletes": "list(string)", "creates": "list(string)",
+    "execs": "list(string)", "cwds": "list(string)", "unknown": "list(string)",
+}
+#: The one declaration of every CEL variable and its type (a static checker of policies and
+#: the README's CEL table read this; a test keeps it equal to what :meth:`Facts.activation`
+#: builds).
+FACTS_SCHEMA: Mapping[str, FactType] = {
+    "tool": {
+        "id": "string", "kind": "string", "sent_kind": "string", "title": "string",
+        "name": "string", "status": "string", "raw_input": "map", "paths": "list(string)",
+        "real_paths": "list(string)", "write_paths": "list(string)", "command": "string",
+        "commands": {"list": COMMAND_FIELDS},
+        "redirects": {"list": {"op": "string", "target": "string", "dynamic": "bool"}},
+        "assignments": {"list": {"name": "string", "value": "string", "allowed": "bool"}},
+        "shell": {"parse_ok": "bool", "dynamic": "bool", "from_title": "bool",
+                  "errors": "list(string)", "unknown": "list(string)"},
+        "url": "string",
+        "url_parts": {"valid": "bool", "scheme": "string", "host": "string", "port": "int",
+                      "path": "string", "query": "string", "ip": "string", "loopback": "bool",
+                      "private": "bool", "link_local": "bool"},
+        "effects": "list(string)", "reads": "list(string)", "writes": "list(string)",
+        "execs": "list(string)", "unknown": "list(string)", "creates": "list(string)",
+        "names": "list(string)", "deletes": "list(string)", "cwds": "list(string)",
+        "discards": "list(string)",
+    },
+    "session": {"id": "string", "cwd": "string", "roots": "list(string)", "real_roots": "list(string)"},
+    "agent": {"name": "string", "version": "string"},
+    "client": {"name": "string", "version": "string"},
+    "options": "list(string)",
+    "now": "timestamp",
+}
+
+
 #: Commands whose first operand is a script or pattern, not a file (unless -e/-f give it).
 PATTERN_FIRST: frozenset[str] = frozenset({"sed", "grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk"})
 _PATTERN_FLAGS = ("-e", "-f", "--regexp", "--file", "--expression")
@@ -103,7 +162,6 @@ PURE_OUTPUT: frozenset[str] = frozenset({"echo", "printf"})
 CHDIR_OPTIONS: frozenset[str] = frozenset({"-C", "--chdir", "--directory"})
 #: ``--opt=value`` options whose value is written.
 OUTPUT_OPTIONS = ("--output=", "--out=", "-o=", "--basetemp=", "--log-file=", "--junitxml=")
-_BRACE = re.compile(r"\{([^{}]*,[^{}]*)\}")
 
 
 class Facts:
@@ -113,9 +171,11 @@ class Facts:
     ``os.path.realpath``); without it ``tool.real_paths`` equals ``tool.paths``.
     """
 
-    def __init__(self, query: PermissionQuery, realpath: RealPath | None = None) -> None:
+    def __init__(self, query: PermissionQuery, realpath: RealPath | None = None,
+                 catalogue: shell_catalogue.Catalogue | None = None) -> None:
         self.query = query
         self._realpath = realpath
+        self._catalogue = catalogue
         self.call: Mapping[str, Any] = query.tool_call
         raw = self.call.get("rawInput")
         self.raw_input: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
@@ -166,36 +226,6 @@ class Facts:
     def resolve(self, path: str) -> str:
         return paths.resolve(path, self.cwd, self.query.home)
 
-    @functools.cached_property
-    def cd_dirs(self) -> tuple[str, ...]:
-        """Directories a shell command ``cd``s/``pushd``es into (each chained on the ones before)."""
-        a = self.analysis
-        if a is None:
-            return ()
-        dirs: list[str] = []
-        for c in a.commands:
-            targets = _chdir_targets(c)
-            if not targets:
-                continue
-            if c.dynamic and _base(c.name) in ("cd", "pushd"):
-                dirs.append(UNKNOWN_DIR)  # where relative paths then point is not known
-                continue
-            for target in targets:
-                bases = [self.cwd, *dirs]
-                dirs.extend(r for b in bases for r in _resolve_braces(target, b, self.query.home))
-            if len(dirs) > MAX_CD_DIRS:
-                break
-        return _unique(dirs[:MAX_CD_DIRS])
-
-    def resolve_all(self, path: str) -> list[str]:
-        """Every place ``path`` may name: against the cwd and, when relative, against each
-        directory the command ``cd``s into (we do not track which command runs where, so a
-        policy sees them all: stricter for deny rules and for "all within" allow rules)."""
-        found = _resolve_braces(path, self.cwd, self.query.home)
-        if not self.cd_dirs or path.startswith(("/", "~", "$HOME", "${HOME}")):
-            return found
-        return [*found, *(r for d in self.cd_dirs for r in _resolve_braces(path, d, self.query.home))]
-
     # ------------------------------------------------------------------ command
 
     @functools.cached_property
@@ -228,6 +258,48 @@ class Facts:
     # ------------------------------------------------------------------ paths
 
     @functools.cached_property
+    def shell_facts(self) -> tuple[CommandFacts, ...]:
+        """Per-command catalogue facts (effects, resolved reads/writes, directories)."""
+        a = self.analysis
+        if a is None:
+            return ()
+        cat = self._catalogue if self._catalogue is not None else shell_catalogue.default()
+        return analyse_commands(a, cat, self.cwd, self.query.home)
+
+    @functools.cached_property
+    def _all_cwds(self) -> tuple[str, ...]:
+        """Every directory a command of the text may run in (for redirect targets)."""
+        return _unique([self.cwd, *(d for cf in self.shell_facts for d in cf.cwds)])
+
+    def _resolve_in(self, word: str, kind: int, cwds: Iterable[str]) -> list[str]:
+        if kind == EXPANSION and not word.startswith(("$HOME/", "${HOME}/")) and word not in ("$HOME", "${HOME}"):
+            return [UNKNOWN_PATH]
+        bases = list(cwds)
+        if word.startswith(("/", "~", "$HOME", "${HOME}")):
+            bases = bases[:1]
+        found = [r for b in bases for r in _resolve_braces(word, b, self.query.home)]
+        if kind == PATTERN or any(_GLOB_CHARS.search(r) for r in found):
+            found.extend(g for r in found for g in _glob_candidates(r))
+        return found
+
+    @functools.cached_property
+    def redirect_targets(self) -> tuple[tuple[str, str, bool, tuple[str, ...]], ...]:
+        """``(op, raw target, dynamic, resolved targets)`` of every redirect."""
+        a = self.analysis
+        if a is None:
+            return ()
+        out: list[tuple[str, str, bool, tuple[str, ...]]] = []
+        for r in a.redirects:
+            fd_dup = r.op.endswith("&") and (r.target.isdigit() or r.target.endswith("-"))
+            special = not r.target or fd_dup or r.op.startswith("<<") or r.target[:2] in ("<(", ">(")
+            if special:
+                out.append((r.op, "", r.dynamic, (r.target,) if r.target else ("",)))
+            else:
+                targets = tuple(self._resolve_in(r.target, r.kind, self._all_cwds))
+                out.append((r.op, r.target, r.dynamic, targets))
+        return tuple(out)
+
+    @functools.cached_property
     def paths(self) -> tuple[str, ...]:
         found: list[str] = []
         for loc in self._dicts(self.call.get("locations")):
@@ -242,36 +314,57 @@ class Facts:
             if isinstance(value, list):
                 for v in self._bounded(value, f"rawInput.{key}"):
                     _add_path(found, v)
+        found.extend(_raw_input_paths(self.raw_input, self.cut))
         if isinstance(self.raw_input.get("cwd"), str) and self.raw_input.get("cwd"):
             found.append(self.cwd)  # the tool runs there: it must pass the same checks
+        resolved = [r for p in found for r in self._resolve_in(p, LITERAL, [self.cwd])]
         if self.analysis is not None:
-            found.extend(self.analysis.path_args)
-            for c in self.analysis.commands:
-                found.extend(a for a in _operands(c) if _path_like(a))
-        return _unique(r for p in found for r in self.resolve_all(p))
+            for c, cf in zip(self.analysis.commands, self.shell_facts, strict=True):
+                resolved.extend(cf.reads)
+                resolved.extend(cf.writes)
+                resolved.extend(cf.chdirs)
+                resolved.extend(self.command_paths(c, cf))
+            for _, raw, _, targets in self.redirect_targets:
+                if raw:
+                    resolved.extend(t for t in targets if t.startswith("/"))
+        return _with_case_variants(_unique(resolved), self.query.session.roots)
 
     @functools.cached_property
     def write_paths(self) -> tuple[str, ...]:
         """Paths this call writes: all paths for edit/delete/move; for a shell command, the
-        operands of :data:`WRITE_COMMANDS` and the targets of output redirects."""
+        catalogue's write and delete operands, output redirect targets, and the operands of
+        :data:`WRITE_COMMANDS` (a directory means everything under it)."""
         if self.kind in WRITE_KINDS:
             return self.paths
         a = self.analysis
         if a is None:
             return ()
-        found = [r.target for r in a.redirects if r.target and r.op.lstrip("0123456789") in WRITE_REDIRECTS]
-        for c in a.commands:
+        found: list[str] = []
+        for op, raw, _, targets in self.redirect_targets:
+            if raw and op.lstrip("0123456789") in WRITE_REDIRECTS:
+                found.extend(t for t in targets if t.startswith("/"))
+        for c, cf in zip(a.commands, self.shell_facts, strict=True):
+            found.extend(cf.writes)
+            if cf.judgement.entry:
+                continue  # the catalogue knows what it writes
             name = _base(c.name)
+            legacy: list[str] = []
             if name == "dd":
-                found.extend(arg[3:] for arg in c.args if arg.startswith("of="))
+                legacy.extend(arg[3:] for arg in c.args if arg.startswith("of="))
             elif name in WRITE_COMMANDS and (name != "sed" or "i" in c.flags):
-                found.extend(_operands(c))
-            found.extend(a.split("=", 1)[1] for a in c.args if a.startswith(OUTPUT_OPTIONS))
-        return _unique(r for p in found for r in self.resolve_all(p))
+                legacy.extend(_operands(c))
+            legacy.extend(x.split("=", 1)[1] for x in c.args if x.startswith(OUTPUT_OPTIONS))
+            found.extend(r for p in legacy for r in self._resolve_in(p, _kind_of(c, p), cf.cwds))
+        return _with_case_variants(_unique(found), self.query.session.roots)
 
-    def command_paths(self, c: shell.SimpleCommand) -> list[str]:
-        """A command's operands (non-flag arguments; ``dd``'s ``if=``/``of=``) resolved."""
-        return [r for a in _operands(c) for r in self.resolve_all(a)]
+    def command_paths(self, c: shell.SimpleCommand, cf: CommandFacts | None = None) -> list[str]:
+        """A command's operands (non-flag arguments; ``dd``'s ``if=``/``of=``) resolved in
+        the directories it runs in."""
+        if cf is not None and cf.judgement.entry:
+            return []  # the catalogue knows its operands: they are in reads/writes/chdirs
+        cwds = cf.cwds if cf is not None else (self.cwd,)
+        return [r for a in _operands(c) if _path_like(a) or cf is None
+                for r in self._resolve_in(a, _kind_of(c, a), cwds)]
 
     def _bounded(self, value: list[Any], what: str) -> list[Any]:
         if len(value) > cel.MAX_LIST_ITEMS:
@@ -288,6 +381,47 @@ class Facts:
         if self._realpath is None:
             return self.paths
         return _unique(self._realpath(p) for p in self.paths)
+
+    @functools.cached_property
+    def unknown(self) -> tuple[str, ...]:
+        """Why the analysis cannot know what this call runs (empty: it knows)."""
+        a = self.analysis
+        if a is None:
+            return ()
+        found = list(a.unknown)
+        found.extend(f"{c.name}: {why}" for c, cf in zip(a.commands, self.shell_facts, strict=True)
+                     for why in cf.unknown)
+        if not a.parse_ok:
+            found.extend(a.errors)
+        return _unique(found)
+
+    @functools.cached_property
+    def assignments(self) -> tuple[tuple[str, str], ...]:
+        """``(name, value)`` of every assignment, and of every variable a command assigns
+        (``printf -v NAME``, ``read NAME``: value ``""``, unknown until run)."""
+        a = self.analysis
+        if a is None:
+            return ()
+        assigned = [(v, "") for cf in self.shell_facts for v in cf.judgement.variables]
+        return (*a.assignments, *assigned)
+
+    @functools.cached_property
+    def effects(self) -> frozenset[str]:
+        """Union of every command's effects; ``unknown`` when anything is unknown; ``write``
+        for output redirects; ``env`` for an environment assignment not allow-listed."""
+        a = self.analysis
+        if a is None:
+            return frozenset()
+        out: set[str] = {e for cf in self.shell_facts for e in cf.judgement.effects}
+        if self.unknown:
+            out.add("unknown")
+        if any(raw and op.lstrip("0123456789") in WRITE_REDIRECTS for op, raw, _, _ in self.redirect_targets):
+            out.add("write")
+        if any(raw and op.lstrip("0123456789") in ("<", "<>") for op, raw, _, _ in self.redirect_targets):
+            out.add("read")
+        if not all(assignment_allowed(k, v) for k, v in self.assignments):
+            out.add("env")
+        return frozenset(out)
 
     # ------------------------------------------------------------------ url
 
@@ -331,24 +465,47 @@ class Facts:
             case "command":
                 return self.command
             case "commands":
-                return [_command_map(c, self.command_paths(c)) for c in a.commands] if a else []
-            case "redirects":
                 if not a:
                     return []
+                return [_command_map(c, self.command_paths(c, cf), cf)
+                        for c, cf in zip(a.commands, self.shell_facts, strict=True)]
+            case "redirects":
                 return [
-                    {"op": r.op, "target": t, "dynamic": r.dynamic}
-                    for r in a.redirects
-                    for t in (self.resolve_all(r.target) if r.target else [""])
+                    {"op": op, "target": t, "dynamic": dyn}
+                    for op, _, dyn, targets in self.redirect_targets
+                    for t in targets
                 ]
             case "assignments":
-                return [{"name": k, "value": v} for k, v in a.assignments] if a else []
+                return [{"name": k, "value": v, "allowed": assignment_allowed(k, v)}
+                        for k, v in self.assignments]
             case "shell":
                 return {
                     "parse_ok": a.parse_ok if a else True,
                     "dynamic": a.dynamic if a else False,
                     "from_title": self.command_source == "title",
                     "errors": list(a.errors) if a else [],
+                    "unknown": list(a.unknown) if a else [],
                 }
+            case "effects":
+                return sorted(self.effects)
+            case "reads":
+                return list(_unique(r for cf in self.shell_facts for r in cf.reads))
+            case "writes":
+                return list(self.write_paths) if self.kind != "execute" or a else []
+            case "names":
+                return list(_unique(c.name.lower() for c in a.commands)) if a else []
+            case "deletes":
+                return list(_unique(r for cf in self.shell_facts for r in cf.deletes))
+            case "discards":
+                return list(_unique(d for cf in self.shell_facts for d in cf.discards))
+            case "cwds":
+                return list(_unique(d for cf in self.shell_facts for d in cf.cwds))
+            case "creates":
+                return list(_unique(r for cf in self.shell_facts for r in cf.creates))
+            case "execs":
+                return list(_unique(x for cf in self.shell_facts for x in cf.judgement.execs))
+            case "unknown":
+                return list(self.unknown)
             case "url":
                 return self.url
             case "url_parts":
@@ -435,23 +592,6 @@ def _chdir_targets(c: shell.SimpleCommand) -> list[str]:
     return found
 
 
-def _resolve_braces(path: str, cwd: str, home: str) -> list[str]:
-    """``resolve`` after a brace expansion ``{a,b}`` (each alternative; bounded)."""
-    words = [path]
-    for _ in range(4):
-        expanded: list[str] = []
-        for w in words:
-            m = _BRACE.search(w)
-            if m is None:
-                expanded.append(w)
-                continue
-            expanded.extend(w[: m.start()] + alt + w[m.end() :] for alt in m.group(1).split(","))
-        if expanded == words or len(expanded) > MAX_BRACE_ALTERNATIVES:
-            break
-        words = expanded
-    return [paths.resolve(w, cwd, home) for w in words]
-
-
 def _path_like(arg: str) -> bool:
     return bool(arg) and "://" not in arg and ("/" in arg or arg.startswith((".", "~", "$HOME")))
 
@@ -479,10 +619,11 @@ def _global_args(c: shell.SimpleCommand) -> list[str]:
     return list(c.args[: c.args.index(first)]) if first in c.args else []
 
 
-def _command_map(c: shell.SimpleCommand, paths_: list[str]) -> dict[str, Any]:
+def _command_map(c: shell.SimpleCommand, paths_: list[str], cf: CommandFacts) -> dict[str, Any]:
+    j = cf.judgement
     return {
         "global_args": _global_args(c),
-        "paths": paths_,
+        "paths": list(_unique([*paths_, *cf.reads, *cf.writes, *cf.chdirs])),
         "expansions": _expansions(c),
         "name": c.name.lower(),
         "args": list(c.args),
@@ -494,10 +635,79 @@ def _command_map(c: shell.SimpleCommand, paths_: list[str]) -> dict[str, Any]:
         "wrapper": c.wrapper,
         "depth": c.depth,
         "dynamic": c.dynamic,
+        "entry": j.entry,
+        "effects": sorted(j.effects | ({"unknown"} if cf.unknown else set())),
+        "reads": list(cf.reads),
+        "writes": list(cf.writes),
+        "deletes": list(cf.deletes),
+        "creates": list(cf.creates),
+        "execs": list(j.execs),
+        "cwds": list(cf.cwds),
+        "unknown": list(cf.unknown),
     }
 
 
+def _kind_of(c: shell.SimpleCommand, arg: str) -> int:
+    """The word kind of ``arg`` (one of ``c.args``, or a value taken from one)."""
+    for a, k in zip(c.args, c.arg_kinds, strict=False):
+        if a == arg or arg in a:
+            return k
+    return LITERAL
 
+
+#: rawInput keys whose string values are text, code or commands, never paths.
+TEXT_KEYS: frozenset[str] = frozenset({
+    "command", "cmd", "description", "content", "new_string", "old_string", "text", "patch",
+    "diff", "unified_diff", "prompt", "query", "pattern", "regex", "glob", "title", "reason",
+    "explanation", "message", "body", "input", "new_source", "old_source", "code", "todos",
+    "plan", "url", "uri", "href", "type", "kind", "mode", "language",
+})
+_MAX_RAW_STRINGS = 512
+
+
+def _raw_input_paths(raw: Mapping[str, Any], cut: list[str]) -> list[str]:
+    """Every path-like string anywhere in ``rawInput``: values in nested lists and maps and
+    map *keys* (Codex's ``changes``), except under :data:`TEXT_KEYS`; bounded."""
+    found: list[str] = []
+    stack: list[tuple[object, int]] = [(raw, 0)]
+    seen = 0
+    while stack:
+        value, depth = stack.pop()
+        seen += 1
+        if seen > _MAX_RAW_STRINGS:
+            cut.append(f"rawInput: more than {_MAX_RAW_STRINGS} values searched for paths")
+            break
+        if isinstance(value, str):
+            if _raw_path_like(value):
+                found.append(value)
+        elif isinstance(value, Mapping) and depth < 8:
+            for k, v in value.items():
+                if isinstance(k, str) and _raw_path_like(k):
+                    found.append(k)
+                if not (isinstance(k, str) and k in TEXT_KEYS):
+                    stack.append((v, depth + 1))
+        elif isinstance(value, list) and depth < 8:
+            stack.extend((v, depth + 1) for v in value[: cel.MAX_LIST_ITEMS])
+    return found
+
+
+def _raw_path_like(v: str) -> bool:
+    return (0 < len(v) <= 4096 and "\n" not in v and "://" not in v
+            and (v.startswith(("/", "~/", "./", "../")) or ("/" in v and " " not in v.strip())
+                 or v in (".", "..", "~") or (v.startswith(".") and " " not in v)))
+
+
+def _with_case_variants(found: tuple[str, ...], roots: Iterable[str]) -> tuple[str, ...]:
+    """``found`` plus, for each path, its lower-case form below its root (case-insensitive
+    file systems: ``.ENV`` is ``.env``), so that deny globs match every spelling."""
+    extra: list[str] = []
+    root_list = list(roots)
+    for p in found:
+        root = next((r for r in root_list if paths.within(p, r)), "")
+        low = root + p[len(root) :].lower() if root else p.lower()
+        if low != p:
+            extra.append(low)
+    return _unique([*found, *extra]) if extra else found
 
 
 def _add_path(found: list[str], value: object) -> None:

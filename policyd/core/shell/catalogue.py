@@ -1,0 +1,345 @@
+"""The command catalogue: TOML text -> checked, indexed program entries (pure: no I/O).
+
+The format is documented in ``policyd/catalogue/SCHEMA.md``. :func:`parse` checks one file's
+text against that schema and returns its entries plus every problem found (a file with
+problems contributes nothing: all or nothing per file). :class:`Catalogue` indexes entries by
+lower-case name; a later entry with a name replaces an earlier one (user overrides).
+
+Errors: :func:`parse` never raises on any text; :func:`load` raises :class:`CatalogueError`
+with every problem when any file has one.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+EFFECTS: frozenset[str] = frozenset({
+    "read", "write", "delete", "exec", "build", "test", "network", "env-read", "privilege",
+    "process", "persist", "unknown",
+})
+ROLES: frozenset[str] = frozenset({
+    "read", "write", "delete", "exec", "shell", "script", "chdir", "url", "arg", "env",
+    "unknown", "git-config", "var", "link", "create", "package",
+})
+SYNTAXES: frozenset[str] = frozenset({"gnu", "posix", "single-dash", "none"})
+HANDLERS: frozenset[str] = frozenset({
+    "wrapper", "shell", "find", "git", "make", "sed", "awk", "jq", "test", "cd", "printf",
+    "chmod", "python", "dd", "seq",
+})
+STDOUT_KINDS: frozenset[str] = frozenset({"text", "token", "paths"})
+COUNTS: frozenset[object] = frozenset({1, "?", "*", "+"})
+
+_PROGRAM_KEYS = frozenset({
+    "names", "summary", "source", "syntax", "handler", "effects", "operands", "options",
+    "subcommand", "stdout", "stdin", "script_language", "env",
+})
+_OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
+                          "repeat", "summary", "values"})
+_OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is"})
+
+
+class CatalogueError(ValueError):
+    """A catalogue file does not follow the schema; ``problems`` lists every one."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        super().__init__("; ".join(problems[:5]) + (" ..." if len(problems) > 5 else ""))
+        self.problems = tuple(problems)
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One option: its spellings, arity (0, 1 or "optional"), value role and effects."""
+
+    names: tuple[str, ...]
+    arity: int | str = 0
+    value: str = "arg"
+    effects: frozenset[str] = frozenset()
+    replaces: str = ""
+    operands_as: str = ""
+    values: frozenset[str] = frozenset()  # when given, the only values known (else unknown)
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """One operand slot: role, count (1, "?", "*", "+"), added effects, default, last role."""
+
+    role: str
+    count: int | str = 1
+    effects: frozenset[str] = frozenset()
+    default: str | None = None
+    last_is: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """A program or subcommand entry (see SCHEMA.md). ``path`` names it for messages
+    (``git/stash/drop``); ``origin`` is the file it came from."""
+
+    names: tuple[str, ...]
+    path: str
+    origin: str
+    syntax: str = "gnu"
+    handler: str = ""
+    effects: frozenset[str] = frozenset()
+    operands: tuple[Operand, ...] = ()
+    options: tuple[Option, ...] = ()
+    subcommands: Mapping[str, Program] = field(default_factory=dict)
+    stdout: str = "text"
+    stdin: str = ""
+    script_language: str = ""
+    env: frozenset[str] = frozenset()
+    summary: str = ""
+    #: every spelling -> its option
+    option_index: Mapping[str, Option] = field(default_factory=dict)
+    #: ``--long`` spellings, for GNU unambiguous-prefix abbreviations
+    long_names: tuple[str, ...] = ()
+
+
+class Catalogue:
+    """Entries by lower-case name; later entries replace earlier ones with the same name."""
+
+    __slots__ = ("_by_name",)
+
+    def __init__(self, programs: Iterable[Program] = ()) -> None:
+        self._by_name: dict[str, Program] = {}
+        self.add(programs)
+
+    def add(self, programs: Iterable[Program]) -> None:
+        for p in programs:
+            for n in p.names:
+                self._by_name[n.lower()] = p
+
+    def get(self, name: str) -> Program | None:
+        """The entry for a program name (already a basename), case-insensitive."""
+        return self._by_name.get(name.lower())
+
+    def names(self) -> frozenset[str]:
+        return frozenset(self._by_name)
+
+    def __len__(self) -> int:
+        return len({id(p) for p in self._by_name.values()})
+
+
+# --------------------------------------------------------------------------- checking
+
+
+class _Checker:
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+        self.problems: list[str] = []
+
+    def bad(self, where: str, msg: str) -> None:
+        self.problems.append(f"{self.origin}: {where}: {msg}")
+
+    def strings(self, where: str, value: object, what: str, allowed: frozenset[str] | None = None,
+                required: bool = False) -> tuple[str, ...]:
+        if value is None:
+            if required:
+                self.bad(where, f"{what} is required")
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            self.bad(where, f"{what} must be a list of non-empty strings")
+            return ()
+        if required and not value:
+            self.bad(where, f"{what} must not be empty")
+        if allowed is not None:
+            for v in value:
+                if v not in allowed:
+                    self.bad(where, f"{what}: unknown value {v!r} (known: {', '.join(sorted(allowed))})")
+        return tuple(value)
+
+    def choice(self, where: str, value: object, what: str, allowed: frozenset[str],
+               default: str) -> str:
+        if value is None:
+            return default
+        if not isinstance(value, str) or value not in allowed:
+            self.bad(where, f"{what}: {value!r} is not one of {', '.join(sorted(allowed))}")
+            return default
+        return value
+
+    def keys(self, where: str, table: Mapping[str, Any], allowed: frozenset[str]) -> None:
+        for k in table:
+            if k not in allowed:
+                self.bad(where, f"unknown key {k!r}")
+
+    def option(self, where: str, raw: object) -> Option | None:
+        if not isinstance(raw, dict):
+            self.bad(where, "an option must be a table")
+            return None
+        self.keys(where, raw, _OPTION_KEYS)
+        names = self.strings(where, raw.get("names"), "option names", required=True)
+        w = f"{where} {names[0] if names else '?'}"
+        for n in names:
+            if not (n.startswith(("-", "+")) and len(n) > 1):
+                self.bad(w, f"option name {n!r} must start with - or +")
+        arity = raw.get("arity", 0)
+        if arity not in (0, 1, "optional") or isinstance(arity, bool):
+            self.bad(w, f"arity {arity!r} must be 0, 1 or \"optional\"")
+            arity = 0
+        value = self.choice(w, raw.get("value"), "value", ROLES, "arg")
+        if "value" in raw and arity == 0:
+            self.bad(w, "value given for an option of arity 0")
+        effects = self.strings(w, raw.get("effects"), "effects", EFFECTS)
+        replaces = self.choice(w, raw.get("replaces"), "replaces", ROLES, "")
+        operands_as = self.choice(w, raw.get("operands_as"), "operands_as", ROLES, "")
+        if "repeat" in raw and not isinstance(raw["repeat"], bool):
+            self.bad(w, "repeat must be a bool")
+        values = self.strings(w, raw.get("values"), "values")
+        if values and arity == 0:
+            self.bad(w, "values given for an option of arity 0")
+        return Option(names, arity, value, frozenset(effects), replaces, operands_as, frozenset(values))
+
+    def operand(self, where: str, raw: object) -> Operand | None:
+        if not isinstance(raw, dict):
+            self.bad(where, "an operand must be a table")
+            return None
+        self.keys(where, raw, _OPERAND_KEYS)
+        role = self.choice(where, raw.get("role"), "role", ROLES, "unknown")
+        if "role" not in raw:
+            self.bad(where, "operand role is required")
+        count = raw.get("count", 1)
+        if isinstance(count, bool) or count not in COUNTS:
+            self.bad(where, f"count {count!r} must be 1, \"?\", \"*\" or \"+\"")
+            count = 1
+        effects = self.strings(where, raw.get("effects"), "effects", EFFECTS)
+        default = raw.get("default")
+        if default is not None and not isinstance(default, str):
+            self.bad(where, "default must be a string")
+            default = None
+        last_is = self.choice(where, raw.get("last_is"), "last_is", ROLES, "")
+        return Operand(role, count, frozenset(effects), default, last_is)
+
+    def program(self, where: str, raw: object, depth: int = 0) -> Program | None:
+        if not isinstance(raw, dict):
+            self.bad(where, "a program must be a table")
+            return None
+        self.keys(where, raw, _PROGRAM_KEYS)
+        names = self.strings(where, raw.get("names"), "names", required=True)
+        if not names:
+            return None
+        path = f"{where}/{names[0]}" if depth else names[0]
+        for n in names:
+            if any(c.isspace() for c in n) or (depth == 0 and "/" in n):
+                self.bad(path, f"name {n!r} must be one word without '/'")
+        syntax = self.choice(path, raw.get("syntax"), "syntax", SYNTAXES, "gnu")
+        handler = self.choice(path, raw.get("handler"), "handler", HANDLERS, "")
+        effects = self.strings(path, raw.get("effects"), "effects", EFFECTS)
+        for k in ("summary", "source"):
+            if k in raw and not isinstance(raw[k], str):
+                self.bad(path, f"{k} must be a string")
+        stdout = self.choice(path, raw.get("stdout"), "stdout", STDOUT_KINDS, "text")
+        stdin = self.choice(path, raw.get("stdin"), "stdin", frozenset({"shell", "data"}), "")
+        lang = self.choice(path, raw.get("script_language"), "script_language",
+                           frozenset({"sed", "awk", "jq", "yq"}), "")
+        env = self.strings(path, raw.get("env"), "env")
+        operands = self._list(path, raw.get("operands"), "operands", self.operand)
+        options = self._list(path, raw.get("options"), "options", self.option)
+        spellings: dict[str, str] = {}
+        for o in options:
+            for n in o.names:
+                if n in spellings:
+                    self.bad(path, f"option {n} listed twice")
+                spellings[n] = n
+        subs: dict[str, Program] = {}
+        for s in self._list(path, raw.get("subcommand"), "subcommand",
+                            lambda w, r: self.program(w, r, depth + 1)):
+            for n in s.names:
+                if n.lower() in subs:
+                    self.bad(path, f"subcommand {n!r} defined twice")
+                subs[n.lower()] = s
+        self._slots(path, operands)
+        index = {n: o for o in options for n in o.names}
+        return Program(names, path, self.origin, syntax, handler, frozenset(effects),
+                       tuple(operands), tuple(options), subs, stdout,
+                       "" if stdin == "data" else stdin, lang, frozenset(env),
+                       str(raw.get("summary", "")), index,
+                       tuple(n for n in index if n.startswith("--")))
+
+    def _list(self, where: str, value: object, what: str, one: Any) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.bad(where, f"{what} must be a list")
+            return []
+        out = []
+        for item in value:
+            got = one(where, item)
+            if got is not None:
+                out.append(got)
+        return out
+
+    def _slots(self, where: str, operands: Sequence[Operand]) -> None:
+        absorbing = [o for o in operands if o.count in ("*", "+")]
+        if len(absorbing) > 1:
+            self.bad(where, "at most one operand slot may have count \"*\" or \"+\"")
+
+
+def parse(text: str, origin: str = "<catalogue>") -> tuple[list[Program], list[str]]:
+    """Check one catalogue file's text; returns (entries, problems). Never raises.
+
+    A file with any problem yields no entries (all or nothing). Problems read
+    ``origin: program[/subcommand]: message``.
+    """
+    ck = _Checker(origin)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        return [], [f"{origin}: not valid TOML: {exc}"]
+    except Exception as exc:
+        return [], [f"{origin}: cannot read: {type(exc).__name__}: {exc}"]
+    if doc.get("schema") != SCHEMA_VERSION:
+        ck.bad("file", f"needs `schema = {SCHEMA_VERSION}` at the top")
+    for k in doc:
+        if k not in ("schema", "program"):
+            ck.bad("file", f"unknown top-level key {k!r}")
+    progs = ck._list("file", doc.get("program", []), "program", ck.program)
+    seen: dict[str, str] = {}
+    for p in progs:
+        for n in p.names:
+            if n.lower() in seen:
+                ck.bad(p.path, f"name {n!r} already defined in this file by {seen[n.lower()]}")
+            seen[n.lower()] = p.path
+    return ([] if ck.problems else progs), ck.problems
+
+
+def load(files: Iterable[tuple[str, str]], unique: bool = False) -> Catalogue:
+    """A catalogue from ``(origin, text)`` pairs in order; raises :class:`CatalogueError`
+    listing every problem. With ``unique`` a name defined in two files is a problem too
+    (the shipped files), else the later file's entry wins (user overrides)."""
+    problems: list[str] = []
+    cat = Catalogue()
+    owner: dict[str, str] = {}
+    for origin, text in files:
+        progs, probs = parse(text, origin)
+        problems.extend(probs)
+        for p in progs:
+            for n in p.names:
+                if unique and n.lower() in owner and owner[n.lower()] != origin:
+                    problems.append(f"{origin}: {p.path}: name {n!r} also defined in "
+                                    f"{owner[n.lower()]}")
+                owner[n.lower()] = origin
+        cat.add(progs)
+    if problems:
+        raise CatalogueError(problems)
+    return cat
+
+
+_DEFAULT: list[Catalogue] = []
+
+
+def default() -> Catalogue:
+    """The shipped catalogue (``policyd/catalogue/*.toml``), loaded once on first use.
+
+    The files are package data read through ``policyd.catalogue`` (like importing a module);
+    a shipped file that fails the schema check raises :class:`CatalogueError`.
+    """
+    if not _DEFAULT:
+        from policyd.catalogue import shipped_files  # package data, read once
+
+        _DEFAULT.append(load(shipped_files(), unique=True))
+    return _DEFAULT[0]

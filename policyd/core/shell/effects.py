@@ -1,0 +1,621 @@
+"""What each command does, from the catalogue (pure): effects, reads, writes, execs.
+
+:func:`judge` parses one :class:`SimpleCommand`'s arguments the way its catalogue entry says
+the tool parses them (short clusters, attached values, ``--opt=value``, GNU long-option
+abbreviations, ``--``, subcommands) and collects the effects of the entry, of each option and
+of each operand slot. **A program, subcommand or option the catalogue does not know gives
+effect ``unknown``** with a reason. Paths are returned as raw words with their kind
+(literal, glob pattern, expansion); resolving them against the command's directory is the
+facts layer's job.
+
+Handlers (``handler`` in an entry) judge what data cannot say: wrappers and shells whose
+nested command the walk lists itself, ``find`` expressions, ``git -c``, ``make VAR=$(...)``,
+sed/awk/jq script languages, ``test -v``, ``chmod -x`` modes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from policyd.core.shell.catalogue import Catalogue, Operand, Option, Program
+from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, SimpleCommand
+from policyd.core.shell.scripts import judge_script
+from policyd.core.shell.wrappers import unwraps
+
+#: Directories whose programs are the catalogue's (``/usr/bin/rm`` is rm; ``./ls`` is not).
+SYSTEM_DIRS: frozenset[str] = frozenset({
+    "/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin",
+})
+#: Wrappers that never end on their own (a headless agent would wait forever).
+ENDLESS: frozenset[str] = frozenset({"watch", "yes"})
+#: A word and its kind (model.LITERAL / PATTERN / EXPANSION).
+Word = tuple[str, int]
+
+_RISKY_VALUE_ROLES = frozenset({"exec", "shell", "unknown", "chdir", "url", "env", "git-config"})
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CHMOD_MODE = re.compile(r"[-+=][rwxXstugo,+=-]*")
+_NUMERIC = re.compile(r"-[0-9]+")
+#: git -c keys that only change presentation or identity (anything else: unknown).
+_GIT_SAFE_CONFIG = re.compile(
+    r"(color\..*|core\.quotepath|core\.autocrlf|core\.safecrlf|user\.(name|email)|advice\..*|"
+    r"init\.defaultbranch|log\.(date|decorate|abbrevcommit)|diff\.(renames|algorithm|"
+    r"colormoved|mnemonicprefix|noprefix)|pager\.[a-z-]+=(false|0)|column\.ui|"
+    r"commit\.gpgsign=false|tag\.gpgsign=false|gc\.auto=0|safe\.directory)",
+    re.I,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """The catalogue's verdict on one command.
+
+    ``entry``: the deciding entry (``"git status"``; ``""`` when the program is unknown);
+    ``effects``: effect names (SCHEMA.md); ``reads``/``writes``/``deletes``/``chdirs``:
+    raw words with their kind (``deletes`` are also in ``writes``); ``execs``: programs or
+    code it runs (listed as their own commands when a wrapper/shell handler unwraps them);
+    ``risky_options``: some option of the entry has an effect or runs/points elsewhere
+    (a word that may turn into an option is then unknown); ``creates``: the writes that
+    only create a new file or directory (also in ``writes``);
+    ``urls``; ``variables``: variables it assigns (``printf -v``, ``read``); ``reasons``:
+    why something is ``unknown``; ``stdin_role``: the role operands arriving on stdin take
+    (behind xargs), ``""`` when none; ``stdout``: the entry's output kind.
+    """
+
+    entry: str
+    effects: frozenset[str]
+    reads: tuple[Word, ...] = ()
+    writes: tuple[Word, ...] = ()
+    deletes: tuple[Word, ...] = ()
+    chdirs: tuple[Word, ...] = ()
+    execs: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
+    variables: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    stdin_role: str = ""
+    stdout: str = "text"
+    creates: tuple[Word, ...] = ()
+    risky_options: bool = False
+
+
+@dataclass
+class _Acc:
+    effects: set[str] = field(default_factory=set)
+    reads: list[Word] = field(default_factory=list)
+    writes: list[Word] = field(default_factory=list)
+    deletes: list[Word] = field(default_factory=list)
+    creates: list[Word] = field(default_factory=list)
+    chdirs: list[Word] = field(default_factory=list)
+    execs: list[str] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)
+    variables: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    options: list[str] = field(default_factory=list)
+    all_names: list[str] = field(default_factory=list)
+    operands: int = 0
+
+    def unknown(self, why: str) -> None:
+        self.effects.add("unknown")
+        if len(self.reasons) < 8:
+            self.reasons.append(why)
+
+
+def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
+    """The effects of ``cmd`` per ``catalogue``; never raises."""
+    name = cmd.name.lower()
+    entry = catalogue.get(name)
+    if entry is None:
+        return Judgement("", frozenset({"unknown"}), reasons=(f"{name!r} is not in the catalogue",))
+    kinds = tuple(cmd.arg_kinds) + (LITERAL,) * (len(cmd.args) - len(cmd.arg_kinds))
+    words = list(zip(cmd.args, kinds, strict=True))
+    acc = _Acc(set(entry.effects))
+    if "exec" in acc.effects and unwraps(name, _first_operand(cmd)):
+        acc.effects.discard("exec")  # what it runs is listed and judged as its own command
+    if name in ENDLESS:
+        acc.unknown(f"{name} runs its command again and again until interrupted")
+    if cmd.argv and ("$" in cmd.argv[0] or "`" in cmd.argv[0]):
+        acc.unknown("the program name is computed at run time")
+    elif cmd.argv and "/" in cmd.argv[0] and cmd.argv[0].rsplit("/", 1)[0] not in SYSTEM_DIRS:
+        if entry.effects & {"build", "test"}:
+            # a project's own build wrapper (./gradlew, ./mvnw): it runs the project's code,
+            # so it must lie where the project does (the file is a read path)
+            acc.reads.append((cmd.argv[0], LITERAL))
+        else:
+            acc.unknown(f"runs the file {cmd.argv[0]!r}, not the catalogue's {name!r}")
+    if entry.handler == "find":
+        chain = [entry]
+        _find(entry, words, acc)
+    elif entry.handler == "python" and any(w == "-m" or w.startswith("-m") for w, _ in words):
+        chain = _python_module(entry, words, acc, catalogue, cmd)
+    elif entry.handler == "dd":
+        chain = [entry]
+        _dd(entry, words, acc)
+    else:
+        chain = _parse(entry, words, acc, cmd)
+    if (entry.handler == "git" and len(chain) > 1 and chain[1].names[0] == "clean"
+            and {"-n", "--dry-run"} & set(acc.all_names)):
+        acc.effects.discard("delete")  # only lists what it would remove
+    if entry.handler == "seq":
+        _seq(words, acc)
+    if entry.handler == "test" and any(w in ("-v", "-R") for w, _ in words):
+        acc.unknown("test -v/-R evaluates a variable name (its subscript runs code)")
+    if entry.handler == "wrapper" and not acc.execs and entry.names[0] == "env":
+        acc.effects.add("env-read")  # env without a command prints the environment
+    last = chain[-1]
+    if (entry.stdin == "shell" and not acc.operands and not acc.execs
+            and not {"--version", "--help", "-V", "-h", "-v", "-m"} & set(acc.all_names)):
+        acc.effects.add("exec")  # reads code from stdin
+        acc.execs.append(cmd.name)
+    if entry.handler == "shell" and "-c" not in acc.options:
+        acc.effects.add("exec")  # runs a script file or its stdin: code we do not see
+        acc.execs.append(cmd.name)
+    stdin_role = ""
+    if cmd.stdin_args:
+        stdin_role = _absorbing_role(last)
+    return Judgement(
+        " ".join(p.names[0] for p in chain),
+        frozenset(acc.effects),
+        tuple(acc.reads),
+        tuple(acc.writes),
+        tuple(acc.deletes),
+        tuple(acc.chdirs),
+        tuple(acc.execs),
+        tuple(acc.urls),
+        tuple(acc.variables),
+        tuple(acc.reasons),
+        stdin_role,
+        last.stdout if last.stdout != "text" else entry.stdout,
+        tuple(acc.creates),
+        any(_risky(p) for p in chain),
+    )
+
+
+def _first_operand(cmd: SimpleCommand) -> str:
+    return next((a for a in cmd.args if not a.startswith("-")), "")
+
+
+def _python_module(entry: Program, words: list[Word], acc: _Acc, catalogue: Catalogue,
+                   cmd: SimpleCommand) -> list[Program]:
+    """``python [opts] -m MODULE args``: the interpreter's options, then MODULE's own entry
+    (a catalogue program named like the module: ``pytest``, ``json.tool``) judges args."""
+    i = 0
+    while i < len(words):
+        a = words[i][0]
+        if a == "-m" or (a.startswith("-m") and len(a) > 2):
+            module, j = (a[2:], i + 1) if len(a) > 2 else (
+                (words[i + 1][0], i + 2) if i + 1 < len(words) else ("", i + 1))
+            mod = catalogue.get(module) if module and (len(a) > 2 or words[i + 1][1] == LITERAL) else None
+            if mod is None:
+                acc.unknown(f"python module {module!r} is not in the catalogue")
+                return [entry]
+            acc.effects |= mod.effects
+            acc.all_names.append("-m")
+            return [entry, *_parse(mod, words[j:], acc, cmd)]
+        got = _option(entry, [entry], words, i, acc) if a.startswith("-") else None
+        if got is None:
+            acc.unknown(f"python argument {a!r} before -m")
+            return [entry]
+        i = got[1]
+    return [entry]
+
+
+def _absorbing_role(p: Program) -> str:
+    """The role of words xargs appends: the absorbing slot's (its ``last_is`` for the last)."""
+    for s in p.operands:
+        if s.count in ("*", "+"):
+            return s.last_is or s.role
+    return "unknown"
+
+
+# --------------------------------------------------------------------------- options
+
+
+def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> list[Program]:
+    chain = [entry]
+    cur = entry
+    operands: list[Word] = []
+    replaced: list[str] = []
+    operands_as = ""
+    targets: list[tuple[str, Word]] = []
+    done = cur.syntax == "none"
+    i = 0
+    n = len(words)
+    if entry.handler == "chmod":
+        words = [(w, k) if not _CHMOD_MODE.fullmatch(w) or w == "-" else ("\0mode" + w, k)
+                 for w, k in words]
+    while i < n:
+        a, k = words[i]
+        if a.startswith("\0mode"):
+            operands.append((a[5:], k))
+            i += 1
+            continue
+        if not done and a == "--":
+            done = True
+            i += 1
+            continue
+        if done or a == "-" or not a.startswith("-") or (cur.syntax == "none"):
+            if not done and cur.syntax != "none":
+                _may_be_option(cur, a, k, acc)
+            if cur.subcommands and not operands and k == LITERAL:
+                sub = cur.subcommands.get(a.lower())
+                if sub is None:
+                    acc.unknown(f"subcommand {a!r} of {' '.join(p.names[0] for p in chain)} "
+                                "is not in the catalogue")
+                    return chain
+                chain.append(sub)
+                cur = sub
+                acc.effects |= sub.effects
+                done = cur.syntax == "none"
+                i += 1
+                continue
+            if cur.subcommands and not operands:
+                acc.unknown(f"the subcommand of {cur.names[0]} is computed at run time")
+                return chain
+            operands.append((a, k))
+            if cur.syntax == "posix" or _slot_stops_options(cur, len(operands), replaced):
+                done = True
+            i += 1
+            continue
+        got = _option(cur, chain, words, i, acc)
+        if got is None:
+            i += 1
+            continue
+        opts, i = got
+        for opt, value in opts:
+            acc.options.append(opt.names[0])
+            acc.all_names.extend(opt.names)
+            if opt.values and (value is None or value[0] not in opt.values):
+                acc.unknown(f"{opt.names[0]} {value[0] if value else ''!r} is not a value the catalogue knows")
+            acc.effects |= opt.effects
+            if opt.replaces:
+                replaced.append(opt.replaces)
+            if opt.operands_as:
+                operands_as = opt.operands_as
+            if value is not None and opt.value != "arg":
+                _role(opt.value, value, cur, chain, acc)
+                if opt.operands_as and opt.value in ("write", "create"):
+                    targets.append((opt.value, value))
+    acc.operands += len(operands)
+    _operands(cur, chain, operands, replaced, operands_as, acc)
+    for role, directory in targets:  # cp -t DIR SRC...: each source lands in DIR/NAME
+        for w in operands:
+            _into(directory, w, role, cur, chain, acc)
+    return chain
+
+
+def _into(directory: Word, src: Word, role: str, p: Program, chain: list[Program],
+          acc: _Acc) -> None:
+    name = src[0].rstrip("/").rsplit("/", 1)[-1]
+    if name and name not in (".", ".."):
+        _role(role, (directory[0].rstrip("/") + "/" + name, max(directory[1], src[1])), p, chain, acc)
+
+
+def _may_be_option(p: Program, a: str, k: int, acc: _Acc) -> None:
+    """A word that may expand to an option (``$FLAGS``, a glob matching ``-rf``) is an
+    unknown option unless no option of the entry can do harm."""
+    if k == EXPANSION and a[:1] in ("$", "`"):
+        acc.unknown(f"{a!r} may expand to an option")
+    elif k == PATTERN and a[:1] in ("*", "?", "[") and _risky(p):
+        acc.unknown(f"glob {a!r} may match a file named like an option")
+
+
+def _risky(p: Program) -> bool:
+    return any(o.effects or o.value in _RISKY_VALUE_ROLES for o in p.options)
+
+
+def _slot_stops_options(p: Program, count: int, replaced: list[str]) -> bool:
+    """Options end where an exec/shell operand starts (``nice -n 5 cmd -x``)."""
+    slots = [s for s in p.operands if s.role not in replaced] or list(p.operands)
+    for pos, s in enumerate(slots, 1):
+        if s.count in ("*", "+") or pos >= count:
+            return s.role in ("exec", "shell")
+    return False
+
+
+def _lookup(chain: list[Program], name: str) -> Option | None:
+    for p in reversed(chain):
+        o = p.option_index.get(name)
+        if o is not None:
+            return o
+    return None
+
+
+def _option(cur: Program, chain: list[Program], words: list[Word], i: int,
+            acc: _Acc) -> tuple[list[tuple[Option, Word | None]], int] | None:
+    """Parse the option at ``words[i]``; None (after noting ``unknown``) when unknown."""
+    a, k = words[i]
+    where = " ".join(p.names[0] for p in chain)
+    if k != LITERAL:
+        acc.unknown(f"option {a!r} of {where} depends on an expansion")
+        return None
+    if _NUMERIC.fullmatch(a):
+        o = _lookup(chain, "-NUM")
+        if o is None:
+            acc.unknown(f"option {a} of {where} is not in the catalogue")
+            return None
+        return [(o, None)], i + 1
+    if a.startswith("--") or cur.syntax == "single-dash":
+        name, eq, val = a.partition("=")
+        o = _lookup(chain, name)
+        if o is None and name.startswith("--") and cur.syntax == "gnu":
+            hits = {x for p in chain for x in p.long_names if x.startswith(name)}
+            if len(hits) == 1:
+                o = _lookup(chain, hits.pop())
+        if o is None and cur.syntax == "single-dash" and not a.startswith("--") and len(a) > 2:
+            o = _lookup(chain, "-" + a)  # --name spelled -name
+        if o is None and cur.syntax == "single-dash" and len(name) == 2:
+            return _cluster(cur, chain, words, i, acc, where)
+        if o is None:
+            acc.unknown(f"option {name} of {where} is not in the catalogue")
+            return None
+        if eq:
+            if o.arity == 0:
+                acc.unknown(f"option {name} of {where} takes no value")
+                return None
+            return [(o, (val, k))], i + 1
+        if o.arity == 1:
+            if i + 1 >= len(words):
+                return [(o, None)], i + 1
+            return [(o, words[i + 1])], i + 2
+        return [(o, None)], i + 1
+    return _cluster(cur, chain, words, i, acc, where)
+
+
+def _cluster(cur: Program, chain: list[Program], words: list[Word], i: int, acc: _Acc,
+             where: str) -> tuple[list[tuple[Option, Word | None]], int] | None:
+    a, k = words[i]
+    out: list[tuple[Option, Word | None]] = []
+    j = 1
+    while j < len(a):
+        o = _lookup(chain, a[0] + a[j])
+        if o is None:
+            acc.unknown(f"option {a[0] + a[j]} of {where} is not in the catalogue"
+                        + (f" (in {a!r})" if len(a) > 2 else ""))
+            return None
+        rest = a[j + 1 :]
+        if o.arity == 1:
+            if rest:
+                out.append((o, (rest, k)))
+                return out, i + 1
+            if i + 1 < len(words):
+                out.append((o, words[i + 1]))
+                return out, i + 2
+            out.append((o, None))
+            return out, i + 1
+        if o.arity == "optional":
+            out.append((o, (rest, k) if rest else None))
+            return out, i + 1
+        out.append((o, None))
+        j += 1
+    return out, i + 1
+
+
+# --------------------------------------------------------------------------- operands
+
+
+def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: list[str],
+              operands_as: str, acc: _Acc) -> None:
+    slots: list[Operand] = list(p.operands)
+    for role in replaced:
+        for idx, s in enumerate(slots):
+            if s.role == role:
+                del slots[idx]
+                break
+    if not operands:
+        for s in slots:
+            if s.default is not None:
+                role = operands_as if operands_as and s.count in ("*", "+") else s.role
+                _role(role, (s.default, LITERAL), p, chain, acc)
+        return
+    mins = [1 if s.count in (1, "+") else 0 for s in slots]
+    left = len(operands)
+    pos = 0
+    for idx, s in enumerate(slots):
+        need_after = sum(mins[idx + 1 :])
+        fixed = s.count == 1 or s.count == "?"
+        take = (1 if left - need_after >= 1 else 0) if fixed else max(0, left - need_after)
+        got = operands[pos : pos + take]
+        pos += take
+        left -= take
+        if not got:
+            continue
+        acc.effects |= s.effects
+        role = operands_as if operands_as and s.count in ("*", "+") else s.role
+        if s.last_is and len(got) >= 2 and not operands_as:
+            for w in got[:-1]:
+                _role(role, w, p, chain, acc)
+            _role(s.last_is, got[-1], p, chain, acc)
+            for w in got[:-1]:  # DEST may be a directory: each source lands in DEST/NAME
+                _into(got[-1], w, s.last_is, p, chain, acc)
+        else:
+            for w in got:
+                _role(role, w, p, chain, acc)
+    if left > 0:
+        extra = operands[pos:]
+        acc.unknown(f"{' '.join(x.names[0] for x in chain)} takes no operand {extra[0][0]!r}")
+
+
+def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> None:
+    value, kind = w
+    handler = chain[0].handler
+    if handler == "git" and len(chain) > 1 and chain[1].names[0] == "push" and value[:1] in ("+", ":"):
+        acc.effects.add("delete")  # +REF forces, :REF deletes the remote branch
+    if (handler == "git" and len(chain) > 1 and chain[1].names[0] in ("checkout", "restore")
+            and value in (".", "./", ":/", "*")
+            and ("--staged" not in acc.all_names or "--worktree" in acc.all_names)):
+        acc.effects.add("delete")  # discards the uncommitted changes of the whole tree
+    if handler == "git" and role in ("read", "arg") and ":" in value and not value.startswith("-"):
+        # REV:PATH / :PATH names a file's content in the repository: read PATH
+        path = value.partition(":")[2]
+        if path:
+            acc.effects.add("read")
+            acc.reads.append((path.lstrip("/") or ".", kind))
+        return
+    if role in ("read", "write", "delete", "create") and value[:1] == "+" and len(value) > 1:
+        # +CMD is a command to less/more/vi and a line number to tail/pr: not a file
+        acc.unknown(f"{value!r} may be a command for {chain[0].names[0]}, not a file")
+        return
+    if role == "read":
+        acc.effects.add("read")
+        acc.reads.append(w)
+        if handler == "make" and value in ("-", "/dev/stdin"):
+            acc.effects.add("exec")  # a makefile from stdin is code we do not see
+    elif role == "write":
+        acc.effects.add("write")
+        acc.writes.append(w)
+    elif role == "create":
+        acc.effects.add("write")
+        acc.writes.append(w)
+        acc.creates.append(w)
+    elif role == "delete":
+        acc.effects.add("delete")
+        acc.writes.append(w)
+        acc.deletes.append(w)
+    elif role in ("exec", "shell"):
+        acc.execs.append(value)
+        if not unwraps(chain[0].names[0], chain[1].names[0] if len(chain) > 1 else ""):
+            acc.effects.add("exec")
+    elif role == "script":
+        _script(p.script_language or chain[0].script_language, value, kind, acc)
+    elif role == "chdir":
+        acc.chdirs.append(w)
+    elif role == "url":
+        acc.effects.add("network")
+        acc.urls.append(value)
+    elif role == "git-config":
+        if kind != LITERAL or not _GIT_SAFE_CONFIG.match(value):
+            acc.unknown(f"git -c {value!r} changes what git runs or where it writes")
+    elif role == "var":
+        if kind != LITERAL or not _IDENT.fullmatch(value):
+            acc.unknown(f"variable name {value!r} is evaluated (subscripts run code)")
+        acc.variables.append(value)
+    elif role == "env":
+        name, eq, _ = value.partition("=")
+        if handler == "make" and ("$" in value or "`" in value or kind != LITERAL):
+            acc.effects.add("exec")  # make VAR=$(shell ...) runs code
+            acc.execs.append(value)
+        elif handler == "make" and eq and name.upper() in ("SHELL", "MAKEFLAGS", "MAKE", "MFLAGS"):
+            acc.effects.add("exec")
+    elif role == "package":
+        if kind == LITERAL and (value in (".", "..") or value.startswith(("./", "../", "/"))):
+            acc.effects.add("read")
+            acc.reads.append(w)
+        else:
+            acc.effects.add("network")  # fetched from a registry or a module proxy
+            acc.urls.append(value)
+    elif role == "link":
+        if kind != LITERAL:
+            acc.unknown(f"symlink target {value!r} depends on an expansion")
+        acc.effects.add("link")
+    elif role == "unknown":
+        acc.unknown(f"argument {value!r} of {' '.join(x.names[0] for x in chain)}")
+    if kind == EXPANSION and role in ("script", "git-config", "env"):
+        acc.unknown(f"{role} argument {value!r} depends on an expansion")
+
+
+# --------------------------------------------------------------------------- find
+
+
+_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+_FIND_OPERATORS = frozenset({"(", ")", "!", ",", "-o", "-a", "-or", "-and", "-not"})
+
+
+def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
+    """``find [-H -L -P -O -D] START... EXPRESSION``: starting points, then tests and
+    actions looked up in the entry; ``-exec ... ;`` commands are listed by the walk."""
+    i, n = 0, len(words)
+    starts: list[Word] = []
+    while i < n and words[i][0] in ("-H", "-L", "-P"):
+        i += 1
+    while i < n and not (words[i][0].startswith("-") or words[i][0] in _FIND_OPERATORS):
+        starts.append(words[i])
+        i += 1
+    starts = starts or [(".", LITERAL)]
+    for s in starts:
+        _role("read", s, entry, [entry], acc)
+    while i < n:
+        a, k = words[i]
+        if a in _FIND_OPERATORS:
+            i += 1
+            continue
+        if a in _FIND_EXEC:
+            j = i + 1
+            while j < n and words[j][0] not in (";", "+"):
+                j += 1
+            acc.execs.append(" ".join(w for w, _ in words[i + 1 : j]))
+            i = j + 1
+            continue
+        o = entry.option_index.get(a)
+        if o is None or k != LITERAL:
+            acc.unknown(f"find expression {a!r} is not in the catalogue")
+            i += 1
+            continue
+        acc.effects |= o.effects
+        if "delete" in o.effects:
+            names = [words[x + 1] for x in range(n - 1)
+                     if words[x][0] in ("-name", "-iname") and words[x + 1][1] == LITERAL]
+            for s in starts:  # -name P narrows what is deleted to START/.../P
+                for t in ([(s[0].rstrip("/") + "/" + nm[0], PATTERN) for nm in names] or [s]):
+                    acc.writes.append(t)
+                    acc.deletes.append(t)
+        if o.arity == 1 and i + 1 < n:
+            if o.value != "arg":
+                _role(o.value, words[i + 1], entry, [entry], acc)
+            i += 2
+        else:
+            i += 1
+
+
+# --------------------------------------------------------------------------- dd
+
+_DD_DEVICES = frozenset({"/dev/zero", "/dev/urandom", "/dev/random"})
+
+
+def _dd(entry: Program, words: list[Word], acc: _Acc) -> None:
+    """``dd if=F of=G bs= count=``: ``if`` is read, ``of`` written; an endless device input
+    without ``count=`` fills the disk (unknown)."""
+    keys: dict[str, Word] = {}
+    for w, k in words:
+        key, eq, val = w.partition("=")
+        if not eq or key not in ("if", "of", "bs", "ibs", "obs", "cbs", "count", "skip", "seek",
+                                 "conv", "iflag", "oflag", "status"):
+            acc.unknown(f"dd operand {w!r} is not in the catalogue")
+            continue
+        keys[key] = (val, k)
+    src = keys.get("if")
+    if src is not None:
+        if src[0] in _DD_DEVICES and src[1] == LITERAL:
+            if "count" not in keys:
+                acc.unknown(f"dd from {src[0]} without count= never ends")
+        else:
+            _role("read", src, entry, [entry], acc)
+    dst = keys.get("of")
+    if dst is not None:
+        _role("write", dst, entry, [entry], acc)
+
+
+#: Output lines a ``seq`` may print before it counts as filling the disk.
+MAX_SEQ_LINES = 1_000_000
+
+
+def _seq(words: list[Word], acc: _Acc) -> None:
+    """``seq [FIRST [STEP]] LAST``: more than :data:`MAX_SEQ_LINES` lines is unknown."""
+    nums = [w for w, _ in words if not w.startswith("-") or w[1:2].isdigit()]
+    try:
+        vals = [float(x) for x in nums[-3:]]
+    except ValueError:
+        acc.unknown("seq bounds are not numbers")
+        return
+    first, step, last = (1.0, 1.0, vals[-1]) if len(vals) == 1 else (
+        (vals[0], 1.0, vals[1]) if len(vals) == 2 else (vals[0], vals[1], vals[2]))
+    if not vals or step == 0 or abs((last - first) / step) > MAX_SEQ_LINES:
+        acc.unknown(f"seq prints more than {MAX_SEQ_LINES} lines")
+
+
+def _script(lang: str, text: str, kind: int, acc: _Acc) -> None:
+    if kind == EXPANSION:
+        acc.unknown(f"{lang or 'script'} program depends on an expansion")
+    effects, why = judge_script(lang, text)
+    acc.effects |= effects
+    if why:
+        acc.unknown(why)

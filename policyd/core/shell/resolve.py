@@ -1,0 +1,313 @@
+"""From an analysis and the catalogue to resolved per-command facts (pure).
+
+Rules this module owns:
+
+- **Directories follow each ``cd`` in order.** A top-level ``cd D &&`` moves every later
+  command to D; any other ``cd`` (after ``;``, in a subshell, a pipeline, a wrapper, behind
+  ``||``) adds D to the directories later commands may run in (both are then checked). A
+  ``cd`` whose target depends on an expansion (or ``cd -``) points at :data:`UNKNOWN_DIR`.
+  ``-C DIR``-style options (role ``chdir``) move only their own command (and, for a
+  wrapper such as ``env -C``, what it wraps).
+- **Unknown means unknown.** A path word holding an expansion or substitution is
+  :data:`UNKNOWN_PATH` (within no root) unless its value is certain: ``$HOME`` (when
+  nothing assigns HOME) or ``$(cmd)`` whose entry says its output is a ``token``. A glob
+  keeps its text *and* adds every :data:`SENSITIVE_NAMES` entry it may match
+  (case-insensitively: ``.en?`` is also ``.env``); a glob component that may match ``..``
+  is unknown. Operands arriving on stdin (``xargs``) are the words an ``echo`` feeding it
+  prints, the paths a ``stdout = "paths"`` command lists (under its own read paths), or
+  unknown.
+- Work is bounded: at most :data:`MAX_CD_DIRS` directories per command and
+  :data:`MAX_GLOB_CANDIDATES` glob candidates per word.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from policyd.core import paths
+from policyd.core.shell.catalogue import Catalogue
+from policyd.core.shell.effects import SYSTEM_DIRS, Judgement, Word, judge
+from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, ShellAnalysis, SimpleCommand
+from policyd.core.shell.walk import analyze
+
+#: Where relative paths point after a ``cd`` known only at run time: outside every root.
+UNKNOWN_DIR = "/(unknown directory)"
+#: A path whose value is known only at run time: within no root.
+UNKNOWN_PATH = "/(unknown path)"
+#: Directories one command may run in, at most (beyond: the unknown directory is added).
+MAX_CD_DIRS = 8
+#: Alternatives a brace expansion in a path word is expanded into (beyond: left as is).
+MAX_BRACE_ALTERNATIVES = 32
+#: Concrete names a glob is also checked as (per word).
+MAX_GLOB_CANDIDATES = 64
+#: Names a glob is matched against so that deny globs see what it may expand to.
+SENSITIVE_NAMES: tuple[str, ...] = (
+    ".env", ".env.local", ".env.production", ".envrc", ".dev.vars", ".git", "config", "hooks",
+    "pre-commit", "info", "modules", ".gitmodules", ".gitconfig", ".git-credentials", ".ssh",
+    "id_rsa", "id_ecdsa", "id_ed25519", "authorized_keys", "known_hosts", ".gnupg", ".aws",
+    "credentials", ".azure", ".kube", ".docker", ".netrc", ".pgpass", ".npmrc", ".pypirc",
+    ".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile", ".zshenv", ".bash_login",
+    ".config", ".local", "bin", "autostart", "systemd", "fish", ".vscode", ".claude", ".cursor",
+    ".gemini", ".codex", ".idea", ".zed", ".mcp.json", ".github", "workflows", "CLAUDE.md",
+    "AGENTS.md", "GEMINI.md", "settings.json", "tasks.json", ".husky", "shadow", "sudoers",
+    "passwd", "environ", "proc", "self", "etc", "home", "root", "tmp", "dev", "tcp", "udp",
+    ".pre-commit-config.yaml",
+)
+_BRACE = re.compile(r"\{([^{}]*,[^{}]*)\}")
+_GLOB = re.compile(r"[*?\[]")
+_SUBST = re.compile(r"\$\(([^()`]*)\)|`([^`]*)`")
+_DEVICES = ("/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr")
+
+
+@dataclass(frozen=True, slots=True)
+class CommandFacts:
+    """One command's catalogue verdict with its paths resolved.
+
+    ``cwds``: directories it may run in; ``reads``/``writes``/``deletes``/``creates``:
+    absolute, normalised paths (a directory means everything under it); ``discards``: the
+    directories whose work a git delete effect without an operand throws away (also in
+    ``writes``); ``unknown``: why something about it is unknown.
+    """
+
+    judgement: Judgement
+    cwds: tuple[str, ...]
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    deletes: tuple[str, ...]
+    chdirs: tuple[str, ...]
+    unknown: tuple[str, ...]
+    creates: tuple[str, ...] = ()
+    discards: tuple[str, ...] = ()
+
+
+def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
+                     home: str) -> tuple[CommandFacts, ...]:
+    """Per-command facts of ``analysis`` in order (see the module doc)."""
+    cmds = analysis.commands
+    judgements = [judge(c, catalogue) for c in cmds]
+    assigned = {name for name, _ in analysis.assignments}
+    res = _Resolver(catalogue, home, "HOME" in assigned)
+    links = any("link" in j.effects for j in judgements)
+    out: list[CommandFacts] = []
+    current: list[str] = [cwd]
+    found: tuple[Word, ...] = ()  # what the last find starts from: `-exec cmd {}` operands
+    for i, (c, j) in enumerate(zip(cmds, judgements, strict=True)):
+        if c.name.lower() == "find":
+            found = j.reads
+        elif c.wrapper.startswith("find -") and found:
+            j = _placeholders(j, found)
+        unknown = list(j.reasons)
+        own = list(current)
+        chdirs: list[str] = []
+        if j.chdirs:
+            chdirs = _bounded([r for w in j.chdirs for r in res.word(w, own)])
+            own = chdirs
+        reads = [r for w in j.reads for r in res.word(w, own)]
+        writes = [r for w in j.writes for r in res.word(w, own)]
+        deletes = [r for w in j.deletes for r in res.word(w, own)]
+        creates = [r for w in j.creates for r in res.word(w, own)]
+        if c.stdin_args:
+            fed, option_like = _stdin_words(cmds, judgements, out, c, res, own)
+            if j.stdin_role in ("read", "write", "delete") and not j.risky_options and not option_like:
+                (reads if j.stdin_role == "read" else writes).extend(fed)
+                if j.stdin_role == "delete":
+                    deletes.extend(fed)
+            else:
+                unknown.append(f"{c.name}: operands arriving on stdin ({j.stdin_role or 'none expected'}) "
+                               "may be anything, options included")
+        discards: list[str] = []
+        if "delete" in j.effects and not j.deletes:
+            # a delete without an operand removes something where it runs; for git that is
+            # the repository's work (git reset --hard, stash drop, push --force)
+            if j.entry.split(" ", 1)[0] == "git":
+                discards.extend(own)
+                writes.extend(own)
+            elif not j.effects & {"build", "test"}:  # a build tool cleans its own outputs
+                writes.extend(own)
+        if links and "link" not in j.effects and (reads or writes):
+            unknown.append("paths used after a symlink is made in the same command cannot "
+                           "be resolved before it runs")
+        head = c.argv[0] if c.argv else ""
+        if "/" in head and head.rsplit("/", 1)[0] not in SYSTEM_DIRS:
+            # a project script (./gradlew) runs its code where it lies: that is where it runs
+            own = _bounded([*own, *(posixpath.dirname(r) for r in res.word((head, LITERAL), own))])
+        out.append(CommandFacts(j, tuple(own), _unique(reads), _unique(writes),
+                                _unique(deletes), _unique(chdirs), tuple(unknown),
+                                _unique(creates), _unique(discards)))
+        moved = _cd_targets(c, j, res, current)
+        if moved is not None:
+            current = moved if c.seq == "and" else _bounded([*current, *moved])
+        elif chdirs and _wraps(c, i, cmds):
+            current = _bounded([*current, *chdirs])
+    return tuple(out)
+
+
+def _placeholders(j: Judgement, starts: tuple[Word, ...]) -> Judgement:
+    """``find START -exec cmd {} ;``: ``{}`` is each file under START."""
+    def sub(words: tuple[Word, ...]) -> tuple[Word, ...]:
+        out: list[Word] = []
+        for w in words:
+            out.extend(starts if w[0] == "{}" else (w,))
+        return tuple(out)
+
+    return replace(j, reads=sub(j.reads), writes=sub(j.writes), deletes=sub(j.deletes))
+
+
+def _wraps(c: SimpleCommand, i: int, cmds: Sequence[SimpleCommand]) -> bool:
+    """The next command is the one ``c`` wraps (``env -C d cmd``)."""
+    return i + 1 < len(cmds) and cmds[i + 1].wrapper == c.name.lower()
+
+
+def _cd_targets(c: SimpleCommand, j: Judgement, res: _Resolver,
+                current: list[str]) -> list[str] | None:
+    if c.name.lower() not in ("cd", "pushd"):
+        return None
+    if not j.chdirs:
+        words: list[Word] = [("~", LITERAL)]
+    else:
+        words = list(j.chdirs)
+    found: list[str] = []
+    for w, k in words:
+        if w == "-" or k == EXPANSION:
+            found.append(UNKNOWN_DIR)
+        else:
+            found.extend(r if r != UNKNOWN_PATH else UNKNOWN_DIR for r in res.word((w, k), current))
+    return _bounded(found)
+
+
+def _stdin_words(cmds: Sequence[SimpleCommand], judgements: Sequence[Judgement],
+                 done: Sequence[CommandFacts], c: SimpleCommand, res: _Resolver,
+                 cwds: list[str]) -> tuple[list[str], bool]:
+    """(the paths of the words arriving on ``c``'s stdin, whether one may be an option)."""
+    src = c.stdin_from
+    if src < 0 or src >= len(done):
+        return [UNKNOWN_PATH], True
+    producer, pj = cmds[src], judgements[src]
+    if producer.name.lower() == "echo" and all(k == LITERAL for k in producer.arg_kinds):
+        args = [a for a in producer.args if a not in ("-n", "-e", "-E")]
+        words = " ".join(args).split()
+        paths_ = [r for a in words for r in res.word((a, LITERAL), cwds)]
+        return paths_, any(w.startswith("-") for w in words)
+    if pj.stdout == "paths" and "unknown" not in pj.effects and not done[src].unknown:
+        # the paths it lists lie under what it read, else under where it ran (a listed name
+        # may start with "-": callers accept these only for programs with harmless options)
+        return list(done[src].reads or done[src].cwds), False
+    return [UNKNOWN_PATH], True
+
+
+class _Resolver:
+    """Resolves words against directories (bounded; see the module doc)."""
+
+    def __init__(self, catalogue: Catalogue, home: str, home_assigned: bool) -> None:
+        self.catalogue = catalogue
+        self.home = home
+        self.home_assigned = home_assigned
+        self._token_cache: dict[str, bool] = {}
+
+    def word(self, w: Word, cwds: Sequence[str]) -> list[str]:
+        text, kind = w
+        if not text:
+            return []
+        if kind == EXPANSION:
+            certain = self.certain(text)
+            if certain is None:
+                return [UNKNOWN_PATH]
+            text = certain
+        bases = cwds[:1] if text.startswith(("/", "~", "$HOME", "${HOME}")) else cwds
+        out: list[str] = []
+        for base in bases or ["/"]:
+            for r in _resolve_braces(text, base, self.home):
+                out.append(r)
+                if kind == PATTERN or _GLOB.search(r):
+                    out.extend(_glob_candidates(r))
+        return out
+
+    def certain(self, text: str) -> str | None:
+        """The word with its certain expansions replaced, or None when one is not certain."""
+        if text.startswith(("$HOME", "${HOME}")) and not self.home_assigned:
+            rest = text[5:] if text.startswith("$HOME") else text[7:]
+            if "$" not in rest and "`" not in rest:
+                return text
+        def sub(m: re.Match[str]) -> str:
+            inner = m.group(1) if m.group(1) is not None else m.group(2)
+            return "T" if self.token(inner) else "\0"
+        replaced = _SUBST.sub(sub, text)
+        if "\0" in replaced or "$" in replaced or "`" in replaced or not replaced:
+            return None
+        return replaced
+
+    def token(self, inner: str) -> bool:
+        """``inner`` is one catalogue command whose output is a token (``date +%F``)."""
+        cached = self._token_cache.get(inner)
+        if cached is not None:
+            return cached
+        a = analyze(inner, max_depth=0)
+        ok = (a.parse_ok and not a.unknown and len(a.commands) == 1
+              and not a.commands[0].dynamic and not a.redirects)
+        if ok:
+            j = judge(a.commands[0], self.catalogue)
+            ok = j.stdout == "token" and not (j.effects - {"read"})
+        self._token_cache[inner] = ok
+        return ok
+
+
+def _glob_candidates(path: str) -> list[str]:
+    """Concrete paths a glob path may name that deny rules care about (see module doc)."""
+    parts = path.split("/")
+    options: list[list[str]] = []
+    globbed = False
+    for part in parts:
+        if not _GLOB.search(part):
+            options.append([part])
+            continue
+        globbed = True
+        low = part.lower()
+        dot = low.startswith(".")  # bash: a leading "." is matched only by a literal "."
+        if dot and (fnmatch.fnmatchcase("..", low) or fnmatch.fnmatchcase(".", low)):
+            return [UNKNOWN_PATH]
+        # a bare * is "everything here", like reading the directory: no name in particular
+        hits = [] if not low.strip("*?") else [
+            n for n in SENSITIVE_NAMES if (dot or not n.startswith(".")) and fnmatch.fnmatchcase(n.lower(), low)]
+        options.append([part, *hits])
+    if not globbed:
+        return []
+    combos: list[str] = [""]
+    for opts in options:
+        combos = [f"{c}/{o}" if c or o else o for c in combos for o in opts][:MAX_GLOB_CANDIDATES]
+    return [paths.resolve(c or "/", "/", "") for c in combos if c != path]
+
+
+def _resolve_braces(path: str, cwd: str, home: str) -> list[str]:
+    """``paths.resolve`` after a brace expansion ``{a,b}`` (each alternative; bounded)."""
+    words = [path]
+    for _ in range(4):
+        expanded: list[str] = []
+        for w in words:
+            m = _BRACE.search(w)
+            if m is None:
+                expanded.append(w)
+                continue
+            expanded.extend(w[: m.start()] + alt + w[m.end() :] for alt in m.group(1).split(","))
+        if expanded == words or len(expanded) > MAX_BRACE_ALTERNATIVES:
+            break
+        words = expanded
+    return [paths.resolve(w, cwd, home) for w in words]
+
+
+def _bounded(dirs: Iterable[str]) -> list[str]:
+    out = list(dict.fromkeys(dirs))
+    if len(out) > MAX_CD_DIRS:
+        out = [*out[: MAX_CD_DIRS - 1], UNKNOWN_DIR]
+    return out
+
+
+def _unique(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(i for i in items if i))
+
+
+def is_device(path: str) -> bool:
+    return path in _DEVICES

@@ -1,0 +1,118 @@
+"""Script languages passed as arguments (pure): what a sed, awk, jq or yq program can do
+besides transforming text — run commands, read or write other files, print the environment.
+
+:func:`judge_script` returns ``(effects, why_unknown)``; :func:`sed_danger` is a small reader
+of GNU sed's command syntax (addresses, ``s///`` flags, ``e``/``r``/``w`` commands).
+"""
+
+from __future__ import annotations
+
+import re
+
+_AWK_RISK = re.compile(r"system|getline|\||>|ENVIRON|@include|@load|close|fflush|PROCINFO")
+_JQ_ENV = re.compile(r"\$ENV|\benv\b|\bstrenv\b|\$__loc__|input_filename")
+_JQ_FILES = re.compile(r"\b(import|include|load|load_str|load_xml|load_props|load_base64)\b")
+
+
+def judge_script(lang: str, text: str) -> tuple[frozenset[str], str]:
+    """Effects of a ``lang`` program and why it is unknown (``""`` when known)."""
+    if lang == "sed":
+        why = sed_danger(text)
+        return frozenset(), (f"sed script {why}" if why else "")
+    if lang == "awk":
+        if _AWK_RISK.search(text):
+            return frozenset(), "awk program may run commands, write files or read the environment"
+        return frozenset(), ""
+    if lang in ("jq", "yq"):
+        effects = frozenset({"env-read"}) if _JQ_ENV.search(text) else frozenset()
+        return effects, (f"{lang} program loads other files" if _JQ_FILES.search(text) else "")
+    return frozenset(), ""
+
+
+_SED_SIMPLE = frozenset("=dDgGhHlnNpPqQxzF")
+_SED_LABEL = frozenset("btT:")
+_SED_TEXT = frozenset("aic")
+_SED_FILE = frozenset("rRwWe")  # read/write a file, or (e) run a command
+
+
+def sed_danger(script: str) -> str:
+    """Why a sed script is not plain text editing (reads/writes files, runs commands, or
+    cannot be read), or ``""``. A small reader of GNU sed's command syntax."""
+    s = script
+    i, n = 0, len(s)
+    while i < n:
+        c = s[i]
+        if c in " \t\n;{}!":
+            i += 1
+            continue
+        if c == "#":
+            j = s.find("\n", i)
+            i = n if j < 0 else j + 1
+            continue
+        # address: number, $, /re/, \cREc, first~step, addr1,addr2, +N, ~N
+        while i < n and (s[i].isdigit() or s[i] in "$,~+ " or s[i] in "/\\"):
+            if s[i] in "/\\":
+                delim = "/" if s[i] == "/" else (s[i + 1] if i + 1 < n else "")
+                i += 1 if s[i] == "/" else 2
+                while i < n and s[i] != delim:
+                    i += 2 if s[i] == "\\" else 1
+                i += 1
+                while i < n and s[i] in "IM":
+                    i += 1
+            else:
+                i += 1
+        if i >= n:
+            return ""
+        c = s[i]
+        if c in " \t\n;{}!":
+            continue
+        if c in _SED_SIMPLE:
+            i += 1
+            while i < n and s[i].isdigit():  # q5, Q5, l 70
+                i += 1
+            continue
+        if c in _SED_LABEL:
+            j = i + 1
+            while j < n and s[j] not in ";\n":
+                j += 1
+            i = j
+            continue
+        if c in _SED_TEXT:
+            j = s.find("\n", i)
+            i = n if j < 0 else j + 1
+            continue
+        if c in _SED_FILE:
+            return {"e": "runs a command (e)", "r": "reads a file (r)", "R": "reads a file (R)",
+                    "w": "writes a file (w)", "W": "writes a file (W)"}[c]
+        if c in "sy":
+            if i + 1 >= n:
+                return "cannot be read"
+            delim = s[i + 1]
+            if delim in "\\\n":
+                return "cannot be read"
+            j = i + 2
+            parts = 0
+            want = 2
+            while j < n and parts < want:
+                if s[j] == "\\":
+                    j += 2
+                    continue
+                if s[j] == delim:
+                    parts += 1
+                j += 1
+            if parts < want:
+                return "cannot be read"
+            i = j
+            if c == "s":
+                while i < n and s[i] not in ";\n}":
+                    f = s[i]
+                    if f in "eE":
+                        return "runs the replacement as a command (s///e)"
+                    if f in "wW":
+                        return "writes a file (s///w)"
+                    if f not in "gpiImM0123456789 \t":
+                        return f"has an unknown s/// flag {f!r}"
+                    i += 1
+            continue
+        return f"has a command sed does not document here: {c!r}"
+    return ""

@@ -1,0 +1,913 @@
+"""Static analysis of shell command text for permission policies (pure: no I/O).
+
+:func:`analyze` parses a command string with tree-sitter-bash and lists *every* simple
+command it can run, however it is spelled: pipelines, ``&&``/``||``/``;`` lists, subshells,
+groups, ``$( )``/backticks (also inside double quotes, assignments, redirect targets and
+unquoted heredoc bodies), process substitution, compound statements, function bodies;
+commands behind wrappers (``sudo``, ``env``, ``xargs``, ``find -exec``, ``timeout``...,
+listed with the wrapper, same depth); and commands inside shell strings, parsed again one
+level deeper (``bash -c STR``, ``eval``, ``su -c``, ``ssh host CMD``, ``watch CMD``,
+``parallel``, ``env -S``, ``flock -c``, ``trap``, ``git -c core.pager=..``/``alias.x=!..``,
+``git rebase --exec``, ``ssh -o ProxyCommand=``, ``rsync -e``, heredocs, here-strings and
+``echo STR |`` fed to a shell, ``bash -c "$(cat <<EOF ..)"``).
+
+Words are reduced to the literal string the shell would pass (quotes removed, escapes and
+``$'..'`` decoded, concatenations joined); a word that depends on an expansion keeps the
+source text of that expansion and is marked dynamic. ``~`` is kept as written (it is not
+dynamic: paths are resolved elsewhere). Interpreter code (``python -c``) is not parsed.
+
+The module never raises on any input string: every failure is reported as
+``parse_ok=False`` with a human-readable reason in ``errors``. Each thread gets its own
+tree-sitter parser, so :func:`analyze` may run on a reload thread and the main thread at once.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import threading
+from collections.abc import Callable, Sequence
+
+import tree_sitter_bash
+from tree_sitter import Language, Node, Parser
+
+from policyd.core.shell.model import (
+    EXPANSION,
+    LITERAL,
+    MAX_COMMANDS,
+    MAX_DEPTH,
+    MAX_ERRORS,
+    MAX_INPUT_CHARS,
+    MAX_TEXT_CHARS,
+    MAX_WRAPPERS,
+    PATTERN,
+    Redirect,
+    ShellAnalysis,
+    SimpleCommand,
+)
+from policyd.core.shell.options import _PROC_SUBST, _SHELLS
+from policyd.core.shell.words import _EXPANSIONS, _PATTERN, _ansi_c, _dec, _norm_name, _Word, _word
+from policyd.core.shell.wrappers import _analyse_argv, _h_shell
+
+# Non-ASCII bytes -> letters (bash treats them as word characters too).
+_ASCII_IMAGE = bytes(range(128)) + bytes(
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"[i % 52] for i in range(128)
+)
+_HARD_MAX_DEPTH = 16  # caller-supplied max_depth is clamped to this (bounded recursion)
+
+_LANGUAGE = Language(tree_sitter_bash.language())
+_PARSERS = threading.local()  # a tree-sitter Parser is not thread-safe: one per thread
+
+
+def _parser() -> Parser:
+    parser: Parser | None = getattr(_PARSERS, "parser", None)
+    if parser is None:
+        parser = _PARSERS.parser = Parser(_LANGUAGE)
+    return parser
+
+
+_REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_LEAVES = frozenset({
+    "word", "number", "raw_string", "ansi_c_string", "string_content", "heredoc_content",
+    "heredoc_start", "heredoc_end", "variable_name", "special_variable_name", "comment",
+    "file_descriptor", "test_operator", "regex", "extglob_pattern",
+})
+_DYNAMIC_NODES = frozenset(_EXPANSIONS)
+# Expression nodes that can only hold a command via $( ), backticks or <( ): skipped when
+# their text has none of "$", "`", "(".
+_EXPRESSIONS = frozenset({
+    "string", "concatenation", "translated_string", "array",
+})
+# Children of a command node that are not its arguments (`time (cmd)` puts a subshell there).
+_NOT_ARGS = frozenset({
+    "subshell", "compound_statement", "do_group", "pipeline", "list", "redirected_statement",
+    "if_statement", "while_statement", "for_statement", "c_style_for_statement",
+    "case_statement", "function_definition", "command", "negated_command", "test_command",
+    "comment", "declaration_command", "unset_command",
+})
+_WORDISH = frozenset({"word", "number", "raw_string", "ansi_c_string", "string",
+                      "translated_string", "concatenation"})
+# Nodes through which a heredoc/here-string reaches the stdin of the commands inside.
+_STDIN_CONTAINERS = frozenset({"pipeline", "redirected_statement", "compound_statement",
+                               "subshell", "list"})
+_RUNS_ARG = frozenset({"eval", *_SHELLS})  # their last argument is run as code
+_MAX_STDIN_SCAN = 64  # nodes examined looking for the shell that reads a heredoc
+# Nodes whose children get a parent link (the lookups heredocs, here-strings and pipes need).
+_TRACK_PARENT = frozenset({"redirected_statement", "heredoc_redirect", "herestring_redirect",
+                           "pipeline", "command_substitution", "file_redirect", "list",
+                           "program"})
+_STDIN_ARGS = frozenset({"xargs", "parallel"})  # wrappers that append stdin words as operands
+
+
+def _kind(w: _Word) -> int:
+    return EXPANSION if w.exp else (PATTERN if w.dyn else LITERAL)
+#: Every node kind the walk understands. Another kind (a newer grammar) is reported in
+#: ``unknown``: a node type not listed here cannot carry a substitution past the analysis.
+_KNOWN_KINDS = frozenset({
+    "ansi_c_string", "arithmetic_expansion", "array", "binary_expression", "brace_expression",
+    "c_style_for_statement", "case_item", "case_statement", "command", "command_name",
+    "command_substitution", "comment", "compound_statement", "concatenation",
+    "declaration_command", "do_group", "elif_clause", "else_clause", "expansion",
+    "extglob_pattern", "file_descriptor", "file_redirect", "for_statement", "heredoc_body",
+    "heredoc_content", "heredoc_end", "heredoc_redirect", "heredoc_start",
+    "herestring_redirect", "if_statement", "list", "negated_command", "number",
+    "parenthesized_expression", "pipeline", "postfix_expression", "process_substitution",
+    "program", "raw_string", "redirected_statement", "regex", "simple_expansion",
+    "special_variable_name", "string", "string_content", "subscript", "subshell",
+    "ternary_expression", "test_command", "test_operator", "translated_string",
+    "unary_expression", "unset_command", "variable_assignment", "variable_assignments",
+    "variable_name", "while_statement", "word", "ERROR", "function_definition",
+})
+#: Arithmetic evaluation runs code hidden in variable *data* (``x='a[$(cmd)]'; $((x))``):
+#: these contexts are unknown as soon as they name a variable.
+_ARITH_CONTEXTS = frozenset({"arithmetic_expansion", "c_style_for_statement"})
+_ARITH_TEST_OPS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_VAR_TESTS = frozenset({"-v", "-R"})  # test a variable by name: its subscript is evaluated
+_MAX_ARITH_SCAN = 256  # nodes examined in one arithmetic context
+MAX_BRACE_WORDS = 10_000  # a {a..b} sequence longer than this is a denial of service
+_HIDDEN_CHECKS = frozenset({"function_definition", "subscript", "compound_statement",
+                            "test_command"})
+
+
+class _State:
+    """Accumulates results across the top-level text and nested shell strings."""
+
+    __slots__ = ("assignments", "commands", "dynamic", "errors", "full", "max_depth", "paths",
+                 "redirects", "text_left", "unknown")
+
+    def __init__(self, max_depth: int) -> None:
+        self.commands: list[SimpleCommand] = []
+        self.redirects: list[Redirect] = []
+        self.assignments: list[tuple[str, str]] = []
+        self.errors: list[str] = []
+        self.paths: dict[str, None] = {}
+        self.dynamic = False
+        self.full = False
+        self.max_depth = max_depth
+        self.text_left = MAX_TEXT_CHARS
+        self.unknown: dict[str, None] = {}
+
+    def cannot_know(self, why: str) -> None:
+        if len(self.unknown) < MAX_ERRORS:
+            self.unknown[why] = None
+
+    def error(self, msg: str) -> None:
+        if len(self.errors) < MAX_ERRORS:
+            self.errors.append(msg)
+
+    def add(self, cmd: SimpleCommand) -> bool:
+        if self.full:
+            return False
+        if len(self.commands) >= MAX_COMMANDS:
+            self.full = True
+            self.error(f"more than MAX_COMMANDS={MAX_COMMANDS} commands")
+            return False
+        self.text_left -= 2 * len(cmd.text)  # args are (unquoted) parts of the text
+        if self.text_left < 0:
+            self.full = True
+            self.error(f"more than MAX_TEXT_CHARS={MAX_TEXT_CHARS} characters of commands")
+            return False
+        self.commands.append(cmd)
+        if cmd.dynamic:
+            self.dynamic = True
+        return True
+
+    def result(self) -> ShellAnalysis:
+        return ShellAnalysis(
+            commands=tuple(self.commands),
+            redirects=tuple(self.redirects),
+            assignments=tuple(self.assignments),
+            parse_ok=not self.errors,
+            dynamic=self.dynamic,
+            errors=tuple(self.errors),
+            path_args=tuple(self.paths),
+            unknown=tuple(self.unknown),
+        )
+
+
+def _analyze_text(st: _State, text: str, depth: int, label: str) -> None:
+    if depth > st.max_depth:
+        st.error(f"nesting deeper than MAX_DEPTH={st.max_depth} at {label!r}")
+        return
+    src = text.encode("utf-8", "surrogatepass")
+    # tree-sitter-bash's scanner calls ctype isalpha() etc. on the raw code point: non-ASCII
+    # input reads outside the ctype table (a segfault for large code points). Parse an
+    # ASCII image with the same byte offsets; words are read from the real bytes.
+    tree = _parser().parse(src if src.isascii() else src.translate(_ASCII_IMAGE))
+    root = tree.root_node
+    walker = _Walker(st, src, depth, label)
+    if root.has_error:
+        walker.check_errors(root)
+    walker.run(root)
+
+
+class _Walker:
+    """Walks one parse tree (iteratively: long && chains nest deeply)."""
+
+    __slots__ = (
+        "bare_cat",
+        "depth",
+        "echo",
+        "first_cmd",
+        "has_error",
+        "heredoc_floor",
+        "heredocs",
+        "label",
+        "loops",
+        "parent",
+        "prev",
+        "runs_output",
+        "src",
+        "st",
+        "stdin",
+        "tolerated",
+        "top",
+    )
+
+    def __init__(self, st: _State, src: bytes, depth: int, label: str) -> None:
+        self.st = st
+        self.src = src
+        self.depth = depth
+        self.label = label
+        self.stdin: dict[int, str] = {}  # command node id -> shell reading its stdin
+        self.echo: dict[int, str] = {}  # command node id -> text an echo/printf prints
+        self.has_error = False
+        self.tolerated: set[int] = set()  # ERROR node ids known to be parser quirks
+        self.bare_cat: set[int] = set()  # ids of `cat` commands without operands
+        self.runs_output: set[int] = set()  # ids of $(..) whose output is run as a command
+        # Node.parent / sibling lookups are O(siblings) in tree-sitter: record what is needed.
+        self.parent: dict[int, Node] = {}  # for children of _TRACK_PARENT nodes
+        self.prev: dict[int, Node] = {}  # previous named sibling, in pipelines (and on errors)
+        self.heredocs: dict[int, tuple[str, bool]] = {}  # heredoc_redirect id -> body, quoted
+        self.heredoc_floor = 0  # a heredoc body starts after the previous one's end
+        self.first_cmd: dict[int, int] = {}  # command node id -> index of its SimpleCommand
+        self.top: dict[int, bool] = {}  # node id -> reaches the program through lists only
+        self.loops: list[tuple[int, int, str, str, bool]] = []  # for bodies binding a variable
+
+    def text(self, node: Node) -> str:
+        return _dec(self.src[node.start_byte : node.end_byte])
+
+    # ---------------------------------------------------------------- errors
+
+    def check_errors(self, root: Node) -> None:
+        self.has_error = True
+        where = f" in {self.label!r} string at depth {self.depth}" if self.depth else ""
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node.is_missing:
+                self.st.error(f"syntax error{where}: missing {node.type!r} at byte "
+                              f"{node.start_byte}")
+                continue
+            if node.type == "ERROR":
+                if self._herestring_quirk(node):
+                    self.tolerated.add(node.id)
+                    continue
+                snippet = self.text(node)[:40]
+                self.st.error(f"syntax error{where} at byte {node.start_byte}: {snippet!r}")
+                continue
+            stack.extend(c for c in reversed(node.children) if c.has_error)
+
+    def _herestring_quirk(self, node: Node) -> bool:
+        """``cmd >f <<<x`` parses as ERROR('<<') + file_redirect('<' x): really valid."""
+        kids = node.children
+        nxt = node.next_sibling
+        return (
+            len(kids) == 1
+            and kids[0].type == "<<"
+            and nxt is not None
+            and nxt.type == "file_redirect"
+            and nxt.start_byte == node.end_byte
+            and self.src[nxt.start_byte : nxt.start_byte + 1] == b"<"
+        )
+
+    # ---------------------------------------------------------------- traversal
+
+    def run(self, root: Node) -> None:
+        st = self.st
+        src = self.src
+        parent = self.parent
+        handlers: dict[str, Callable[[Node], list[Node]]] = {
+            "command": self.command,
+            "declaration_command": self.declaration,
+            "unset_command": self.declaration,
+            "variable_assignment": self.assignment,
+            "file_redirect": self.redirect,
+            "heredoc_redirect": self.redirect,
+            "herestring_redirect": self.redirect,
+            "#heredoc": self.heredoc_done,
+        }
+        stack: list[tuple[Node, str]] = [(root, root.type)]
+        while stack:
+            if st.full:
+                return
+            node, t = stack.pop()
+            handler = handlers.get(t)
+            if handler is not None:
+                kids = handler(node)
+                if t == "heredoc_redirect":
+                    stack.append((node, "#heredoc"))
+            elif (
+                t == "command_substitution"
+                and src[node.start_byte : node.start_byte + 1] == b"`"
+                and b"\\`" in src[node.start_byte : node.end_byte]
+            ):
+                st.dynamic = True
+                kids = self.nested_backticks(node)
+            else:
+                if t in _DYNAMIC_NODES:
+                    st.dynamic = True
+                    if t in _ARITH_CONTEXTS:
+                        self.arithmetic(node)
+                    elif t == "brace_expression":
+                        self.brace_size(node)
+                elif t in _HIDDEN_CHECKS:
+                    self.hidden(node, t)
+                elif t == "c_style_for_statement":
+                    self.arithmetic(node)
+                elif t == "for_statement":
+                    values = node.children_by_field_name("value")
+                    st.dynamic = st.dynamic or any(_word(v, src).dyn for v in values)
+                    self.bind_loop(node, values)
+                kids = node.named_children
+            if t in _TRACK_PARENT:
+                prev: Node | None = None
+                track_prev = t == "pipeline" or self.has_error
+                for k in kids:
+                    parent[k.id] = node
+                    if track_prev and prev is not None:
+                        self.prev[k.id] = prev
+                    prev = k
+            for k in reversed(kids):
+                kt = k.type
+                if kt in _LEAVES:
+                    continue
+                if kt not in _KNOWN_KINDS:
+                    st.cannot_know(f"syntax the analysis does not know: {kt}")
+                if kt in _EXPRESSIONS:
+                    seg = src[k.start_byte : k.end_byte]
+                    if b"$" not in seg and b"`" not in seg and b"(" not in seg:
+                        continue  # cannot hold a command or an expansion
+                stack.append((k, kt))
+
+    def bind_loop(self, node: Node, values: list[Node]) -> None:
+        """``for f in src/*.py; do ... "$f" ...; done``: inside the body, ``$f`` is one of the
+        words of a single literal or glob value (certain unless the body assigns ``f``)."""
+        var = node.child_by_field_name("variable")
+        body = node.child_by_field_name("body")
+        if var is None or body is None or len(values) != 1:
+            return
+        w = _word(values[0], self.src)
+        name = self.text(var)
+        if w.exp or not name or re.search(
+                rf"\b{re.escape(name)}\+?=|\b(read|mapfile|readarray|declare|local|typeset|printf|let|eval|source)\b|\(\(",
+                self.text(body)):
+            return
+        self.loops.append((body.start_byte, body.end_byte, name, w.value, w.dyn))
+
+    def loop_value(self, node: Node, w: _Word) -> _Word:
+        text = self.text(node)
+        for start, end, name, value, pattern in reversed(self.loops):
+            if start <= node.start_byte < end and text in (f"${name}", f"${{{name}}}", f'"${name}"',
+                                                              f'"${{{name}}}"'):
+                return _Word(value, pattern, w.start, w.end)
+        return w
+
+    def arithmetic(self, node: Node) -> None:
+        """An arithmetic context naming a variable evaluates its data as code."""
+        stack = list(node.named_children)
+        seen = 0
+        while stack and seen < _MAX_ARITH_SCAN:
+            n = stack.pop()
+            seen += 1
+            t = n.type
+            if t in ("variable_name", "word", "simple_expansion", "expansion", "subscript",
+                     "command_substitution"):
+                self.st.cannot_know(f"arithmetic evaluates variable data: {self.text(node)[:60]!r}")
+                return
+            if t != "number":
+                stack.extend(n.named_children)
+        if stack:
+            self.st.cannot_know("arithmetic expression too long to check")
+
+    def brace_size(self, node: Node) -> None:
+        """``{1..99999999}`` makes bash build a list of that many words (memory, time)."""
+        nums = [self.text(n) for n in node.named_children if n.type == "number"]
+        if len(nums) >= 2:
+            try:
+                size = abs(int(nums[1]) - int(nums[0]))
+            except ValueError:
+                size = MAX_BRACE_WORDS + 1
+            if size > MAX_BRACE_WORDS:
+                self.st.cannot_know(f"brace expansion of {size} words")
+
+    def hidden(self, node: Node, t: str) -> None:
+        """Constructs that run code from data or hide it: see _HIDDEN_CHECKS."""
+        st = self.st
+        if t == "function_definition":
+            st.cannot_know("function definition (a later command may run its body, or "
+                           "shadow a program)")
+        elif t == "subscript":
+            index = node.child_by_field_name("index")
+            if index is not None and not (index.type == "number" or self.text(index) in ("@", "*")):
+                st.cannot_know(f"array subscript evaluated as arithmetic: {self.text(node)[:60]!r}")
+        elif t == "compound_statement":
+            if self.src[node.start_byte : node.start_byte + 2] == b"((":
+                self.arithmetic(node)
+        elif t == "test_command":
+            self.test_expression(node)
+
+    def test_expression(self, node: Node) -> None:
+        """``[[ x -eq 0 ]]`` evaluates x as arithmetic (recursively: its value's subscripts
+        run); ``[ ]`` does not. ``-v``/``-R`` evaluate a subscript in either."""
+        double = self.src[node.start_byte : node.start_byte + 2] == b"[["
+        stack = list(node.named_children)
+        seen = 0
+        while stack and seen < _MAX_ARITH_SCAN:
+            n = stack.pop()
+            seen += 1
+            if n.type in ("binary_expression", "unary_expression"):
+                words = [c for c in n.named_children if c.type != "test_operator"]
+                for op in (c for c in n.children if c.type == "test_operator"):
+                    o = self.text(op)
+                    if o in _VAR_TESTS:
+                        self.st.cannot_know(f"{o} tests a variable by name: {self.text(n)[:60]!r}")
+                    elif double and o in _ARITH_TEST_OPS and any(w.type != "number" for w in words):
+                        self.st.cannot_know(f"{o} evaluates its operands as arithmetic: "
+                                            f"{self.text(n)[:60]!r}")
+            if n.type in ("binary_expression", "unary_expression", "parenthesized_expression"):
+                stack.extend(n.named_children)
+
+    def nested_backticks(self, node: Node) -> list[Node]:
+        """`` `a \\`b\\`` ``: the inner escaped backticks run too; re-parse unescaped."""
+        inner = self.text(node)[1:-1]
+        body = re.sub(r"\\([`$\\])", r"\1", inner)
+        _analyze_text(self.st, body, self.depth + 1, "`...`")
+        return []
+
+    def assignment(self, node: Node) -> list[Node]:
+        name_node = node.child_by_field_name("name")
+        value_node = node.child_by_field_name("value")
+        name = self.text(name_node) if name_node is not None else ""
+        if value_node is None:
+            self.st.assignments.append((name, ""))
+            return [name_node] if name_node is not None and name_node.type == "subscript" else []
+        w = _word(value_node, self.src)
+        if w.dyn:
+            self.st.dynamic = True
+        self.st.assignments.append((name, w.value))
+        kids = [value_node] if w.exp or value_node.type not in _WORDISH else []
+        if name_node is not None and name_node.type == "subscript":
+            kids.append(name_node)
+        return kids
+
+    def declaration(self, node: Node) -> list[Node]:
+        kids = node.children
+        if not kids:
+            return []
+        keyword = self.text(kids[0])
+        words: list[_Word] = [_Word(keyword, False, kids[0].start_byte, kids[0].end_byte)]
+        more: list[Node] = []
+        for ch in node.named_children:
+            if ch.type == "variable_assignment":
+                more.extend(self.assignment(ch))
+                name_node = ch.child_by_field_name("name")
+                nm = self.text(name_node) if name_node is not None else ""
+                words.append(_Word(f"{nm}={self.st.assignments[-1][1]}", False,
+                                   ch.start_byte, ch.end_byte))
+            elif ch.type == "variable_name":
+                words.append(_Word(self.text(ch), False, ch.start_byte, ch.end_byte))
+            else:
+                words.append(_word(ch, self.src))
+                more.append(ch)
+        self.emit(words, self.text(node), node)
+        return more
+
+    def command(self, node: Node) -> list[Node]:
+        src = self.src
+        cut = node.end_byte
+        name_node: Node | None = None
+        args: list[Node] = []
+        more: list[Node] = []
+        words: list[_Word] = []
+        for ch in node.named_children:
+            ct = ch.type
+            if ct == "variable_assignment":
+                more.extend(self.assignment(ch))
+            elif ct == "command_name":
+                name_node = ch
+                inner = ch.named_children
+                w = _word(inner[0] if inner else ch, src)
+                words.append(w)
+                if w.exp:
+                    more.append(ch)
+                    if inner:
+                        self._note_runs_output(inner[0])
+            elif ct in _REDIRECTS:
+                more.append(ch)
+                self.parent[ch.id] = node
+            elif ct in _NOT_ARGS:
+                more.append(ch)
+            elif name_node is not None:
+                if src[ch.start_byte : ch.start_byte + 1] == b"\n":
+                    cut = ch.start_byte  # tree-sitter quirk: a heredoc body line taken as args
+                    break
+                if ct == "word":  # fast path of _word for the common plain word
+                    raw = src[ch.start_byte : ch.end_byte]
+                    if b"\\" not in raw:
+                        value = _dec(raw)
+                        words.append(_Word(value, _PATTERN.search(value) is not None,
+                                           ch.start_byte, ch.end_byte))
+                        args.append(ch)
+                        continue
+                w = _word(ch, src)
+                if w.exp and self.loops:
+                    w = self.loop_value(ch, w)
+                words.append(w)
+                args.append(ch)
+                if w.exp or ct not in _WORDISH:
+                    more.append(ch)
+            else:
+                more.append(ch)
+        if name_node is None or name_node.end_byte == name_node.start_byte:
+            return more
+        stdin, name = self.emit(words, _dec(src[node.start_byte : cut]).rstrip(), node)
+        key = name.lower()
+        if key in _RUNS_ARG and args:
+            self._note_runs_output(args[-1])
+        elif key == "cat" and len(words) == 1:
+            self.bare_cat.add(node.id)
+        if not stdin and key not in ("echo", "printf"):
+            return more
+        anchor = node
+        parent = self.parent.get(node.id)
+        if parent is not None and parent.type == "redirected_statement":
+            anchor = parent
+            parent = self.parent.get(parent.id)
+        if stdin:
+            self.stdin[node.id] = self.stdin[anchor.id] = stdin
+            if parent is not None and parent.type == "pipeline":
+                prev = self.prev.get(anchor.id)
+                if prev is not None and prev.id in self.echo:
+                    _analyze_text(self.st, self.echo[prev.id], self.depth + 1, f"| {stdin}")
+        elif len(words) > 1:
+            printed = [w.value for w in words[1:]]
+            escapes = key == "printf"
+            while key == "echo" and printed and printed[0] in ("-n", "-e", "-E", "-ne", "-en"):
+                escapes = escapes or "e" in printed[0]
+                printed = printed[1:]
+            line = " ".join(printed)
+            self.echo[node.id] = self.echo[anchor.id] = _ansi_c(line) if escapes else line
+        return more
+
+    def _note_runs_output(self, node: Node) -> None:
+        """Remember a ``$(..)`` (bare or alone in quotes) whose output is run as code."""
+        if node.type == "string":
+            kids = node.named_children
+            if len(kids) != 1:
+                return
+            node = kids[0]
+        if node.type == "command_substitution":
+            self.runs_output.add(node.id)
+
+    def context(self, node: Node) -> tuple[str, int]:
+        """(``seq`` of SimpleCommand, index of the command piping into this one or -1)."""
+        parent = self.parent
+        n = node
+        p = parent.get(n.id)
+        if p is not None and p.type == "redirected_statement":
+            n, p = p, parent.get(p.id)
+        self.first_cmd[n.id] = len(self.st.commands)
+        stdin_from = -1
+        if p is not None and p.type == "pipeline":
+            prev = self.prev.get(n.id)
+            if prev is not None:
+                stdin_from = self.first_cmd.get(prev.id, -1)
+        if self.depth or self.label:
+            return "", stdin_from
+        seq = "top"
+        if p is not None and p.type == "list" and p.named_children[0].id == n.id:
+            op = n.next_sibling
+            if op is not None and op.type == "&&":
+                seq = "and"
+        elif p is not None and p.type == "list" and not any(c.type == "||" for c in p.children):
+            # the operator after a list's last command is the one after the list itself
+            # (``a && cd x && c``; not ``a || cd x && c``: there c may follow a instead)
+            q = parent.get(p.id)
+            if q is not None and q.type == "list" and q.named_children[0].id == p.id:
+                op = p.next_sibling
+                if op is not None and op.type == "&&":
+                    seq = "and"
+        return (seq if self.toplevel(n) else ""), stdin_from
+
+    def toplevel(self, node: Node) -> bool:
+        """Whether ``node`` reaches the program through lists and redirects only (memoised:
+        long ``&&`` chains nest one list per command)."""
+        path: list[int] = []
+        n = node
+        result = False
+        while True:
+            known = self.top.get(n.id)
+            if known is not None:
+                result = known
+                break
+            p = self.parent.get(n.id)
+            path.append(n.id)
+            if p is None:
+                break
+            if p.type == "program":
+                result = True
+                break
+            if p.type not in ("list", "redirected_statement"):
+                break
+            n = p
+        for i in path:
+            self.top[i] = result
+        return result
+
+    def emit(self, words: list[_Word], text: str, node: Node) -> tuple[str, str]:
+        """List the command in ``words`` and everything it wraps.
+
+        Returns (the shell reading its stdin or "", the command's normalised name).
+        """
+        st = self.st
+        stdin = ""
+        first_name = ""
+        seq, stdin_from = self.context(node)
+        self.first_cmd[node.id] = len(st.commands)
+        # at depth > 0 the commands of the string are produced by its wrapper ("bash -c"...)
+        work: list[tuple[list[_Word], str, str] | tuple[str, str]] = [(words, text, self.label)]
+        unwrapped = 0
+        stdin_args = False
+        while work:
+            item = work.pop()
+            if len(item) == 2:
+                _analyze_text(st, item[0], self.depth + 1, item[1])
+                continue
+            ws, wtext, label = item
+            if label in _STDIN_ARGS:
+                stdin_args = True  # this command and what it wraps get operands from stdin
+            head = ws[0]
+            name = _norm_name(head.value, head.dyn)
+            if not first_name:
+                first_name = name
+            vals = [w.value for w in ws[1:]]
+            out = _analyse_argv(vals, name)
+            dyn = head.dyn
+            if not dyn:
+                for w in ws:
+                    if w.dyn:
+                        dyn = True
+                        break
+            cmd = SimpleCommand(
+                name,
+                tuple(vals),
+                (head.value, *vals),
+                wtext,
+                frozenset(out.flags),
+                out.subcommand,
+                tuple(out.positionals),
+                label,
+                self.depth,
+                dyn,
+                tuple(_kind(w) for w in ws[1:]),
+                stdin_from,
+                stdin_args,
+                seq if label == self.label else "",
+            )
+            if not st.add(cmd):
+                break
+            if out.assigns:
+                st.assignments.extend(out.assigns)
+            for p in out.paths:
+                st.paths[p] = None
+            if out.stdin:
+                stdin = out.stdin
+            if out.inners or out.shells:
+                unwrapped += 1
+                if unwrapped > MAX_WRAPPERS:
+                    st.error(f"wrapper chain longer than MAX_WRAPPERS={MAX_WRAPPERS} at {name!r}")
+                    break
+                pending: list[tuple[list[_Word], str, str] | tuple[str, str]] = []
+                for a, b, lab in out.inners:
+                    sub = ws[1 + a : 1 + b]
+                    if sub:
+                        stext = _dec(self.src[sub[0].start : sub[-1].end])
+                        pending.append((sub, stext, lab))
+                pending.extend(out.shells)
+                work.extend(reversed(pending))
+        return stdin, first_name
+
+    def redirect(self, node: Node) -> list[Node]:
+        st = self.st
+        t = node.type
+        src = self.src
+        if t == "heredoc_redirect":
+            body, quoted, op = self._heredoc_text(node)
+            dyn = not quoted and ("$" in body or "`" in body)
+            st.redirects.append(Redirect(op or "<<", "", dyn))
+            if dyn:
+                st.dynamic = True
+            self.heredocs[node.id] = (body, quoted)
+            # the body is handled (as "#heredoc") once the rest of the line has been walked
+            return [k for k in node.named_children if k.type != "heredoc_body"]
+        if t == "herestring_redirect":
+            content = [c for c in node.named_children if c.type != "file_descriptor"]
+            w = _word(content[-1], src) if content else _Word("", False, 0, 0)
+            op_end = content[-1].start_byte if content else node.end_byte
+            op = _dec(src[node.start_byte : op_end]).strip() or "<<<"
+            self._herestring(node, op, w)
+            return node.named_children
+        # file_redirect
+        dests = node.children_by_field_name("destination")
+        if self.has_error:
+            prev = self.prev.get(node.id)
+            if prev is not None and prev.id in self.tolerated and dests:
+                self._herestring(node, "<<<", _word(dests[0], src))
+                return node.named_children
+        if dests:
+            d = dests[0]
+            op = _dec(src[node.start_byte : d.start_byte]).strip()
+            w = _word(d, src)
+            if len(dests) > 1:
+                w = _Word(" ".join(_word(x, src).value for x in dests), True, 0, 0)
+        else:
+            op = self.text(node).strip()
+            w = _Word("", False, 0, 0)
+        st.redirects.append(Redirect(op, w.value, w.dyn, _kind(w)))
+        if w.dyn:
+            st.dynamic = True
+        fd_dup = op.endswith("&") and (w.value.isdigit() or w.value.endswith("-"))
+        if w.value and not fd_dup and w.value[:2] not in _PROC_SUBST:
+            st.paths[w.value] = None
+        return node.named_children
+
+    def _herestring(self, node: Node, op: str, w: _Word) -> None:
+        self.st.redirects.append(Redirect(op, w.value, w.dyn, _kind(w)))
+        if w.dyn:
+            self.st.dynamic = True
+        shell = self._owner_stdin(node)
+        if shell and w.value:
+            _analyze_text(self.st, w.value, self.depth + 1, f"{shell} <<<")
+
+    def _stdin_of(self, node: Node) -> str:
+        """The shell reading the stdin of ``node`` (a command, pipeline, group...), or ""."""
+        stack = [node]
+        seen = 0
+        while stack and seen < _MAX_STDIN_SCAN:
+            n = stack.pop()
+            seen += 1
+            shell = self.stdin.get(n.id, "")
+            if shell:
+                return shell
+            if n.type in _STDIN_CONTAINERS:
+                kids = n.named_children
+                if n.type == "redirected_statement":
+                    body = n.child_by_field_name("body")
+                    kids = [body] if body is not None else []
+                stack.extend(reversed(kids))
+        return ""
+
+    def _owner_stdin(self, redirect: Node) -> str:
+        owner = self.parent.get(redirect.id)
+        return self._stdin_of(owner) if owner is not None else ""
+
+    def _cat_output_runs(self, redirect: Node) -> bool:
+        """``$(cat <<EOF ... EOF)`` whose output is run as a command (name, bash -c, eval)."""
+        owner = self.parent.get(redirect.id)
+        if owner is None:
+            return False
+        cmd = owner.child_by_field_name("body") if owner.type == "redirected_statement" else owner
+        if cmd is None or cmd.id not in self.bare_cat:
+            return False
+        sub = self.parent.get(owner.id)
+        return sub is not None and sub.type == "command_substitution" and sub.id in self.runs_output
+
+    def _heredoc_text(self, node: Node) -> tuple[str, bool, str]:
+        """(body, delimiter quoted?, operator) of a heredoc, taken from the source.
+
+        tree-sitter-bash mis-bounds some bodies (a first line starting with a backslash, tab
+        stripping with <<-), so the body is the text from the line after the operator (or
+        after the previous heredoc) up to the end delimiter.
+        """
+        start = end = body = None
+        for k in node.named_children:
+            if k.type == "heredoc_start":
+                start = k
+            elif k.type == "heredoc_end":
+                end = k
+            elif k.type == "heredoc_body":
+                body = k
+        src = self.src
+        op_end = start.start_byte if start is not None else node.end_byte
+        op = _dec(src[node.start_byte : op_end]).strip()
+        delim = self.text(start) if start is not None else ""
+        quoted = any(q in delim for q in "'\"\\")
+        nl = src.find(b"\n", start.end_byte if start is not None else node.start_byte)
+        b0 = max(nl + 1 if nl >= 0 else len(src), self.heredoc_floor)
+        if end is not None:
+            b1 = end.start_byte
+            self.heredoc_floor = end.end_byte
+        else:
+            b1 = body.end_byte if body is not None else len(src)
+        return _dec(src[b0 : max(b0, b1)]), quoted, op
+
+    def heredoc_done(self, redirect: Node) -> list[Node]:
+        """Parse a heredoc body fed to a shell; else run the substitutions an unquoted one has."""
+        body, quoted = self.heredocs.pop(redirect.id, ("", True))
+        shell = self._owner_stdin(redirect)
+        if not shell:
+            for ch in redirect.named_children:
+                if ch.type == "pipeline":
+                    shell = self._stdin_of(ch)
+                    if shell:
+                        break
+        label = f"{shell} <<" if shell else ("$(cat <<)" if self._cat_output_runs(redirect) else "")
+        if label:
+            _analyze_text(self.st, body, self.depth + 1, label)
+        elif not quoted:
+            for sub in _substitutions(body):
+                _analyze_text(self.st, sub, self.depth + 1, "heredoc $(..)")
+        return []
+
+
+def _substitutions(text: str) -> list[str]:
+    """The insides of ``$(..)`` and backticks in heredoc text (naive paren matching)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+        elif text.startswith("$((", i):
+            i += 3
+        elif text.startswith("$(", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if text[j] == "\\":
+                    j += 1
+                elif text[j] == "(":
+                    depth += 1
+                elif text[j] == ")":
+                    depth -= 1
+                j += 1
+            out.append(text[i + 2 : j - 1 if depth == 0 else j])
+            i = j
+        elif c == "`":
+            j = i + 1
+            while j < n and text[j] != "`":
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i + 1 : j])
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def analyze(text: str, max_depth: int = MAX_DEPTH) -> ShellAnalysis:
+    """Analyse shell command ``text``; never raises.
+
+    ``max_depth`` bounds nested shell strings (clamped to 0..16). Empty or blank text gives
+    ``parse_ok=True`` and no commands. Any failure (syntax error, over-deep nesting, more
+    than :data:`MAX_COMMANDS` commands, text over :data:`MAX_INPUT_CHARS`, or an internal
+    error) gives ``parse_ok=False`` with the reason in ``errors``; whatever was found before
+    the failure is still listed.
+    """
+    try:
+        depth_cap = max(0, min(int(max_depth), _HARD_MAX_DEPTH))
+    except (TypeError, ValueError, OverflowError):
+        depth_cap = MAX_DEPTH
+    st = _State(depth_cap)
+    try:
+        if not isinstance(text, str):
+            st.error(f"not a string: {type(text).__name__}")
+        elif len(text) > MAX_INPUT_CHARS:
+            st.error(f"input longer than MAX_INPUT_CHARS={MAX_INPUT_CHARS}")
+        elif text.strip():
+            # bash drops NUL bytes (and a NUL ends an execve argument): analyse without them
+            _analyze_text(st, text.replace("\0", ""), 0, "")
+    except Exception as exc:  # the contract: never raise on any input
+        st.error(f"internal error: {type(exc).__name__}: {exc}"[:200])
+    return st.result()
+
+
+def split_argv_command(argv: Sequence[str]) -> str:
+    """Join an argv list into shell text (``shlex.join``), unwrapping a shell wrapper.
+
+    ``["bash", "-lc", "npm test"]``, ``["sh", "-c", X]``, ``["/bin/zsh", "-c", X]`` -> the
+    command string X itself (unless X is blank). Items that are not strings are converted
+    with ``str``; an empty list gives ``""``. Never raises for a sequence of strings.
+    """
+    vals = [a if isinstance(a, str) else str(a) for a in argv]
+    if not vals:
+        return ""
+    name = _norm_name(vals[0], False)
+    if name.lower() in _SHELLS:
+        out, _ = _h_shell(name, vals[1:])
+        if out.shells and out.shells[0][0].strip():
+            return out.shells[0][0]
+    return shlex.join(vals)
+

@@ -1,0 +1,79 @@
+"""The command catalogue: every shipped file passes the schema check; the check catches errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from policyd.catalogue import shipped_files
+from policyd.core.shell import catalogue as cat
+
+
+def test_shipped_catalogue_passes_the_schema_check() -> None:
+    """Every shipped file loads, and no name is defined in two shipped files."""
+    files = shipped_files()
+    assert files, "no shipped catalogue files found"
+    c = cat.load(files, unique=True)
+    assert c.get("rm") is not None and c.get("git") is not None
+
+
+def test_lookup_is_case_insensitive_and_later_entries_replace() -> None:
+    """A user file's entry with the same name replaces the shipped one (later wins)."""
+    first = 'schema = 1\n[[program]]\nnames = ["tool"]\neffects = ["read"]\n'
+    second = 'schema = 1\n[[program]]\nnames = ["tool", "Tool2"]\neffects = ["write"]\n'
+    c = cat.load([("a.toml", first), ("b.toml", second)])
+    entry = c.get("TOOL")
+    assert entry is not None and entry.effects == frozenset({"write"})
+    assert c.get("tool2") is entry
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('[[program]]\nnames = ["x"]\n', "needs `schema = 1`"),
+        ('schema = 1\n[[program]]\nnames = ["x"]\nefects = []\n', "unknown key 'efects'"),
+        ('schema = 1\n[[program]]\nnames = ["x"]\neffects = ["explode"]\n', "unknown value 'explode'"),
+        ('schema = 1\n[[program]]\nnames = ["x"]\noptions = [{ names = ["-a"], arity = 2 }]\n', "arity 2"),
+        ('schema = 1\n[[program]]\nnames = ["x"]\noptions = [{ names = ["a"] }]\n', "must start with -"),
+        ('schema = 1\n[[program]]\nnames = ["x"]\noperands = [{ role = "reed" }]\n', "role: 'reed'"),
+        ('schema = 1\n[[program]]\nnames = ["x"]\n'
+         'operands = [{ role = "read", count = "*" }, { role = "write", count = "+" }]\n', "at most one operand slot"),
+        ('schema = 1\n[[program]]\nnames = ["x"]\n[[program]]\nnames = ["X"]\n', "already defined"),
+        ('schema = 1\n[[program]]\nnames = ["x"]\nhandler = "magic"\n', "handler"),
+        ('schema = 1\n[[program]]\nnames = ["x"]\n  [[program.subcommand]]\n  names = ["s"]\n  syntax = "weird"\n',
+         "x/s: syntax"),
+        ('schema = 1\n[[program]\n', "not valid TOML"),
+        ('schema = 1\n[[program]]\nnames = ["x"]\noptions = [{ names = ["-a"], value = "read" }]\n', "arity 0"),
+    ],
+)
+def test_schema_check_reports_the_problem(text: str, problem: str) -> None:
+    """A file breaking the schema yields no entries and a message naming the problem."""
+    progs, problems = cat.parse(text, "f.toml")
+    assert progs == []
+    assert any(problem in p for p in problems), problems
+    with pytest.raises(cat.CatalogueError):
+        cat.load([("f.toml", text)])
+
+
+def test_duplicate_across_shipped_files_is_a_problem() -> None:
+    """Two shipped files defining one name is an error; for user overrides it is allowed."""
+    a = 'schema = 1\n[[program]]\nnames = ["x"]\n'
+    with pytest.raises(cat.CatalogueError, match="also defined"):
+        cat.load([("a.toml", a), ("b.toml", a)], unique=True)
+    assert cat.load([("a.toml", a), ("b.toml", a)]).get("x") is not None
+
+
+def test_check_command_line(tmp_path: object) -> None:
+    """``python -m policyd.catalogue FILE`` exits 1 naming the problem, 0 on a good file."""
+    from pathlib import Path
+
+    d = Path(str(tmp_path))
+    bad, good = d / "bad.toml", d / "good.toml"
+    bad.write_text('schema = 1\n[[program]]\nnames = ["x"]\neffects = ["boom"]\n')
+    good.write_text('schema = 1\n[[program]]\nnames = ["x"]\neffects = ["read"]\n')
+    p = subprocess.run([sys.executable, "-m", "policyd.catalogue", str(bad)], capture_output=True, text=True)
+    assert p.returncode == 1 and "boom" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "policyd.catalogue", str(good)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr

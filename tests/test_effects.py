@@ -1,0 +1,307 @@
+"""Shell facts from the catalogue (issue 10): nothing hidden, unknown means unknown, effects
+per option, directories per cd, paths from anywhere in rawInput. Real parser, real shipped
+catalogue; each test names the class of fault it guards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from policyd.core.facts import Facts, assignment_allowed
+from policyd.core.model import PermissionOption, PermissionQuery, SessionInfo
+from policyd.core.shell import analyze
+from policyd.core.shell.catalogue import default, load
+from policyd.core.shell.effects import judge
+from policyd.core.shell.resolve import UNKNOWN_DIR, UNKNOWN_PATH
+from policyd.core.shell.scripts import sed_danger
+
+CWD, HOME = "/w/p", "/home/u"
+OPTIONS = (PermissionOption("a", "Allow", "allow_once"),)
+
+
+def facts(command: str | None = None, **call: Any) -> Facts:
+    tool: dict[str, Any] = {"toolCallId": "t", "kind": "execute" if command else call.pop("kind", "read")}
+    if command is not None:
+        tool["rawInput"] = {"command": command}
+    tool.update(call)
+    return Facts(PermissionQuery(SessionInfo("s", CWD), tool, OPTIONS, home=HOME))
+
+
+def field(command: str, name: str) -> Any:
+    return facts(command).tool_field(name)
+
+
+def command_facts(command: str) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = facts(command).tool_field("commands")
+    return result
+
+
+# ---------------------------------------------------------------- nothing hidden
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x='a[$(id)]'; echo $((x))",
+        "echo $((x + 1))",
+        "((i++))",
+        "x='a[$(id)]'; [[ x -eq 0 ]]; true",
+        "[[ -v x ]]",
+        "y=${arr[x]}",
+        "arr[x]=1",
+        ":(){ :|:& };:",
+        "f() { ls; }; f",
+        "for ((i=0; i<n; i++)); do echo; done",
+        "echo {1..99999999}",
+    ],
+)
+def test_hidden_code_is_unknown(text: str) -> None:
+    """Arithmetic on variable data, subscripts, [[ -eq ]], -v, functions, huge braces: the
+    analysis says it cannot know (tool.unknown, effect unknown)."""
+    assert analyze(text).unknown
+    f = facts(text)
+    assert "unknown" in f.tool_field("effects") and f.tool_field("unknown")
+
+
+@pytest.mark.parametrize(
+    "text", ["echo $((1 + 2))", "[[ 1 -eq 1 ]]", "[ \"$a\" -eq 1 ]", "echo ${#a[@]}", "echo {1..5}"]
+)
+def test_plain_arithmetic_is_known(text: str) -> None:
+    """Literal arithmetic, [ ] (no arithmetic evaluation) and small braces hide nothing."""
+    assert () == analyze(text).unknown
+
+
+@pytest.mark.parametrize(
+    ("text", "inner"),
+    [
+        ("arr[$(id)]=1", "id"),
+        ("echo ${x:-$(whoami)}", "whoami"),
+        ("cat <<< $(uname)", "uname"),
+        ("[[ $(hostname) == x ]]", "hostname"),
+        ("declare x=$(nproc)", "nproc"),
+    ],
+)
+def test_substitutions_anywhere_are_commands(text: str, inner: str) -> None:
+    """A substitution in a subscript, an expansion operator, a here-string, [[ ]] or a
+    declaration is listed as a command."""
+    assert inner in [c.name for c in analyze(text).commands]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["printf -v 'a[$(id)]' x", "test -v 'a[$(id)]'", "set -a; ls", "let x=1", "alias ls=rm",
+     "trap 'id' EXIT", "source ./env.sh", ". ./env.sh", "unset 'a[$(id)]'"],
+)
+def test_builtins_that_run_data_are_unknown(text: str) -> None:
+    """printf -v / test -v with a subscript, set -a, let, alias, trap, source: unknown."""
+    assert "unknown" in field(text, "effects")
+
+
+# ---------------------------------------------------------------- the catalogue
+
+
+def test_unknown_program_subcommand_and_option_are_unknown() -> None:
+    """Anything not in the catalogue has effect unknown, with a reason naming it."""
+    assert "unknown" in field("frobnicate", "effects")
+    assert any("frobnicate" in r for r in field("git frobnicate", "unknown"))
+    assert any("--frobnicate" in r for r in field("ls --frobnicate", "unknown"))
+
+
+@pytest.mark.parametrize(
+    ("text", "effect"),
+    [
+        ("rg --pre=sh . x", "exec"),
+        ("rg --pre sh . x", "exec"),
+        ("fd . -x sh -c id", "exec"),
+        ("sort --compress-program=sh big.txt", "exec"),
+        ("sort --compress-prog=sh big.txt", "exec"),  # GNU abbreviation
+        ("python3 -m pytest -p evil", "exec"),
+        ("git push --force origin main", "delete"),
+        ("git config --global core.x y", "persist"),
+        ("curl https://example.com", "network"),
+        ("env", "env-read"),
+        ("git -p log", "exec"),
+        ("go run github.com/x/y@latest", "network"),
+    ],
+)
+def test_option_and_operand_effects(text: str, effect: str) -> None:
+    """Each effect-bearing option or operand slot gives its effect."""
+    assert effect in field(text, "effects")
+
+
+@pytest.mark.parametrize(
+    ("text", "reads", "writes"),
+    [
+        ("sort -o out.txt in.txt", ["/w/p/in.txt"], ["/w/p/out.txt"]),
+        ("sort -oout.txt in.txt", ["/w/p/in.txt"], ["/w/p/out.txt"]),  # attached value
+        ("sort --output=out.txt in.txt", ["/w/p/in.txt"], ["/w/p/out.txt"]),
+        ("cp a b", ["/w/p/a"], ["/w/p/b", "/w/p/b/a"]),  # b may be a directory
+        ("cp -t dir a", ["/w/p/a"], ["/w/p/dir", "/w/p/dir/a"]),
+        ("sed -i 's/a/b/' f", [], ["/w/p/f"]),
+        ("grep -e x -- -f", ["/w/p/-f"], []),
+        ("xargs -a/home/u/.ssh/id_rsa echo", ["/home/u/.ssh/id_rsa"], []),
+        ("git tag -F/home/u/.aws/credentials t", ["/home/u/.aws/credentials"], []),
+        ("git show :.env", ["/w/p/.env"], []),
+    ],
+)
+def test_option_grammar(text: str, reads: list[str], writes: list[str]) -> None:
+    """Short clusters, attached values, --opt=value, abbreviations and -- as the tool parses them."""
+    f = facts(text)
+    assert set(reads) <= set(f.tool_field("reads"))
+    assert set(writes) <= set(f.tool_field("writes"))
+
+
+def test_each_command_names_its_deciding_entry() -> None:
+    """Per-command facts carry the catalogue entry that decided."""
+    cmds = command_facts("git stash list && npm test && rm -rf build")
+    assert ["git stash list", "npm test", "rm"] == [c["entry"] for c in cmds]
+    assert "read" in cmds[0]["effects"] and "test" in cmds[1]["effects"]
+    assert ["/w/p/build"] == cmds[2]["deletes"]
+
+
+def test_sed_script_reader() -> None:
+    """sed's e/w/r commands and s///e|w flags are found after any address."""
+    assert sed_danger("/^/ e id")
+    assert sed_danger("s/x/y/e")
+    assert sed_danger("1,5w out")
+    assert "" == sed_danger("s/old/new/g")
+    assert "" == sed_danger("1,5p")
+    assert "" == sed_danger("$!N;/^#/d")
+
+
+def test_user_entry_overrides_and_adds() -> None:
+    """A user's catalogue entry adds a program (its options then known)."""
+    user = ('schema = 1\n[[program]]\nnames = ["tokei"]\neffects = ["read"]\n'
+            'operands = [{ role = "read", count = "*", default = "." }]\n')
+    cat = load([("user.toml", user)])
+    j = judge(analyze("tokei").commands[0], cat)
+    assert "tokei" == j.entry and frozenset({"read"}) == j.effects
+    assert "unknown" in judge(analyze("tokei --frob").commands[0], cat).effects
+    assert "unknown" in judge(analyze("tokei").commands[0], default()).effects
+
+
+# ---------------------------------------------------------------- unknown means unknown
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("cat $(echo ~/.ssh/id_rsa)", "reads"),
+        ("cat \"$F\"", "reads"),
+        ("rm -rf $(pwd)", "writes"),
+        ("echo x > $f", "writes"),
+        ("echo ~/.ssh/id_rsa | xargs cat", "none"),  # fed by echo: known words
+        ("some-producer | xargs cat", "unknown"),
+        ("cat .*/x", "reads"),  # may match ..
+    ],
+)
+def test_expansions_are_unknown_locations(text: str, where: str) -> None:
+    """A path word holding an expansion or substitution, or fed by an unknown stdin, is the
+    unknown location (within no root) — unless its expansion is certain."""
+    f = facts(text)
+    found = f.tool_field("reads") + f.tool_field("writes")
+    if where == "none":
+        assert UNKNOWN_PATH not in found and "/home/u/.ssh/id_rsa" in found
+    elif where == "unknown":
+        assert any("stdin" in r for r in f.tool_field("unknown"))
+    else:
+        assert UNKNOWN_PATH in f.tool_field(where)
+
+
+def test_loop_variable_over_one_literal_or_glob_is_certain() -> None:
+    """`for f in src/*.py; do wc -l $f; done`: $f is src/*.py; a body that reassigns f, or a
+    list of several words, leaves it unknown."""
+    assert [] == field("for f in src/*.py; do wc -l $f; done", "unknown")
+    assert "/w/p/src/*.py" in field("for f in src/*.py; do wc -l \"$f\"; done", "reads")
+    assert field("for f in *.py; do f=~/.ssh/id_rsa; cat $f; done", "unknown")
+    assert field("for f in a ~/.ssh/id_rsa; do cat \"$f\"; done", "unknown")
+
+
+def test_bare_star_names_no_secret_but_dot_globs_do() -> None:
+    """`ls *` reads the directory (no dotfiles); `.*` may be `..`: unknown; `id_rs?` may be id_rsa."""
+    assert "/w/p/id_rsa" not in facts("ls *").paths
+    assert "/w/p/id_rsa" in facts("cat id_rs?").paths
+    assert UNKNOWN_PATH in field("cat .*/x", "reads")
+
+
+def test_certain_expansions_are_resolved() -> None:
+    """$HOME and a token-printing substitution (date) are certain."""
+    assert ["/w/p/foo-T.txt"] == field("git diff foo-$(date -u +%F).txt", "reads")
+    assert "/home/u/x" in field("cat $HOME/x", "reads")
+    assert UNKNOWN_PATH in field("HOME=/tmp; cat $HOME/x", "reads")
+
+
+@pytest.mark.parametrize(
+    ("text", "candidate"),
+    [
+        ("cat .en?", "/w/p/.env"),
+        ("cat .[e]nv", "/w/p/.env"),
+        ("cat .ss?/id_rs?", "/w/p/.ssh/id_rsa"),
+        ("tee -a .git/confi[g]", "/w/p/.git/config"),
+        ("cat .EN?", "/w/p/.env"),
+    ],
+)
+def test_globs_name_what_they_may_match(text: str, candidate: str) -> None:
+    """A glob is also every sensitive name it may match (case-insensitively)."""
+    assert candidate in facts(text).paths
+
+
+def test_case_variants_for_case_insensitive_file_systems() -> None:
+    """.ENV is also .env below its root."""
+    f = facts(kind="read", locations=[{"path": "/w/p/Config/.ENV"}])
+    assert "/w/p/config/.env" in f.paths
+
+
+def test_paths_anywhere_in_raw_input() -> None:
+    """Path-like strings in nested lists, maps and map keys (Codex changes) are paths;
+    text fields are not."""
+    f = facts(kind="edit", rawInput={
+        "changes": {"/home/u/.bashrc": {"type": "add", "content": "/etc/passwd"}},
+        "paths": "/etc/shadow",
+        "nested": [{"x": ["~/.ssh/config"]}],
+        "description": "edit /etc/hosts",
+    })
+    assert {"/home/u/.bashrc", "/etc/shadow", "/home/u/.ssh/config"} <= set(f.paths)
+    assert "/etc/passwd" not in f.paths and "/etc/hosts" not in f.paths
+
+
+# ---------------------------------------------------------------- directories follow cd
+
+
+@pytest.mark.parametrize(
+    ("text", "cwds_of_last"),
+    [
+        ("cd build && cmake ..", ["/w/p/build"]),
+        ("cd build; cmake ..", ["/w/p", "/w/p/build"]),  # cd may fail: both
+        ("(cd build && true); cmake ..", ["/w/p", "/w/p/build"]),
+        ("cd $D && ls", [UNKNOWN_DIR]),
+        ("cd a && cd b && ls", ["/w/p/a/b"]),
+        ("git -C sub status", ["/w/p/sub"]),
+    ],
+)
+def test_relative_paths_follow_each_cd_in_order(text: str, cwds_of_last: list[str]) -> None:
+    """A top-level `cd D &&` moves the later commands; any other cd adds D; -C moves one command."""
+    assert cwds_of_last == command_facts(text)[-1]["cwds"]
+
+
+def test_cd_then_parent_is_inside() -> None:
+    """`cd build && cmake ..` reads the workspace itself, not its parent."""
+    assert ["/w/p"] == field("cd build && cmake ..", "reads")
+
+
+# ---------------------------------------------------------------- environment
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "allowed"),
+    [("CI", "1", True), ("NODE_ENV", "test", True), ("FOO", "1", True), ("CI", "$(id)", False),
+     ("HOME", ".", False), ("XDG_CONFIG_HOME", "/tmp", False), ("LESSOPEN", "|id", False),
+     ("GOFLAGS", "-toolexec=x", False), ("MAKEFLAGS", "x", False), ("PS4", "$(id)", False),
+     ("PYTEST_ADDOPTS", "-p evil", False), ("LD_PRELOAD", "/tmp/x.so", False), ("BROWSER", "sh", False)],
+)
+def test_environment_assignments(name: str, value: str, allowed: bool) -> None:
+    """Allow-listed names with literal values are plain; names programs read to run or load
+    things are the env effect."""
+    assert allowed is assignment_allowed(name, value)
+    assert ("env" in field(f"{name}='{value}' ls", "effects")) is not allowed
