@@ -4,7 +4,10 @@ may not touch (timing, symlink resolution).
 ``Engine.decide`` returns a :class:`policyd.core.relay.Resolution` whose fields are the
 decision-log record: ``tool_call_id``, ``kind``, ``title``, ``paths``, ``command``,
 ``rules`` (the rules that decided, with decision and reason), ``errors``,
-``policy_hash`` and ``eval_us`` (evaluation time in microseconds).
+``policy_hash`` and ``eval_us`` (evaluation time in microseconds), plus the request fields
+that let it be decided again (``policyd.core.record``). With a shadow policy set
+(``--shadow-policy``), every decision also evaluates it and adds ``shadow`` (its decision,
+rules and hash) and ``shadow_differs``; the shadow never changes the answer.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from policyd.core.decide import decide
 from policyd.core.facts import Facts
 from policyd.core.model import Decision, PermissionQuery, RuleMatch, Verdict
 from policyd.core.policy import PolicySet
+from policyd.core.record import decision_record
 from policyd.core.relay import RememberChoice, Resolution
 from policyd.core.remember import combine, explain_spec, spec_for
 from policyd.memory import Memory
@@ -42,9 +46,15 @@ class Engine:
     """Decides queries against ``policy`` (swap ``engine.policy`` to change it atomically)
     and, when ``memory`` is set, the remembered choices (precedence: ``core.remember``)."""
 
-    def __init__(self, policy: PolicySet, memory: Memory | None = None) -> None:
+    def __init__(
+        self, policy: PolicySet, memory: Memory | None = None, redact: bool = False, shadow: PolicySet | None = None
+    ) -> None:
         self.policy = policy
         self.memory = memory
+        #: Redact tool-call content in decision records (``--log-redact``).
+        self.redact = redact
+        #: A draft evaluated beside the policy in force, logged only (``--shadow-policy``).
+        self.shadow = shadow
 
     def evaluate(self, query: PermissionQuery, policy: PolicySet | None = None) -> tuple[Verdict, Facts, int]:
         """Verdict, the facts it used, and the evaluation time in microseconds, under
@@ -58,8 +68,10 @@ class Engine:
     def decide(self, query: PermissionQuery) -> Resolution:
         policy = self.policy  # one set for the whole decision, even if a reload swaps it
         verdict, facts, eval_us = self.evaluate(query, policy)
-        fields = log_fields(verdict, facts, eval_us, policy)
+        fields = decision_record(query, log_fields(verdict, facts, eval_us, policy), self.redact)
         fields.update(query.context_fields())
+        if self.shadow is not None:
+            fields.update(shadow_fields(self.shadow, verdict, facts))
         if self.memory is None or verdict.decision is Decision.DENY:
             return Resolution(verdict.decision, fields)
         spec = spec_for(facts, verdict, policy.remember_rules, policy.remember)
@@ -69,6 +81,7 @@ class Engine:
         remembered, failed = self.memory.lookup(spec.key, query.session, time.time())
         decision, source = combine(verdict, remembered, failed)
         fields["source"] = source
+        fields["policy_decision"] = verdict.decision.value  # before memory: what replay compares
         fields["remember_key"] = spec.key
         if remembered is not None and source == "memory":
             fields["remembered_entry"] = remembered.entry_id
@@ -103,6 +116,25 @@ def _match_fields(m: RuleMatch, where: dict[str, str]) -> dict[str, Any]:
     if m.error:
         fields["error"] = m.error
     return fields
+
+
+def shadow_fields(shadow: PolicySet, verdict: Verdict, facts: Facts) -> dict[str, Any]:
+    """``shadow`` (the draft's decision, deciding rules, hash; or ``error``) and
+    ``shadow_differs`` (its decision is not the policy's). Never raises: a failing draft
+    is reported, the answer is the policy's either way."""
+    try:
+        seen = decide(shadow, facts)
+    except Exception as exc:  # a broken draft must never break a decision
+        return {"shadow": {"error": repr(exc), "policy_hash": shadow.short_hash}, "shadow_differs": True}
+    info: dict[str, Any] = {
+        "decision": seen.decision.value,
+        "rules": [m.rule_id for m in seen.matches],
+        "reason": seen.reason,
+        "policy_hash": shadow.short_hash,
+    }
+    if seen.errors:
+        info["errors"] = list(seen.errors)
+    return {"shadow": info, "shadow_differs": seen.decision is not verdict.decision}
 
 
 _LOCATIONS: dict[str, dict[str, str]] = {}  # one entry: the set in force, by content hash

@@ -106,6 +106,8 @@ class Settings(BaseSettings):
     watch: bool = True
     rehash_s: float = Field(30.0, gt=0)
     force_polling: bool = False
+    log_redact: bool = False
+    shadow_policy: list[str] = Field(default_factory=list, description="draft policy evaluated beside, logged only")
     telemetry: TelemetrySettings = Field(default_factory=lambda: TelemetrySettings())
 
     @field_validator("remember_expiry")
@@ -119,7 +121,7 @@ class Settings(BaseSettings):
         """Lifetime of a new remembered choice in seconds (None = never)."""
         return parse_duration(self.remember_expiry)
 
-    @field_validator("policy", "search_path", mode="before")
+    @field_validator("policy", "search_path", "shadow_policy", mode="before")
     @classmethod
     def _split(cls, value: Any) -> Any:
         if isinstance(value, str):

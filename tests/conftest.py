@@ -38,6 +38,8 @@ TRANSCRIPT = FIXTURES / "ts-sdk-example-agent.transcript.jsonl"
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: takes seconds (subprocesses, real peers); deselect with -m 'not slow'")
+    config.addinivalue_line(
+        "markers", "agents: the real-agent tier (Claude, Gemini CLI, Codex against fake models); runs by default")
 
 
 # ----------------------------------------------------------------------------- environment

@@ -1,4 +1,5 @@
-"""Command line: ``policyd proxy | serve | check | eval | status | reload | remembered | demo``.
+"""Command line: ``policyd proxy | serve | check | eval | status | reload | remembered | demo``
+and the policy author's ``explain | test | replay | suggest`` (``policyd.cli.author``).
 
 Exit codes: ``proxy`` exits with the agent's code (128+N for signal N); ``serve`` 0 after a
 clean shutdown, 1 when it cannot start; ``check`` 0 when the set loads, 1 with every error
@@ -11,12 +12,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from policyd import __version__, logs
+from policyd.cli import author
 from policyd.cli.common import USAGE_ERROR
 from policyd.settings import Settings, load_settings
 
@@ -35,6 +38,10 @@ def _engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-watch", action="store_true", help="do not watch policy files (SIGHUP still reloads)")
     p.add_argument("--force-polling", action="store_true", help="poll policy files instead of inotify")
     p.add_argument("--rehash", type=float, dest="rehash_s", metavar="SECONDS", help="periodic re-hash interval")
+    p.add_argument("--log-redact", action="store_true", default=None,
+                   help="replace tool-call content (file bodies, edits) in decision records by a length + hash")
+    p.add_argument("--shadow-policy", action="append", metavar="PATH",
+                   help="draft policy evaluated beside the one in force; differences logged, answers unchanged")
 
 
 def _daemon_arg(p: argparse.ArgumentParser) -> None:
@@ -97,8 +104,16 @@ def build_parser() -> argparse.ArgumentParser:
     fg.add_argument("--all", action="store_true", help="every entry")
     fg.add_argument("--match", metavar="TEXT", help="entries whose key or title contains TEXT")
 
+    author.add_parsers(sub, _policy_args)
+
     demo = sub.add_parser("demo", help="drive a scripted agent through the proxy and the shipped policies")
     demo.add_argument("--policy", action="append", metavar="PATH")
+    demo.add_argument("--decision-log", metavar="FILE", help="keep the proxy's decision log (appended)")
+    demo.add_argument("--answer", choices=["reject", "allow", "allow-always"], default="reject",
+                      help="how the demo's human answers forwarded requests (default reject)")
+    demo.add_argument("--script", metavar="FILE", help="the demo agent's tool calls (JSON list)")
+    demo.add_argument("--shadow-policy", action="append", metavar="PATH", help="passed to the proxy")
+    demo.add_argument("--workspace", metavar="DIR", help="the session cwd (default: a new temporary directory)")
     return parser
 
 
@@ -124,6 +139,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         "daemon_socket": flag("daemon_socket"),
         "daemon_timeout_s": flag("daemon_timeout_s"),
         "group": flag("group"),
+        "log_redact": flag("log_redact"),
+        "shadow_policy": flag("shadow_policy"),
     }
     return load_settings(cli, flag("config"))
 
@@ -133,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         from policyd.cli.demo import run_demo
 
-        return run_demo(args.policy or [])
+        shadow = [a for p in args.shadow_policy or [] for a in ("--shadow-policy", str(Path(p).resolve()))]
+        return run_demo(args.policy or [], args.decision_log, args.answer, args.script, shadow, args.workspace)
     try:
         settings = _settings(args)
         decision_log = settings.decision_log if args.command in ("proxy", "serve") else None
@@ -143,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE_ERROR
     from policyd.cli import admin, evaluate, run
 
+    if args.command in author.COMMANDS:
+        return author.run(args, settings)
     match args.command:
         case "proxy" | "serve":
             from policyd import telemetry

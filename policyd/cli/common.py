@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from policyd import loader, logs
-from policyd.core.policy import PolicyError
+from policyd.core.policy import PolicyError, PolicySet
 from policyd.engine import Engine
 from policyd.memory import Memory
 from policyd.reload import Reloader, ReloadStatus
@@ -40,11 +40,23 @@ def report_load_error(exc: PolicyError) -> int:
     return USAGE_ERROR
 
 
-def build_engine(settings: Settings, loaded: loader.Loaded) -> Engine:
+def load_shadow(settings: Settings, secure: bool = False) -> PolicySet | None:
+    """The ``--shadow-policy`` draft (None when not set); logs ``policy.shadow_loaded``;
+    raises PolicyError (a draft that does not load is reported at start, like the policy)."""
+    if not settings.shadow_policy:
+        return None
+    shadow = loader.load(settings.shadow_policy, [], secure).policy
+    logs.get().info("policy.shadow_loaded", hash=shadow.short_hash, files=[f.path for f in shadow.files])
+    return shadow
+
+
+def build_engine(settings: Settings, loaded: loader.Loaded, secure: bool = False) -> Engine:
+    """The engine for ``loaded``, with memory, redaction and the shadow draft as set;
+    raises PolicyError when the shadow draft does not load."""
     memory = None
     if settings.remember:
         memory = Memory(settings.store_path or default_store_path(), settings.remember_expiry_s)
-    return Engine(loaded.policy, memory)
+    return Engine(loaded.policy, memory, redact=settings.log_redact, shadow=load_shadow(settings, secure))
 
 
 def build_reloader(

@@ -4,7 +4,12 @@ tiny ACP client, with the shipped policies embedded in the package (or ``--polic
 It prints one line per permission request: what the agent asked, policyd's decision, the
 rule that decided, and what the agent received. Forwarded (ask) requests are answered by
 this client with the first ``reject_once`` option, as a cautious human would in a demo
-(shown as "asked the client").
+(shown as "asked the client"), or as ``answer`` says (``allow``: the first ``allow_once``;
+``allow-always``: the first ``allow_always``, which the proxy remembers).
+
+``workspace_dir`` is the session cwd (default: a new temporary directory),
+``decision_log`` keeps the proxy's decision log (appended to that file), ``script`` is the
+demo agent's ``--script``, ``proxy_args`` are extra proxy flags (e.g. ``--shadow-policy``).
 """
 
 from __future__ import annotations
@@ -24,17 +29,22 @@ def _send(proc: subprocess.Popen[bytes], msg: dict[str, Any]) -> None:
     proc.stdin.flush()
 
 
-def run_demo(policies: list[str]) -> int:
+def run_demo(policies: list[str], decision_log: str | None = None, answer: str = "reject",
+             script: str | None = None, proxy_args: list[str] | None = None, workspace_dir: str | None = None) -> int:
     """Run the demo; returns 0 when every request got exactly one answer."""
     with tempfile.TemporaryDirectory(prefix="policyd-demo-") as tmp:
-        workspace = Path(tmp) / "project"
-        (workspace / "src").mkdir(parents=True)
-        log_path = Path(tmp) / "decisions.jsonl"
+        workspace = Path(workspace_dir).resolve() if workspace_dir else Path(tmp) / "project"
+        (workspace / "src").mkdir(parents=True, exist_ok=True)
+        log_path = Path(decision_log).resolve() if decision_log else Path(tmp) / "decisions.jsonl"
+        start = log_path.stat().st_size if log_path.exists() else 0
         cmd = [sys.executable, "-m", "policyd", "proxy", "--decision-log", str(log_path), "--log-level", "warning",
-               "--store", str(Path(tmp) / "remembered.sqlite3"), "--no-daemon"]
+               "--store", str(Path(tmp) / "remembered.sqlite3"), "--no-daemon", *(proxy_args or [])]
         for p in policies:
             cmd += ["--policy", str(Path(p).resolve())]
         cmd += ["--", sys.executable, "-m", "policyd.demo_agent"]
+        if script:
+            cmd += ["--script", str(Path(script).resolve())]
+        wanted = {"allow": "allow_once", "allow-always": "allow_always"}.get(answer, "reject_once")
         env = dict(os.environ)
         if not policies:
             env["POLICYD_SEARCH_PATH"] = "[]"  # the embedded shipped policies only
@@ -57,7 +67,7 @@ def run_demo(policies: list[str]) -> int:
             elif msg.get("method") == "session/request_permission":
                 params = msg["params"]
                 forwarded.add(params["toolCall"]["toolCallId"])
-                reject = next((o["optionId"] for o in params["options"] if o["kind"] == "reject_once"), None)
+                reject = next((o["optionId"] for o in params["options"] if o["kind"] == wanted), None)
                 outcome = {"outcome": "selected", "optionId": reject} if reject else {"outcome": "cancelled"}
                 _send(proc, {"jsonrpc": "2.0", "id": msg["id"], "result": {"outcome": outcome}})
             elif msg.get("method") == "session/update":
@@ -71,7 +81,9 @@ def run_demo(policies: list[str]) -> int:
         assert proc.stdin is not None
         proc.stdin.close()
         code = proc.wait(timeout=30)
-        logged = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]
+        with log_path.open(encoding="utf-8") as f:
+            f.seek(start)
+            logged = [json.loads(line) for line in f.read().splitlines() if line.strip()]
         decisions = [d for d in logged if d.get("event") == "permission.decided"]
         print(f"policyd demo: {len(decisions)} permission requests from a scripted agent, workspace {workspace}")
         print(f"{'tool call':<44} {'decision':<8} {'agent received':<30} rule")

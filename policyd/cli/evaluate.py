@@ -13,8 +13,8 @@ from policyd.cli.common import build_engine, load_policy, report_load_error
 from policyd.core.decide import choose_outcome
 from policyd.core.model import PermissionQuery
 from policyd.core.policy import PolicyError
+from policyd.core.record import query_from_entry
 from policyd.core.toolcalls import ToolCallTracker
-from policyd.core.wire import query_from_wire
 from policyd.settings import Settings
 
 
@@ -22,29 +22,12 @@ def eval_query(item: Mapping[str, Any], home: str) -> PermissionQuery:
     """One input line -> PermissionQuery; raises ValueError naming the problem.
 
     A line is either ``session/request_permission`` params, or ``{"request": <params>,
-    "cwd", "additionalDirectories", "agent", "client", "home", "toolCalls": [updates]}``;
-    validation is the daemon protocol's (``core.wire.query_from_wire``).
+    "cwd", "additionalDirectories", "agent", "client", "home", "now_s", "toolCalls":
+    [updates]}`` — a decision-log entry is such a line (``core.record``); validation is the
+    daemon protocol's (``core.wire.query_from_wire``).
     """
-    wrapped = "request" in item
-    params = item["request"] if wrapped else item
-    if not isinstance(params, Mapping):
-        raise ValueError("request must be an object (session/request_permission params)")
-    context = item if wrapped else {}
-    agent, client = context.get("agent", ""), context.get("client", "")
-    query = query_from_wire(
-        {
-            **params,
-            "options": params.get("options", []),
-            "session": {
-                "cwd": context.get("cwd", ""),
-                "additionalDirectories": context.get("additionalDirectories", []),
-            },
-            "agent": {"name": agent} if isinstance(agent, str) else agent,
-            "client": {"name": client} if isinstance(client, str) else client,
-            "home": context.get("home", home),
-        },
-        time.time(),
-    )
+    query = query_from_entry(item, home, time.time())
+    context = item if "request" in item else {}
     updates = context.get("toolCalls", [])
     if not isinstance(updates, list):
         raise ValueError("toolCalls must be a list of tool_call / tool_call_update objects")
@@ -64,7 +47,8 @@ def _write(result: Mapping[str, Any]) -> None:
 def evaluate(settings: Settings, file: str) -> int:
     """Exit 0, or 1 when an input line was invalid (its output line carries ``error``)."""
     try:
-        engine = build_engine(settings.model_copy(update={"remember": False}), load_policy(settings))
+        quiet = settings.model_copy(update={"remember": False, "shadow_policy": []})
+        engine = build_engine(quiet, load_policy(settings))
     except PolicyError as exc:
         return report_load_error(exc)
     stream = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115

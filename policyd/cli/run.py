@@ -89,10 +89,9 @@ def proxy(settings: Settings, agent: list[str], cli_policy: list[str] | None, co
             return run_proxy(agent, relay, client.decide, settings.kill_grace_s, None,
                              on_remember=client.remember, local_decision_log=False)
         try:
-            loaded = load_policy(settings)
+            engine = build_engine(settings, load_policy(settings))
         except PolicyError as exc:
             return report_load_error(exc)
-        engine = build_engine(settings, loaded)
         relay.policy = lambda: engine.policy  # [modes], [answers]: the set in force, reloads included
         _observe_memory(engine)
         reloader = build_reloader(engine, settings, cli_policy, config, on_change=lambda st: status.write(st, agent))
@@ -110,10 +109,9 @@ def serve(settings: Settings, socket_path: str | None, cli_policy: list[str] | N
     from policyd.server import Daemon, default_socket_path
 
     try:
-        loaded = load_policy(settings, secure=True)
+        engine = build_engine(settings, load_policy(settings, secure=True), secure=True)
     except PolicyError as exc:
         return report_load_error(exc)
-    engine = build_engine(settings, loaded)
     _observe_memory(engine)
     reloader = build_reloader(engine, settings, cli_policy, config, secure=True)
     path = Path(socket_path or settings.daemon_socket or default_socket_path())

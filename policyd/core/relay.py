@@ -645,7 +645,7 @@ class Relay:
     def _answer_side(self, p: _Pending, res: Resolution) -> list[Action]:
         """Answer a side-channel consult (see ``core.sidechannel``): forward or refuse."""
         fields: dict[str, Any] = {"request_id": jsonline.loggable(p.request_id), "session_id": p.session_id,
-                                  "method": p.side, **res.fields}
+                                  **res.fields, "method": p.side}  # after the record's own "method" (core.record)
         if p.query is None:
             fields.update(problem=p.problem, decision="error", answer="refused")
             error = {"code": INVALID_PARAMS, "message": f"policyd: invalid {p.side}: {p.problem}"}

@@ -1,0 +1,70 @@
+"""The policy author's commands: ``explain``, ``test``, ``replay``, ``suggest``
+(arguments here; each command in its own module)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from policyd import logs
+from policyd.core.cases import CASES_HOME
+from policyd.settings import Settings
+
+COMMANDS = ("explain", "test", "replay", "suggest")
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                policy_args: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Register the four commands on ``sub``; ``policy_args`` adds --policy/--config/--log-level."""
+    ex = sub.add_parser("explain", help="why the policy decides a request: facts, every rule, each operand")
+    policy_args(ex)
+    ex.add_argument("file", nargs="?", help="JSON lines: eval lines or a decision log (- for stdin)")
+    ex.add_argument("--command", dest="command_text", help="explain this shell command (an execute tool call)")
+    ex.add_argument("--cwd", help="session cwd for --command (default: the current directory)")
+    ex.add_argument("--select", metavar="TEXT", help="only requests whose tool call id, title or command has TEXT")
+    ex.add_argument("--json", action="store_true", help="one JSON object per request")
+
+    te = sub.add_parser("test", help="run JSON-lines policy test cases; non-zero exit on a failure")
+    policy_args(te)
+    te.add_argument("files", nargs="+", metavar="CASES.jsonl")
+    te.add_argument("--home", default=CASES_HOME, help=f"home directory of the cases (default {CASES_HOME})")
+    te.add_argument("-v", "--verbose", action="store_true", help="print passing cases too")
+    te.add_argument("--json", action="store_true", help="one JSON object per case, then a summary")
+
+    rp = sub.add_parser("replay", help="decide logged requests under a draft policy; differences by transition")
+    rp.add_argument("logs", nargs="+", metavar="LOG")
+    rp.add_argument("--policy", action="append", metavar="PATH", help="the draft policy (repeatable)")
+    rp.add_argument("--fail-on", choices=["allow-widening", "any-change"], help="exit 1 on such a difference")
+    rp.add_argument("--json", action="store_true", help="the report as one JSON object")
+    rp.add_argument("--config", metavar="FILE")
+    rp.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+
+    sg = sub.add_parser("suggest", help="propose the narrowest rules for requests humans answered")
+    sg.add_argument("logs", nargs="+", metavar="LOG")
+    sg.add_argument("--min-count", type=int, default=1, metavar="N", help="only rules backed by N answers")
+    sg.add_argument("--config", metavar="FILE")
+    sg.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Dispatch one of :data:`COMMANDS`. Their output is the report: the operational log
+    (``policy.loaded``…) is shown only from ``warning`` on unless ``--log-level`` says."""
+    if not getattr(args, "log_level", None):
+        logs.configure("warning")
+    match args.command:
+        case "explain":
+            from policyd.cli import explain
+
+            return explain.run(settings, args.file, args.command_text, args.cwd, args.json, args.select)
+        case "test":
+            from policyd.cli import policytest
+
+            return policytest.run(settings, args.policy, args.files, args.home, args.verbose, args.json)
+        case "replay":
+            from policyd.cli import replay
+
+            return replay.run(args.policy, args.logs, settings.home, args.json, args.fail_on)
+        case _:
+            from policyd.cli import suggest
+
+            return suggest.run(args.logs, settings.home, args.min_count)

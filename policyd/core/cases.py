@@ -1,0 +1,111 @@
+"""Policy test cases (JSON lines, the format of ``shared/cases/*.jsonl``) -> queries.
+
+One case per line: ``id``, ``kind`` (ACP ToolKind), ``command`` (execute), ``paths``
+(file kinds), ``url`` (fetch), ``cwd`` (the session cwd), ``expected`` (allow | deny |
+ask), optional ``acceptable`` (other decisions also counted right), ``setup.symlinks``
+(``{link: target}``), ``category``, ``note``; and optionally ``rawInput_extra`` (more
+``rawInput`` keys), ``title_only`` (the command arrives only as the title), ``session_cwd``
+(the session cwd as the client sent it), ``raw_cwd`` (the tool's own ``rawInput.cwd``),
+``home`` (default: the caller's, :data:`CASES_HOME` for the shared cases).
+
+Rules this module owns:
+
+- A case becomes a ``session/request_permission`` with ``allow_once`` and ``reject_once``
+  options; nothing here touches the filesystem: ``setup.symlinks`` are resolved by
+  :func:`virtual_realpath`, a lexical stand-in for ``realpath`` (so a test run is
+  hermetic: what is on this machine does not change a case's result).
+- :func:`passed` is right when the decision is ``expected`` or one of ``acceptable``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from policyd.core.model import Decision, PermissionOption, PermissionQuery, SessionInfo
+
+#: The home directory the shared cases are written for.
+CASES_HOME = "/home/dev"
+#: Symlinks followed in one resolution before giving up (as the kernel's ELOOP).
+MAX_LINK_HOPS = 40
+_OPTIONS = (PermissionOption("allow", "Allow", "allow_once"), PermissionOption("reject", "Reject", "reject_once"))
+_STR_FIELDS = ("id", "kind", "command", "url", "cwd", "session_cwd", "raw_cwd", "home")
+
+
+def case_query(case: Mapping[str, Any], home: str = CASES_HOME) -> PermissionQuery:
+    """A case -> PermissionQuery; raises ValueError naming the bad field."""
+    for name in _STR_FIELDS:
+        if name in case and not isinstance(case[name], str):
+            raise ValueError(f"{name!r} must be a string")
+    if not case.get("id") or "expected" not in case:
+        raise ValueError("a case needs 'id' and 'expected'")
+    acceptable = case.get("acceptable", [])
+    if not isinstance(acceptable, list):
+        raise ValueError("'acceptable' must be a list of decisions")
+    for name, d in [("expected", case["expected"]), *(("acceptable", a) for a in acceptable)]:
+        try:
+            Decision.parse(d)
+        except ValueError as exc:
+            raise ValueError(f"{name!r}: {exc}") from exc
+    call: dict[str, Any] = {"toolCallId": case["id"], "kind": case.get("kind", "other")}
+    raw: dict[str, Any] = {}
+    extra = case.get("rawInput_extra", {})
+    if not isinstance(extra, Mapping):
+        raise ValueError("'rawInput_extra' must be an object")
+    if "command" in case:
+        call["title"] = case["command"]
+        if not case.get("title_only"):
+            raw["command"] = case["command"]
+    if "url" in case:
+        raw["url"] = case["url"]
+        call.setdefault("title", case["url"])
+    if "raw_cwd" in case:
+        raw["cwd"] = case["raw_cwd"]
+    raw.update(extra)
+    if raw:
+        call["rawInput"] = raw
+    paths = case.get("paths", [])
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise ValueError("'paths' must be a list of strings")
+    if paths:
+        call["locations"] = [{"path": p} for p in paths]
+    cwd = case.get("session_cwd", case.get("cwd", ""))
+    return PermissionQuery(SessionInfo("policy-test", cwd), call, _OPTIONS, home=case.get("home", home))
+
+
+def symlinks(case: Mapping[str, Any]) -> dict[str, str]:
+    """The case's ``setup.symlinks``; raises ValueError on a bad shape."""
+    setup = case.get("setup", {})
+    links = setup.get("symlinks", {}) if isinstance(setup, Mapping) else None
+    if not isinstance(links, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in links.items()):
+        raise ValueError("'setup.symlinks' must map link paths to target paths")
+    return dict(links)
+
+
+def virtual_realpath(links: Mapping[str, str]) -> Callable[[str], str]:
+    """A ``realpath`` over ``links`` ({absolute link: target, relative to the link's
+    directory when not absolute}) instead of the filesystem; paths not under a link are
+    returned normalised."""
+    norm = {posixpath.normpath(k): v for k, v in links.items()}
+
+    def resolve(path: str, hops: int = 0) -> str:
+        result = "/"
+        parts = [p for p in posixpath.normpath(path).split("/") if p]
+        for i, part in enumerate(parts):
+            candidate = posixpath.normpath(posixpath.join(result, part))
+            target = norm.get(candidate)
+            if target is None or hops >= MAX_LINK_HOPS:
+                result = candidate
+                continue
+            joined = target if target.startswith("/") else posixpath.join(posixpath.dirname(candidate), target)
+            rest = "/".join(parts[i + 1 :])
+            return resolve(posixpath.join(joined, rest) if rest else joined, hops + 1)
+        return result
+
+    return resolve
+
+
+def passed(case: Mapping[str, Any], decision: Decision) -> bool:
+    """Right when ``decision`` is the case's ``expected`` or one of its ``acceptable``."""
+    return decision.value == case.get("expected") or decision.value in case.get("acceptable", [])
