@@ -10,7 +10,7 @@ Rules this module owns:
   the first match. ``matches`` lists the rules that decided.
 - A rule whose evaluation errors fails toward safety (see ``policy.rule_outcome``); the
   error is reported with the rule id.
-- When the request had to be cut to fit the evaluation limits (``cel.to_cel``), an allow
+- When the request had to be cut to fit the evaluation limits (``cel.bound``), an allow
   becomes ask: the rules did not see all of it.
 - Answers are chosen by option ``kind``, never by a fixed optionId
   (https://agentclientprotocol.com/protocol/tool-calls#requesting-permission):
