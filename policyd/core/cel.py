@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from celpy.celparser import CELParseError, CELParser
+from celpy.evaluation import TranspilerTree
 
 from policyd.core import celc
 from policyd.core.celc import Budget, BudgetExceeded, values
@@ -74,7 +75,9 @@ class CelEvalError(RuntimeError):
 
 @functools.cache
 def _parser() -> CELParser:
-    return CELParser()
+    # cel-python's parser is a process-wide singleton whose tree class must be the one its
+    # CompiledRunner needs (the reference evaluator shares it): TranspilerTree.
+    return CELParser(tree_class=TranspilerTree)
 
 
 # ---------------------------------------------------------------------------- compile

@@ -36,7 +36,7 @@ class ReferenceError_(RuntimeError):
 
 
 def _text(value: Any, what: str) -> str:
-    if isinstance(value, celtypes.StringType):
+    if isinstance(value, str):  # StringType, or a plain str from cel-python's own `+`
         return str(value)
     raise TypeError(f"{what} must be a string, got {type(value).__name__}")
 
