@@ -15,6 +15,7 @@ from typing import Any
 
 from policyd.core import cel, celref
 
+_MIXED = re.compile(r"relation_(eq|ne|lt|le|gt|ge|in)|no such overload: .* (!=|==) ")
 _HAS = re.compile(r"has\(([\w.]+)\)")
 
 
@@ -68,6 +69,8 @@ def departure(source: str, mine: tuple[str, Any], ref: tuple[str, Any], act: Map
         fixed = _HAS.sub(r"(has(\1) == true)", source)
         if same(mine, reference_outcome(fixed, act)):
             return "cel-python: has() gives a plain Python bool there, which `!` and `?:` reject"
+    if mine[0] == "value" and ref[0] == "error" and _MIXED.search(ref[1]):
+        return "cel-python: ==, !=, in and ordering across types are errors there (the spec: heterogeneous equality)"
     if mine[0] == "error" and ref[0] == "value" and "CELEvalError" in repr(ref[1]):
         return "cel-python: an error inside a list or map literal stays an element instead of the result"
     if ref[0] == "error" and "'str' object has no attribute" in ref[1]:

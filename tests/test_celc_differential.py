@@ -239,7 +239,8 @@ def test_every_shipped_rule_on_every_example_and_case_agrees() -> None:
         ("[1, 2][-1] == 2", ("error", None)),  # cel-python: wraps to the last element
         ("[0, 1].exists_one(x, 1 / x == 1)", ("error", None)),  # error propagates
         ("[0, 1].filter(x, 1 / x == 1) == [1]", ("error", None)),
-        ("true == 1", ("error", None)),  # cel-python: true (bool is an int there)
+        ("true == 1", ("value", False)),  # cel-python: true (bool is an int there)
+        ("1 == 1.0 && 1 < 1.5 && !(1 == 'a') && 'a' != null", ("value", True)),  # cel-python: errors
         ("1 && true", ("error", None)),  # cel-python: 1
         ("'a' in 'abc'", ("error", None)),  # cel-python: true (no such overload in CEL)
         ("'abc'[0] == 'a'", ("error", None)),  # cel-python: indexes strings

@@ -200,6 +200,8 @@ class Compiler:
             c = obj(a, s)
             i = index(a, s)
             if isinstance(c, list | tuple):
+                if type(i) is float and i.is_integer():  # the spec accepts 0.0 as an index
+                    i = int(i)
                 if type(i) is not int:
                     raise v.no_overload("_[_]", c, i)
                 if 0 <= i < len(c):
@@ -297,6 +299,8 @@ class Compiler:
         slot = scope.get(name)
         if slot is not None:
             return lambda a, s: s[slot]
+        if name in _TYPE_NAMES:
+            raise self.fail(f"the type value '{name}'", t)
 
         def var(a: Mapping[str, Any], s: list[Any]) -> Any:
             try:
@@ -361,6 +365,7 @@ def _unwrap(t: Any) -> Tree[Any] | None:
 
 
 _NOT_LITERAL: Any = object()
+_TYPE_NAMES = frozenset({"bool", "int", "uint", "double", "string", "bytes", "list", "map", "null_type", "type"})
 
 
 def _literal_value(t: Any, strict: bool = False) -> Any:
@@ -406,20 +411,14 @@ def _literal_str_list(t: Any) -> list[str] | None:
 
 def _eq_str(left: Node, lit: str, negate: bool) -> Node:
     def eq(a: Mapping[str, Any], s: list[Any]) -> Any:
-        x = left(a, s)
-        if type(x) is str:
-            return (x == lit) is not negate
-        raise v.no_overload("_==_", x, lit)
+        return (type(x := left(a, s)) is str and x == lit) is not negate
 
     return eq
 
 
 def _in_str_set(left: Node, items: frozenset[str]) -> Node:
     def in_(a: Mapping[str, Any], s: list[Any]) -> Any:
-        x = left(a, s)
-        if type(x) is str:
-            return x in items
-        raise v.no_overload("@in", x, "list")
+        return type(x := left(a, s)) is str and x in items
 
     return in_
 

@@ -150,6 +150,11 @@ def timestamp(text: Any) -> datetime.datetime:
     """``timestamp("2024-01-01T00:00:00Z")`` (RFC 3339)."""
     if type(text) is datetime.datetime:
         return text
+    if type(text) is int:  # seconds since the epoch
+        try:
+            return datetime.datetime.fromtimestamp(text, tz=datetime.UTC)
+        except (OverflowError, OSError, ValueError):
+            raise CelError("timestamp out of range") from None
     try:
         t = datetime.datetime.fromisoformat(_str(text, "timestamp"))
     except ValueError:
@@ -164,7 +169,7 @@ def to_int(v: Any) -> int:
     if t is int:
         return int(v)
     if t is float:
-        if v != v or not (INT_MIN <= v < 2.0**63):
+        if v != v or not (INT_MIN < v < 2.0**63):
             raise CelError("int() range error")
         return int(v)
     if t is str:
@@ -197,12 +202,19 @@ def to_string(v: Any) -> str:
         return "true" if v else "false"
     if t is int or t is float:
         return str(v)
+    if t is datetime.datetime:  # RFC 3339, UTC, fraction only when non-zero
+        text = v.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        frac = f".{v.microsecond:06d}".rstrip("0") if v.microsecond else ""
+        return f"{text}{frac}Z"
+    if t is datetime.timedelta:
+        secs = v.total_seconds()
+        return f"{int(secs)}s" if secs.is_integer() else f"{secs}s"
     raise no_overload("string", v)
 
 
 def _zone(tz: Any) -> datetime.tzinfo:
     name = _str(tz, "timestamp accessor")
-    m = re.fullmatch(r"([+-])(\d\d):(\d\d)", name)
+    m = re.fullmatch(r"([+-]?)(\d\d):(\d\d)", name)
     if m:
         offset = datetime.timedelta(hours=int(m.group(2)), minutes=int(m.group(3)))
         return datetime.timezone(-offset if m.group(1) == "-" else offset)
@@ -227,7 +239,7 @@ _DURATION_ACCESSORS: dict[str, Callable[[datetime.timedelta], int]] = {
     "getHours": lambda d: int(d.total_seconds() // 3600),
     "getMinutes": lambda d: int(d.total_seconds() // 60),
     "getSeconds": lambda d: int(d.total_seconds()),
-    "getMilliseconds": lambda d: int(d.total_seconds() * 1000),
+    "getMilliseconds": lambda d: d.microseconds // 1000,
 }
 
 _TIMESTAMP_ACCESSORS: dict[str, Callable[[datetime.datetime], int]] = {

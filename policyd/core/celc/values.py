@@ -104,16 +104,16 @@ def _kind(v: Any) -> type:
 
 
 def equals(a: Any, b: Any) -> bool:
-    """CEL ``==``: same type required (int, double and bool are distinct; mixing them, or
-    comparing with null, is an error as in cel-python); lists and maps compare deeply.
-    Raises CelError on mismatched types."""
+    """CEL ``==`` (heterogeneous equality, cel-spec langdef "Equality"): int and double
+    compare by numeric value; other values of different types are not equal (``x == null``
+    is false); lists and maps compare deeply. Never raises.
+
+    cel-python departs here: there, comparing different types is an error."""
     ta, tb = _kind(a), _kind(b)
     if ta is not tb:
-        raise no_overload("_==_", a, b)
+        return (ta is int or ta is float) and (tb is int or tb is float) and a == b
     if ta is list:
-        if len(a) != len(b):
-            return False
-        return all(equals(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(equals(x, y) for x, y in zip(a, b, strict=True))
     if ta is dict:
         if len(a) != len(b):
             return False
@@ -153,36 +153,27 @@ def map_get(m: Mapping[Any, Any], key: Any) -> Any:
 
 
 def contains_item(container: Any, item: Any) -> bool:
-    """CEL ``item in container`` for a list (by ``==``) or a map (its keys). A type mismatch
-    with some element is ignored when another element matches, else it is the error."""
+    """CEL ``item in container`` for a list (by ``==``) or a map (its keys)."""
     if isinstance(container, dict):
         if type(item) is str:
             return item in container
-        keys: Any = container.keys()
-    elif isinstance(container, list | tuple):
-        keys = container
-    else:
-        raise no_overload("@in", item, container)
-    error: CelError | None = None
-    for k in keys:
-        try:
-            if equals(item, k):
-                return True
-        except CelError as exc:
-            error = exc
-    if error is not None:
-        raise error
-    return False
+        return any(equals(item, k) for k in container)
+    if isinstance(container, list | tuple):
+        return any(equals(item, x) for x in container)
+    raise no_overload("@in", item, container)
 
 
 _ORDERED: frozenset[type] = frozenset({bool, int, float, str, datetime.datetime, datetime.timedelta})
 
 
 def compare(op: str, a: Any, b: Any) -> bool:
-    """CEL ``<``, ``<=``, ``>``, ``>=`` on two values of one ordered type."""
+    """CEL ``<``, ``<=``, ``>``, ``>=`` on two values of one ordered type, or int and
+    double (compared by exact numeric value, as the spec; an error in cel-python)."""
     t = type(a)
     if t is not type(b) or t not in _ORDERED:
-        raise no_overload(op, a, b)
+        if not ((t is int or t is float) and type(b) in (int, float)):
+            raise no_overload(op, a, b)
+        a, b = float(a), float(b)  # as cel-go: an int beyond 2**53 compares as its double
     if op == "_<_":
         return bool(a < b)
     if op == "_<=_":
