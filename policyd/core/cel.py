@@ -38,7 +38,7 @@ from celpy.celparser import CELParseError, CELParser
 from celpy.evaluation import TranspilerTree
 
 from policyd.core import celc
-from policyd.core.celc import Budget, BudgetExceeded, values
+from policyd.core.celc import Budget, BudgetExceeded, check, values
 
 __all__ = ["Budget", "BudgetExceeded", "CelCompileError", "CelEvalError", "Program", "bound", "compile_expr"]
 
@@ -188,6 +188,10 @@ def compile_expr(source: str) -> Program:
     only rules that changed. Raises CelCompileError (syntax, or a construct policyd's
     evaluator does not support)."""
     tree = parse(source)
+    problems = check.check(tree, None)  # unknown functions and wrong arities, with the closest name
+    if problems:
+        first = problems[0]
+        raise CelCompileError(first.message, first.line, first.column)
     try:
         compiled = celc.compile_tree(tree)
     except celc.Unsupported as exc:
@@ -195,6 +199,13 @@ def compile_expr(source: str) -> Program:
     except RecursionError as exc:
         raise CelCompileError("expression too deeply nested") from exc
     return Program(source, tree, compiled)
+
+
+def check_facts(program: Program, schema: Mapping[str, Any]) -> list[check.CheckError]:
+    """Every unknown variable, field, function or wrong arity in ``program`` against the
+    facts ``schema`` (see :mod:`policyd.core.facts_schema`), with positions and the closest
+    valid name."""
+    return check.check(program.tree, schema)
 
 
 # ---------------------------------------------------------------------------- values

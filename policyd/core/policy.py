@@ -29,6 +29,7 @@ from typing import Any
 
 from policyd.core import cel
 from policyd.core.facts import TOOL_FIELDS, Facts
+from policyd.core.facts_schema import FACTS_SCHEMA
 from policyd.core.model import TOOL_KINDS, Decision, PermissionOption, PermissionQuery, SessionInfo
 from policyd.core.remember import RememberConfig, parse_config
 
@@ -272,13 +273,19 @@ def _parse_rule(
 
     program: cel.Program | None = None
     if when:
+        when_line = _key_line(text, line, "when") if line else 0
+
+        def cel_error(message: str, at_line: int, column: int) -> LoadError:
+            at = when_line + max(at_line - 1, 0) if when_line else 0
+            col = f" (column {column})" if column else ""
+            return LoadError(path, at, rule_id, f"{message}{col} in when = {when!r}")
+
         try:
             program = cel.compile_expr(when)
         except cel.CelCompileError as exc:
-            when_line = _key_line(text, line, "when") if line else 0
-            at = when_line + max(exc.line - 1, 0) if when_line else 0
-            col = f" (column {exc.column})" if exc.column else ""
-            errors.append(LoadError(path, at, rule_id, f"{exc.message}{col} in when = {when!r}"))
+            errors.append(cel_error(exc.message, exc.line, exc.column))
+        if program is not None:
+            errors.extend(cel_error(e.message, e.line, e.column) for e in cel.check_facts(program, FACTS_SCHEMA))
     if errors or program is None:
         return None, errors
     rule = Rule(rule_id, description, kinds, when, program, decision, reason, path, line, _needs(when), remember)

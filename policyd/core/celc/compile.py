@@ -383,7 +383,7 @@ def _literal_value(t: Any, strict: bool = False) -> Any:
         n = -n if neg else n
         if not v.INT_MIN <= n <= v.INT_MAX:
             if strict:
-                raise Unsupported(f"integer literal {text} is outside int64", *_pos(tok))
+                raise Unsupported(f"integer literal {text} is outside int64 (CEL's int)", *_pos(tok))
             return _NOT_LITERAL
         return n
     if kind == "FLOAT_LIT":
@@ -397,7 +397,8 @@ def _literal_value(t: Any, strict: bool = False) -> Any:
     if kind == "NULL_LIT":
         return None
     if strict:
-        raise Unsupported(f"{kind.replace('_LIT', '').lower()} literal {text}", *_pos(tok))
+        what = kind.replace("_LIT", "").lower()
+        raise Unsupported(f"{what} literal {text} is not supported by policyd's CEL evaluator", *_pos(tok))
     return _NOT_LITERAL
 
 
