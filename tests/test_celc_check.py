@@ -51,7 +51,8 @@ def test_every_static_error_of_a_rule_is_reported() -> None:
 
 def test_dynamic_fields_are_not_checked() -> None:
     """raw_input is the agent's own map: any field may be asked for (absent -> has() false)."""
-    build_set([("/p/a.toml", HEADER + "\n[[rule]]\nid = 'r'\nwhen = 'has(tool.raw_input.anything)'\ndecision = 'ask'\n")])
+    text = HEADER + "\n[[rule]]\nid = 'r'\nwhen = 'has(tool.raw_input.anything)'\ndecision = 'ask'\n"
+    build_set([("/p/a.toml", text)])
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ that evaluates to a *different* answer is a failure: never a silent difference.
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ def _scenarios() -> list[tuple[str, str]]:
     for path in sorted(FEATURES.glob("*.feature")):
         text = path.read_text()
         starts = [m.start() for m in _SCENARIO.finditer(text)] + [len(text)]
-        for a, b in zip(starts, starts[1:], strict=False):
+        for a, b in itertools.pairwise(starts):
             block = text[a:b]
             out.append((f"{path.stem}:{_SCENARIO.match(block).group(1).strip()}", block))  # type: ignore[union-attr]
     return out

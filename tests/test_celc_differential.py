@@ -156,8 +156,8 @@ facts_strategy = st.fixed_dictionaries(
         "xs": st.lists(st.sampled_from(WORDS), max_size=4),
         "ns": st.lists(st.integers(-3, 3), max_size=4),
         "m": st.fixed_dictionaries(
-            {"name": st.sampled_from(WORDS), "depth": st.integers(0, 3), "args": st.lists(st.sampled_from(WORDS), max_size=3),
-             "ok": st.booleans()}
+            {"name": st.sampled_from(WORDS), "depth": st.integers(0, 3),
+             "args": st.lists(st.sampled_from(WORDS), max_size=3), "ok": st.booleans()}
         ),
     }
 )

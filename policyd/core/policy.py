@@ -131,14 +131,15 @@ class RuleOutcome:
     error: str = ""
 
 
-def rule_outcome(rule: Rule, activation: Mapping[str, Any]) -> RuleOutcome:
+def rule_outcome(rule: Rule, activation: Mapping[str, Any], budget: cel.Budget | None = None) -> RuleOutcome:
     """Evaluate ``rule`` (its kinds filter already passed).
 
     An evaluation error fails toward safety: a deny or ask rule counts as matched, an allow
-    rule as not matched; ``error`` carries the message either way.
+    rule as not matched; ``error`` carries the message either way. Running out of
+    ``budget`` raises cel.BudgetExceeded (the caller answers ask).
     """
     try:
-        return RuleOutcome(rule.program.evaluate_bool(activation))
+        return RuleOutcome(rule.program.evaluate_bool(activation, budget))
     except cel.CelEvalError as exc:
         return RuleOutcome(rule.decision is not Decision.ALLOW, str(exc))
 

@@ -64,6 +64,11 @@ class Budget:
         self.spent_steps = 0
         self.left = self.CHECK_EVERY
 
+    def check(self) -> None:
+        """Raise BudgetExceeded when the deadline has passed (called between rules)."""
+        if self.clock is not None and self.deadline is not None and self.clock() > self.deadline:
+            raise BudgetExceeded("evaluation time budget exceeded")
+
     def refill(self) -> None:
         """Called when ``left`` reaches 0: raise BudgetExceeded or grant more steps."""
         self.spent_steps += self.CHECK_EVERY
