@@ -30,15 +30,12 @@ import datetime
 import functools
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from celpy.celparser import CELParseError, CELParser
-from celpy.evaluation import TranspilerTree
-
 from policyd.core import celc
-from policyd.core.celc import Budget, BudgetExceeded, check, values
+from policyd.core.celc import Budget, BudgetExceeded, check, trees, values
 
 __all__ = ["Budget", "BudgetExceeded", "CelCompileError", "CelEvalError", "Program", "bound", "compile_expr"]
 
@@ -73,10 +70,20 @@ class CelEvalError(RuntimeError):
     """Evaluation failed, or the result was not a bool."""
 
 
+#: Called once before cel-python's parser is first built: the I/O layer installs a cached
+#: build there (policyd.celcache.install_parser); core itself reads no files.
+before_parser_build: Callable[[], object] | None = None
+
+
 @functools.cache
-def _parser() -> CELParser:
+def _parser() -> Any:
+    from celpy.celparser import CELParser  # imported only when something must be parsed
+    from celpy.evaluation import TranspilerTree
+
     # cel-python's parser is a process-wide singleton whose tree class must be the one its
     # CompiledRunner needs (the reference evaluator shares it): TranspilerTree.
+    if before_parser_build is not None:
+        before_parser_build()
     return CELParser(tree_class=TranspilerTree)
 
 
@@ -157,16 +164,52 @@ def _nesting(source: str) -> int:
 _LINE_COL = re.compile(r"line (\d+)(?:, column (\d+)|:(\d+))?", re.IGNORECASE)
 
 
+#: Parse trees given by the I/O layer from its cache (source -> tree data), see preload_trees.
+_PRELOADED: dict[str, Any] = {}
+#: Trees this process parsed itself (source -> tree data), for the I/O layer to cache.
+_PARSED: dict[str, Any] = {}
+_MAX_TREES = 8192
+
+
+def preload_trees(trees: Mapping[str, Any]) -> None:
+    """Trees (as :mod:`policyd.core.celc.trees` data) parsed earlier by this very code, for
+    these exact sources; a malformed entry is ignored (parsed again)."""
+    if len(_PRELOADED) + len(trees) > _MAX_TREES:
+        _PRELOADED.clear()
+    _PRELOADED.update(trees)
+
+
+def parsed_trees() -> dict[str, Any]:
+    """The trees this process parsed (source -> data), for caching by the I/O layer."""
+    return dict(_PARSED)
+
+
 def parse(source: str) -> Any:
     """cel-python's parse tree of ``source``; raises CelCompileError with its message."""
+    cached = _PRELOADED.get(source)
+    if cached is not None:
+        try:
+            return trees.from_data(cached)
+        except (ValueError, TypeError, KeyError):
+            _PRELOADED.pop(source, None)
+    tree = _parse(source)
+    if len(_PARSED) < _MAX_TREES:
+        _PARSED[source] = trees.to_data(tree)
+    return tree
+
+
+def _parse(source: str) -> Any:
     if not source.strip():
         raise CelCompileError("empty expression")
     nesting = _nesting(source)
     if nesting > MAX_EXPR_NESTING:
         raise CelCompileError(f"expression nests {nesting} levels; the limit is {MAX_EXPR_NESTING}")
+    parser = _parser()
+    from celpy.celparser import CELParseError
+
     try:
         with _LOCK:
-            return _parser().parse(source)
+            return parser.parse(source)
     except CELParseError as exc:
         line = getattr(exc, "line", None) or 0
         column = getattr(exc, "column", None) or 0

@@ -96,7 +96,7 @@ class Checker:
             return base[0] if isinstance(base, list) else ANY
         if rule == "literal":
             tok = kids[0]
-            return {"STRING_LIT": "string", "MLSTRING_LIT": "string", "INT_LIT": "int", "BOOL_LIT": "bool"}.get(
+            return {"STRING_LIT": "string", "MLSTRING_LIT": "string", "DECODED_STRING": "string", "INT_LIT": "int", "BOOL_LIT": "bool"}.get(
                 tok.type, ANY)
         for k in kids:
             self.visit(k, scope)

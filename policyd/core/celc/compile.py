@@ -22,6 +22,7 @@ from lark import Token, Tree
 
 from policyd.core.celc import functions as fns
 from policyd.core.celc import values as v
+from policyd.core.celc.trees import DECODED_STRING
 from policyd.core.celc.values import CelError
 
 Node = Callable[[Mapping[str, Any], list[Any]], Any]
@@ -388,6 +389,8 @@ def _literal_value(t: Any, strict: bool = False) -> Any:
         return n
     if kind == "FLOAT_LIT":
         return float(text)
+    if kind == DECODED_STRING:
+        return text
     if kind in ("STRING_LIT", "MLSTRING_LIT"):
         from celpy.evaluation import celstr  # cel-python's own escape rules
 
