@@ -10,11 +10,17 @@ Lifecycle (the invariants are the relay's; this module only moves bytes):
   code (128 + N when the agent died of signal N). SIGTERM/SIGINT to policyd are passed to
   the agent.
 - A spawn failure exits 127 (command not found) or 126 (not executable), like a shell.
+- Start-up is hidden behind the agent's: the agent is spawned first and ``startup`` (the
+  policy load, on a thread) runs concurrently; everything relays at once, a permission
+  request waits for the load (the decider awaits it). A load that fails stops the agent
+  (SIGTERM, then SIGKILL after ``kill_grace_s``) and the proxy exits 2
+  (:data:`LOAD_FAILED`); the caller reports every error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import inspect
 import os
@@ -24,11 +30,16 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policyd import logs
 from policyd.core.relay import Action, Consult, Log, Relay, RememberChoice, Resolution, SendToAgent, SendToClient
-from policyd.reload import Reloader
+
+if TYPE_CHECKING:
+    from policyd.reload import Reloader
+
+#: Exit code when the policy failed to load (the agent was stopped).
+LOAD_FAILED = 2
 
 #: Bytes per read from either side.
 READ_CHUNK = 256 * 1024
@@ -156,6 +167,11 @@ class Proxy:
         self.stdout = _Stdout()
         self._agent_broken = False
         self._background: set[asyncio.Task[bool]] = set()
+        #: Started right after the spawn; its result is the Reloader (or None), its
+        #: exception a failed load (see the module doc).
+        self.startup: Callable[[], concurrent.futures.Future[Reloader | None]] | None = None
+        self.startup_error: BaseException | None = None
+        self._reload_task: asyncio.Task[None] | None = None
 
     async def run(self) -> int:
         log = logs.get()
@@ -174,31 +190,67 @@ class Proxy:
             log.error("agent.spawn_failed", argv=self.argv, error="permission denied")
             return 126
         log.info("agent.started", argv=self.argv, pid=self.proc.pid)
+        loading = self.startup() if self.startup is not None else None
         await self.stdout.open()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._forward_signal, sig)
-        reload_task = None
-        if self.reloader is not None:
-            reload_task = asyncio.create_task(self.reloader.run())
-            loop.add_signal_handler(signal.SIGHUP, self._sighup)
+        self._start_reloader()
         client_task = asyncio.create_task(self._client_to_agent())
         agent_task = asyncio.create_task(self._agent_to_client())
-        await agent_task  # agent closed its stdout (exited, normally)
+        startup_task = None
+        if loading is not None:
+            startup_task = asyncio.create_task(self._finish_startup(loading, (agent_task, client_task)))
+        try:
+            await agent_task  # agent closed its stdout (exited, normally)
+        except asyncio.CancelledError:
+            if self.startup_error is None:
+                raise
         code = await self.proc.wait()
         client_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await client_task
-        if self.reloader is not None and reload_task is not None:
+        if startup_task is not None:
+            startup_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await startup_task
+        if self.reloader is not None and self._reload_task is not None:
             loop.remove_signal_handler(signal.SIGHUP)
             self.reloader.stop()
-            await reload_task
+            await self._reload_task
         await self.stdout.close()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
         exit_code = 128 - code if code < 0 else code
         log.info("agent.exited", code=exit_code)
-        return exit_code
+        return LOAD_FAILED if self.startup_error is not None else exit_code
+
+    def _start_reloader(self) -> None:
+        if self.reloader is not None and self._reload_task is None:
+            self._reload_task = asyncio.create_task(self.reloader.run())
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._sighup)
+
+    async def _finish_startup(
+        self, loading: concurrent.futures.Future[Reloader | None], tasks: tuple[asyncio.Task[None], ...]
+    ) -> None:
+        """Await the concurrent load: start the reloader, or stop the agent when it failed."""
+        try:
+            # shielded: cancelling this wait must not cancel the load the decider also awaits
+            self.reloader = await asyncio.shield(asyncio.wrap_future(loading))
+        except Exception as exc:
+            self.startup_error = exc
+            logs.get().error("agent.stopped", reason="the policy did not load")
+            assert self.proc is not None
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.send_signal(sig)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(self.proc.wait()), self.kill_grace_s)
+                    break
+            for task in tasks:
+                task.cancel()
+            return
+        self._start_reloader()
 
     def _sighup(self) -> None:
         assert self.reloader is not None
@@ -304,11 +356,14 @@ def run_proxy(
     reloader: Reloader | None = None,
     on_remember: Rememberer | None = None,
     local_decision_log: bool = True,
+    startup: Callable[[], concurrent.futures.Future[Reloader | None]] | None = None,
 ) -> int:
-    """Run the proxy until the agent exits; returns the exit code for policyd."""
+    """Run the proxy until the agent exits; returns the exit code for policyd
+    (:data:`LOAD_FAILED` when ``startup`` failed)."""
     proxy = Proxy(argv, relay, decide, kill_grace_s, reloader)
     proxy.on_remember = on_remember
     proxy.local_decision_log = local_decision_log
+    proxy.startup = startup
     return asyncio.run(proxy.run())
 
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-from pydantic_settings import SettingsError
+from policyd import __version__
 
-from policyd import __version__, logs
-from policyd.cli.common import USAGE_ERROR
-from policyd.settings import Settings, load_settings
+if TYPE_CHECKING:
+    from policyd.settings import Settings
+
+#: Exit code for usage errors (policyd.cli.common.USAGE_ERROR; not imported: --help stays light).
+USAGE_ERROR = 2
 
 
 def _policy_args(p: argparse.ArgumentParser) -> None:
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    from policyd.settings import load_settings
     def flag(name: str) -> Any:
         return getattr(args, name, None)
 
@@ -129,7 +131,12 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)  # --help and usage errors exit here, before heavy imports
+    from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
+    from policyd import logs
+
     if args.command == "demo":
         from policyd.cli.demo import run_demo
 
@@ -141,11 +148,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValidationError, SettingsError, FileNotFoundError, OSError) as exc:
         print(f"policyd: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    from policyd.cli import admin, evaluate, run
+    from policyd.cli import run  # light: the proxy imports the engine only when it embeds it
+
+    if args.command == "proxy":
+        return run.proxy(settings, args.agent, args.policy, args.config)
+    from policyd.cli import admin, evaluate
 
     match args.command:
-        case "proxy":
-            return run.proxy(settings, args.agent, args.policy, args.config)
         case "serve":
             return run.serve(settings, args.socket, args.policy, args.config)
         case "check":

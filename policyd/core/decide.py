@@ -25,12 +25,13 @@ Rules this module owns:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from policyd.core import cel
-from policyd.core.facts import Facts
 from policyd.core.model import Decision, PermissionOption, RuleMatch, Verdict
-from policyd.core.policy import PolicySet, rule_outcome
+
+if TYPE_CHECKING:  # imported in decide(): core.relay needs only choose_outcome, without CEL
+    from policyd.core.facts import Facts
+    from policyd.core.policy import PolicySet
 
 _PREFERENCE: dict[Decision, tuple[str, ...]] = {
     Decision.ALLOW: ("allow_once", "allow_always"),
@@ -44,6 +45,9 @@ def decide(
     """Evaluate ``policy`` on ``facts``; never raises for rule errors (they fail safe).
     ``budget_s`` seconds on ``clock`` (both or neither) bound the rule evaluation, counted
     from when the facts are ready (analysing them is not evaluation)."""
+    from policyd.core import cel
+    from policyd.core.policy import rule_outcome
+
     kind = facts.kind
     applicable = [r for r in policy.rules if r.applies_to(kind)]
     matches: list[RuleMatch] = []

@@ -61,6 +61,8 @@ def _hint(name: str, candidates: list[str]) -> str:
     return f"; did you mean {best!r}?" if best else ""
 
 
+_LITERAL_TYPES = {"STRING_LIT": "string", "MLSTRING_LIT": "string", "DECODED_STRING": "string", "INT_LIT": "int",
+                  "BOOL_LIT": "bool"}
 _WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication",
                        "unary", "member", "primary", "paren_expr"})
 
@@ -96,8 +98,7 @@ class Checker:
             return base[0] if isinstance(base, list) else ANY
         if rule == "literal":
             tok = kids[0]
-            return {"STRING_LIT": "string", "MLSTRING_LIT": "string", "DECODED_STRING": "string", "INT_LIT": "int", "BOOL_LIT": "bool"}.get(
-                tok.type, ANY)
+            return _LITERAL_TYPES.get(tok.type, ANY)
         for k in kids:
             self.visit(k, scope)
         if rule in ("conditionalor", "conditionaland", "relation"):
