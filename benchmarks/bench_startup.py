@@ -169,7 +169,8 @@ def main() -> int:
     for name, v in times.items():
         v.sort()
         print(f"  {name:<24}{statistics.median(v):>11.1f}{pct(v, 90):>9.1f}{v[0]:>9.1f}{v[-1]:>9.1f}")
-    for direct, proxied, target in (("direct", "policyd proxy", 250), ("direct (600 ms agent)", "proxy (600 ms agent)", 50)):
+    pairs = (("direct", "policyd proxy", 250), ("direct (600 ms agent)", "proxy (600 ms agent)", 50))
+    for direct, proxied, target in pairs:
         added = statistics.median(times[proxied]) - statistics.median(times[direct])
         added90 = pct(times[proxied], 90) - pct(times[direct], 90)
         print(f"  added by policyd ({proxied}): median +{added:.1f} ms, p90 +{added90:.1f} ms; "
