@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from policyd.core import cel
+from policyd.core.celc.check import normalise
 from policyd.core.facts import Facts
-from policyd.core.facts_schema import FACTS_SCHEMA
-from policyd.core.policy import PolicyError, build_set, example_query
+from policyd.core.policy import FACTS_SCHEMA, PolicyError, build_set, example_query
 
 HEADER = '[policy]\nname = "t"\ndefault = "ask"\n'
 
@@ -92,7 +92,13 @@ def _shape(value: Any, schema: Any, path: str) -> list[str]:
 )
 def test_facts_schema_is_what_facts_produce(example: dict[str, Any]) -> None:
     act = Facts(example_query(example)).activation()
-    assert [] == _shape(act, FACTS_SCHEMA, "")
+    assert [] == _shape(act, normalise(FACTS_SCHEMA), "")
+
+
+def test_both_schema_spellings_normalise_alike() -> None:
+    a = {"tool": {"paths": "list(string)", "commands": {"list": {"name": "string"}}}, "now": "timestamp"}
+    b = {"tool": {"paths": ["string"], "commands": [{"name": "string"}]}, "now": "timestamp"}
+    assert normalise(b) == normalise(a)
 
 
 def test_checker_without_schema_checks_functions_only() -> None:

@@ -7,8 +7,9 @@ column and the closest valid name. Types are followed loosely: through records, 
 comprehension variables and the results of known functions; anything dynamic
 (``tool.raw_input``, an index into an open map, a ``?:`` of two types) is not checked further.
 
-The schema format is :mod:`policyd.core.facts_schema`'s (dict = record, one-element list =
-list, ``"map"`` = open map, other strings = scalars). ``schema=None`` checks functions only.
+The schema is data (:func:`normalise` accepts both spellings in use): a dict is a record of
+field -> type; a list is ``["T"]`` or ``"list(T)"`` or ``{"list": T}``; ``"map"`` is an open
+map; other strings are scalars. ``schema=None`` checks functions only.
 """
 
 from __future__ import annotations
@@ -167,8 +168,29 @@ def _ident_name(t: Any) -> str | None:
     return None
 
 
+def normalise(t: Any) -> Any:
+    """A schema type in either spelling -> records as dicts, lists as one-element lists."""
+    if isinstance(t, str):
+        return [normalise(t[5:-1])] if t.startswith("list(") and t.endswith(")") else t
+    if isinstance(t, list | tuple):
+        return [normalise(t[0])] if t else [ANY]
+    if isinstance(t, Mapping):
+        if set(t) == {"list"}:
+            return [normalise(t["list"])]
+        return {k: normalise(v) for k, v in t.items()}
+    return ANY
+
+
+_NORMALISED: dict[int, tuple[Any, Any]] = {}
+
+
 def check(tree: Tree[Any], schema: Mapping[str, Any] | None) -> list[CheckError]:
     """Every problem found in ``tree`` (cel-python's parse tree), in source order."""
+    if schema is not None:
+        known = _NORMALISED.get(id(schema))
+        if known is None or known[0] is not schema:
+            known = _NORMALISED[id(schema)] = (schema, normalise(schema))
+        schema = known[1]
     c = Checker(schema)
     c.visit(tree, {})
     return sorted(c.errors, key=lambda e: (e.line, e.column))
