@@ -149,6 +149,7 @@ def build_checked(sources: list[tuple[str, str]]) -> PolicySet:
     finally:
         if not trees:
             celcache.save_trees(key, cel.parsed_trees())
+        cel.release_trees()
 
 
 def _build_once(sources: list[tuple[str, str]], key: str) -> PolicySet:

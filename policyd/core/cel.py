@@ -92,11 +92,10 @@ def _parser() -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Program:
-    """A compiled CEL expression; ``source`` is the text it came from, ``tree`` cel-python's
-    parse tree (for the static checker and the reference evaluator)."""
+    """A compiled CEL expression; ``source`` is the text it came from (the parse tree is not
+    kept: memory per rule is the closures only)."""
 
     source: str
-    tree: Any
     compiled: celc.Compiled
 
     def evaluate(self, activation: Mapping[str, Any], budget: Budget | None = None) -> Any:
@@ -186,7 +185,7 @@ def parsed_trees() -> dict[str, Any]:
 
 def parse(source: str) -> Any:
     """cel-python's parse tree of ``source``; raises CelCompileError with its message."""
-    cached = _PRELOADED.get(source)
+    cached = _PRELOADED.get(source) or _PARSED.get(source)
     if cached is not None:
         try:
             return trees.from_data(cached)
@@ -241,14 +240,30 @@ def compile_expr(source: str) -> Program:
         raise CelCompileError(exc.message, exc.line, exc.column) from None
     except RecursionError as exc:
         raise CelCompileError("expression too deeply nested") from exc
-    return Program(source, tree, compiled)
+    return Program(source, compiled)
 
 
 def check_facts(program: Program, schema: Mapping[str, Any]) -> list[check.CheckError]:
     """Every unknown variable, field, function or wrong arity in ``program`` against the
     facts ``schema`` (see :mod:`policyd.core.facts_schema`), with positions and the closest
     valid name."""
-    return check.check(program.tree, schema)
+    key = (program.source, id(schema))
+    found = _CHECKED.get(key)
+    if found is None or found[0] is not schema:  # a reload re-checks only rules that changed
+        if len(_CHECKED) >= _MAX_TREES:
+            _CHECKED.clear()
+        found = _CHECKED[key] = (schema, check.check(parse(program.source), schema))
+    return list(found[1])
+
+
+_CHECKED: dict[tuple[str, int], tuple[Mapping[str, Any], list[check.CheckError]]] = {}
+
+
+def release_trees() -> None:
+    """Forget the parse trees kept for the checker and the I/O layer's cache (call once a
+    set is loaded and its trees saved): they are not needed to evaluate."""
+    _PRELOADED.clear()
+    _PARSED.clear()
 
 
 # ---------------------------------------------------------------------------- values
