@@ -554,15 +554,15 @@ def test_agent_starts_and_relays_while_the_policy_loads_then_a_failed_load_stops
     assert agent.started()
 
 
-def test_missing_policy_file_exits_2_without_agent(tmp_path: Path) -> None:
-    """A --policy path that does not exist: exit 2, named on stderr, agent never started."""
+def test_missing_policy_file_exits_2(tmp_path: Path) -> None:
+    """A --policy path that does not exist: exit 2, named on stderr (the agent, spawned while
+    the policy loads, is stopped or has exited)."""
     agent = write_agent(tmp_path, [["exit", 0]])
     missing = tmp_path / "missing.toml"
     done = subprocess.run(proxy_argv(["--policy", str(missing)], agent.argv), input=b"", capture_output=True,
                           env=policyd_env(tmp_path), timeout=30, check=False)
     assert 2 == done.returncode
     assert f"policyd: {missing}: policy path does not exist" in done.stderr.decode()
-    assert not agent.started()
 
 
 def test_missing_agent_command_is_usage_error(tmp_path: Path) -> None:
