@@ -12,7 +12,8 @@ kinds prefilter, rules):
 - memory per compiled rule (tracemalloc over building 1,000 rules).
 
 The facts alone (shell analysis, paths with symlinks resolved, activation) are timed too
-(``facts50``): the decision minus the facts is the rule evaluation, the CEL evaluator's share. Run: ``python benchmarks/bench_decide.py`` (~1-2 minutes).
+(``facts50``): the decision minus the facts is the rule evaluation, the CEL evaluator's share.
+Run: ``python benchmarks/bench_decide.py`` (~3 minutes).
 """
 
 from __future__ import annotations
