@@ -1,13 +1,16 @@
 """Start-up cost of ``policyd proxy``: spawn -> the agent's ``initialize`` answer at the client.
 
-The agent is ``python -m policyd.demo_agent``; it is run directly and behind
-``policyd proxy -- ...`` (the shipped policies embedded in the package: baseline + ci, as
-with no --policy and an empty search path). The client writes ``initialize`` right after
+Two agents, each run directly and behind ``policyd proxy -- ...`` (the shipped policies
+embedded in the package, as with no --policy and an empty search path): ``python -m
+policyd.demo_agent`` (starts at once) and the same after sleeping 600 ms (an agent with a
+real start-up). The policy loads on a thread while the agent starts, so policyd adds only
+its own interpreter and relay start-up. The client writes ``initialize`` right after
 spawning and stops the clock when the response line arrives. 15 runs each (after 2 warm-up
-runs each), interleaved; median and p90, and the added time. Target: added <= 250 ms.
+runs, which also warm the caches in a private XDG_CACHE_HOME), interleaved. Targets: added
+<= 250 ms (instant agent), <= 50 ms (agent of >= 500 ms); ``policyd --help`` <= 150 ms.
 
-For attribution, ``policyd --version`` (interpreter + CLI imports) and ``policyd check``
-(+ settings, loading and compiling the policy set with its inline examples) are timed too.
+For attribution: ``python -c pass``, ``policyd --help``, ``policyd check`` and a probe
+timing the loader import and the load of the shipped set (warm caches).
 
 Run: ``python benchmarks/bench_startup.py`` (~40 s on an idle 2-core machine).
 """
@@ -99,37 +102,16 @@ def one_run(argv: list[str], env: dict[str, str], stderr_path: Path) -> float:
 
 
 PROBE = r"""
-import json, time
+import json, sys, time
 c = time.perf_counter
-t = [c()]
-import celpy, celpy.evaluation                      # cel-python + lark + its deps
-t.append(c())
-import policyd.core.cel                             # builds the process-wide celpy.Environment (Lark parser)
-t.append(c())
-import pydantic, pydantic_settings                  # settings
-t.append(c())
-import policyd.core.shell                           # tree-sitter-bash parser + tables
-t.append(c())
-import policyd.cli, policyd.engine, policyd.proxy   # the rest of what 'policyd proxy' imports
-t.append(c())
+t0 = c()
 from policyd import loader
-from policyd.core import cel, policy
-acc = {"compile": 0.0, "examples": 0.0}
-_compile, _examples = cel.compile_expr, policy._check_examples
-def compile_expr(src):
-    t0 = c(); r = _compile(src); acc["compile"] += c() - t0; return r
-def check_examples(*a):
-    t0 = c(); r = _examples(*a); acc["examples"] += c() - t0; return r
-policy.cel.compile_expr, policy._check_examples = compile_expr, check_examples
-srcs = loader.embedded_sources()
-t0 = c(); loaded = policy.build_set(srcs); t.append(c())
-d = [round((b - a) * 1000, 1) for a, b in zip(t, t[1:])]
-print(json.dumps({"import celpy (+lark)": d[0], "celpy.Environment (policyd.core.cel)": d[1],
-                  "import pydantic + pydantic_settings": d[2], "import policyd.core.shell": d[3],
-                  "import rest of policyd proxy": d[4],
-                  "build_set (shipped, %d rules)" % len(loaded.rules): round((t[-1] - t0) * 1000, 1),
-                  "  of which CEL compile": round(acc["compile"] * 1000, 1),
-                  "  of which inline examples": round(acc["examples"] * 1000, 1)}))
+t1 = c()
+loaded = loader.load([], [])
+t2 = c()
+print(json.dumps({"import loader (core, facts, compiler)": round((t1 - t0) * 1000, 1),
+                  "load shipped set (%d rules)" % len(loaded.policy.rules): round((t2 - t1) * 1000, 1),
+                  "cel-python imported": int("celpy" in sys.modules)}))
 """
 
 
@@ -150,8 +132,12 @@ def main() -> int:
         env["POLICYD_SEARCH_PATH"] = "[]"
         env["XDG_CONFIG_HOME"] = str(tmp / "xdg")
         env.pop("POLICYD_CONFIG", None)
+        env["XDG_CACHE_HOME"] = str(tmp / "cache")
         agent = [sys.executable, "-m", "policyd.demo_agent"]
-        variants = {"direct": agent, "policyd proxy": [*policyd_cmd(), "proxy", "--", *agent]}
+        slow = [sys.executable, "-c", "import runpy, time; time.sleep(0.6); "
+                "runpy.run_module('policyd.demo_agent', run_name='__main__')"]
+        variants = {"direct": agent, "policyd proxy": [*policyd_cmd(), "proxy", "--", *agent],
+                    "direct (600 ms agent)": slow, "proxy (600 ms agent)": [*policyd_cmd(), "proxy", "--", *slow]}
         times: dict[str, list[float]] = {k: [] for k in variants}
         for i in range(WARMUP + RUNS):
             for name, argv in variants.items():
@@ -160,7 +146,7 @@ def main() -> int:
                     times[name].append(ms)
         breakdown = {
             "python -c pass": [sys.executable, "-c", "pass"],
-            "policyd --version": [*policyd_cmd(), "--version"],
+            "policyd --help": [*policyd_cmd(), "--help"],
             "policyd check": [*policyd_cmd(), "check"],
         }
         btimes: dict[str, list[float]] = {k: [] for k in breakdown}
@@ -179,20 +165,21 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
     print(f"\nspawn -> initialize response at the client ({RUNS} runs each after {WARMUP} warm-up, interleaved)")
-    print(f"  {'path':<18}{'median ms':>11}{'p90 ms':>9}{'min ms':>9}{'max ms':>9}")
+    print(f"  {'path':<24}{'median ms':>11}{'p90 ms':>9}{'min ms':>9}{'max ms':>9}")
     for name, v in times.items():
         v.sort()
-        print(f"  {name:<18}{statistics.median(v):>11.1f}{pct(v, 90):>9.1f}{v[0]:>9.1f}{v[-1]:>9.1f}")
-    added = statistics.median(times["policyd proxy"]) - statistics.median(times["direct"])
-    added90 = pct(times["policyd proxy"], 90) - pct(times["direct"], 90)
-    print(
-        f"  added by policyd: median +{added:.1f} ms, p90 +{added90:.1f} ms "
-        f"(x{statistics.median(times['policyd proxy']) / statistics.median(times['direct']):.1f})"
-    )
-    print(f"  target added <= 250 ms: {'MET' if added <= 250 else 'MISSED'}")
+        print(f"  {name:<24}{statistics.median(v):>11.1f}{pct(v, 90):>9.1f}{v[0]:>9.1f}{v[-1]:>9.1f}")
+    pairs = (("direct", "policyd proxy", 250), ("direct (600 ms agent)", "proxy (600 ms agent)", 50))
+    for direct, proxied, target in pairs:
+        added = statistics.median(times[proxied]) - statistics.median(times[direct])
+        added90 = pct(times[proxied], 90) - pct(times[direct], 90)
+        print(f"  added by policyd ({proxied}): median +{added:.1f} ms, p90 +{added90:.1f} ms; "
+              f"target <= {target} ms: {'MET' if added <= target else 'MISSED'}")
     print(f"\nattribution (whole process run to exit, {BREAKDOWN_RUNS} runs each, median ms)")
     for name, v in btimes.items():
         print(f"  {name:<20}{statistics.median(v):>8.1f}")
+    helps = btimes["policyd --help"]
+    print(f"  target policyd --help <= 150 ms: {'MET' if statistics.median(helps) <= 150 else 'MISSED'}")
     print(f"in-process probe (a fresh interpreter, {BREAKDOWN_RUNS} runs, median ms; imports in this order)")
     for key in probes[0]:
         print(f"  {key:<40}{statistics.median(p[key] for p in probes):>8.1f}")

@@ -28,6 +28,8 @@ from policyd.memory import Memory
 
 #: Characters of a command kept in a decision-log line.
 LOG_COMMAND_CHARS = 2000
+#: Time one decision's rule evaluation may take before it answers ask (seconds).
+EVAL_BUDGET_S = 0.1
 
 
 def realpath(path: str) -> str:
@@ -47,7 +49,8 @@ class Engine:
     and, when ``memory`` is set, the remembered choices (precedence: ``core.remember``)."""
 
     def __init__(
-        self, policy: PolicySet, memory: Memory | None = None, redact: bool = False, shadow: PolicySet | None = None
+        self, policy: PolicySet, memory: Memory | None = None, redact: bool = False, shadow: PolicySet | None = None,
+        eval_budget_s: float = EVAL_BUDGET_S,
     ) -> None:
         self.policy = policy
         self.memory = memory
@@ -55,6 +58,8 @@ class Engine:
         self.redact = redact
         #: A draft evaluated beside the policy in force, logged only (``--shadow-policy``).
         self.shadow = shadow
+        #: Seconds one decision's rule evaluation may take before it answers ask.
+        self.eval_budget_s = eval_budget_s
 
     def evaluate(self, query: PermissionQuery, policy: PolicySet | None = None) -> tuple[Verdict, Facts, int]:
         """Verdict, the facts it used, and the evaluation time in microseconds, under
@@ -62,7 +67,7 @@ class Engine:
         policy = policy or self.policy
         start = time.perf_counter_ns()
         facts = Facts(query, realpath=realpath)
-        verdict = decide(policy, facts)
+        verdict = decide(policy, facts, self.eval_budget_s, time.perf_counter)
         return verdict, facts, (time.perf_counter_ns() - start) // 1000
 
     def decide(self, query: PermissionQuery) -> Resolution:

@@ -18,7 +18,11 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from policyd import celcache
+from policyd.core import cel
 from policyd.core.policy import LoadError, PolicyError, PolicySet, build_set
+
+cel.before_parser_build = celcache.install_parser
 
 #: Largest policy file read (a policy is text written by people; bigger is a mistake).
 MAX_POLICY_FILE_BYTES = 4 * 1024 * 1024
@@ -111,6 +115,7 @@ def _code_fingerprint() -> str:
     global _FINGERPRINT
     if _FINGERPRINT is None:
         digest = hashlib.sha256(importlib.metadata.version("cel-python").encode())
+        digest.update(importlib.metadata.version("lark").encode())
         for path in sorted(Path(__file__).parent.rglob("*.py")):
             digest.update(path.read_bytes())
         _FINGERPRINT = digest.hexdigest()
@@ -137,6 +142,17 @@ def build_checked(sources: list[tuple[str, str]]) -> PolicySet:
     for path, text in sources:
         digest.update(path.encode() + b"\0" + text.encode() + b"\0")
     key = digest.hexdigest()
+    trees = celcache.load_trees(key)
+    cel.preload_trees(trees)
+    try:
+        return _build_once(sources, key)
+    finally:
+        if not trees:
+            celcache.save_trees(key, cel.parsed_trees())
+        cel.release_trees()
+
+
+def _build_once(sources: list[tuple[str, str]], key: str) -> PolicySet:
     cache = _validated_path()
     try:
         known = cache.read_text().split()

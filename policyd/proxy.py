@@ -18,11 +18,18 @@ Lifecycle (the invariants are the relay's; this module only moves bytes):
   daemon, SIGHUP is logged and ignored (the daemon owns the policy).
 - A fault in either pump (a bug) is logged and stops the agent: the proxy exits, never hangs.
 - A spawn failure exits 127 (command not found) or 126 (not executable), like a shell.
+- Start-up is hidden behind the agent's: the agent is spawned first and ``startup`` (the
+  policy load, on a thread) runs concurrently; the client's lines reach the agent at once,
+  the agent's lines wait for the load (a session answer is governed by ``[modes]``, a
+  permission request by the rules). A load that fails stops the agent
+  (SIGTERM, then SIGKILL after ``kill_grace_s``) and the proxy exits 2
+  (:data:`LOAD_FAILED`); the caller reports every error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import inspect
 import os
@@ -32,11 +39,16 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policyd import logs
 from policyd.core.relay import Action, Consult, Log, Relay, RememberChoice, Resolution, SendToAgent, SendToClient
-from policyd.reload import Reloader
+
+if TYPE_CHECKING:
+    from policyd.reload import Reloader
+
+#: Exit code when the policy failed to load (the agent was stopped).
+LOAD_FAILED = 2
 
 #: Bytes per read from either side.
 READ_CHUNK = 256 * 1024
@@ -186,6 +198,12 @@ class Proxy:
         self._escalation: asyncio.Task[None] | None = None
         self._stopping: asyncio.Task[None] | None = None
         self._failed = False
+        #: Started right after the spawn; its result is the Reloader (or None), its
+        #: exception a failed load (see the module doc).
+        self.startup: Callable[[], concurrent.futures.Future[Reloader | None]] | None = None
+        self.startup_error: BaseException | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self._loaded = asyncio.Event()  # set once ``startup`` finished (at once without one)
 
     async def run(self) -> int:
         log = logs.get()
@@ -204,20 +222,27 @@ class Proxy:
             log.error("agent.spawn_failed", argv=self.argv, error="permission denied")
             return 126
         log.info("agent.started", argv=self.argv, pid=self.proc.pid)
+        loading = self.startup() if self.startup is not None else None
+        if loading is None:
+            self._loaded.set()
         await self.stdout.open()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._forward_signal, sig)
         loop.add_signal_handler(signal.SIGHUP, self._sighup)
-        watcher = asyncio.create_task(self.reloader.run()) if self.reloader is not None else None
+        self._start_watcher()
         client_task = asyncio.create_task(self._client_to_agent())
         agent_task = asyncio.create_task(self._agent_to_client())
         gone_task = asyncio.create_task(self._on_client_gone())
         for task in (client_task, agent_task, gone_task):
             task.add_done_callback(self._pump_done)
-        await asyncio.wait([agent_task])  # agent closed its stdout (exited, normally)
+        startup_task = None
+        if loading is not None:
+            startup_task = asyncio.create_task(self._finish_startup(loading, (agent_task, client_task)))
+        await asyncio.wait([agent_task])  # agent closed its stdout (exited, normally), or a failed load
         code = await self.proc.wait()
-        leftovers: list[asyncio.Task[None] | None] = [client_task, gone_task, self._escalation, self._stopping]
+        leftovers: list[asyncio.Task[None] | None] = [
+            client_task, gone_task, startup_task, self._escalation, self._stopping]
         for leftover in leftovers:
             if leftover is not None:
                 leftover.cancel()
@@ -226,15 +251,44 @@ class Proxy:
         loop.remove_signal_handler(signal.SIGHUP)
         if self._reload_task is not None:
             await asyncio.wait([self._reload_task])
-        if self.reloader is not None and watcher is not None:
+        if self.reloader is not None and self._watcher is not None:
             self.reloader.stop()
-            await watcher
+            await self._watcher
         await self.stdout.close()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
         exit_code = 128 - code if code < 0 else code
         log.info("agent.exited", code=exit_code)
+        if self.startup_error is not None:
+            return LOAD_FAILED
         return 70 if self._failed else exit_code  # 70: EX_SOFTWARE, policyd itself failed
+
+    def _start_watcher(self) -> None:
+        if self.reloader is not None and self._watcher is None:
+            self._watcher = asyncio.create_task(self.reloader.run())
+
+    async def _finish_startup(
+        self, loading: concurrent.futures.Future[Reloader | None], tasks: tuple[asyncio.Task[None], ...]
+    ) -> None:
+        """Await the concurrent load: start the reloader, or stop the agent when it failed."""
+        try:
+            # shielded: cancelling this wait must not cancel the load the decider also awaits
+            self.reloader = await asyncio.shield(asyncio.wrap_future(loading))
+        except Exception as exc:
+            self.startup_error = exc
+            logs.get().error("agent.stopped", reason="the policy did not load")
+            assert self.proc is not None
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.send_signal(sig)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(self.proc.wait()), self.kill_grace_s)
+                    break
+            for task in tasks:
+                task.cancel()
+            return
+        self._start_watcher()
+        self._loaded.set()
 
     def _pump_done(self, task: asyncio.Task[None]) -> None:
         """A pump that died of an exception (a bug) must not leave the proxy hanging."""
@@ -372,6 +426,8 @@ class Proxy:
     async def _agent_to_client(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
         async for line in lines(_chunks_from_stream(self.proc.stdout)):
+            if not self._loaded.is_set():  # the agent's lines wait for the policy ([modes] governs
+                await self._loaded.wait()  # session answers); the client's reach the agent at once
             await self._execute(self.relay.from_agent(line, time.time()))
 
 
@@ -402,11 +458,14 @@ def run_proxy(
     reloader: Reloader | None = None,
     on_remember: Rememberer | None = None,
     local_decision_log: bool = True,
+    startup: Callable[[], concurrent.futures.Future[Reloader | None]] | None = None,
 ) -> int:
-    """Run the proxy until the agent exits; returns the exit code for policyd."""
+    """Run the proxy until the agent exits; returns the exit code for policyd
+    (:data:`LOAD_FAILED` when ``startup`` failed)."""
     proxy = Proxy(argv, relay, decide, kill_grace_s, reloader)
     proxy.on_remember = on_remember
     proxy.local_decision_log = local_decision_log
+    proxy.startup = startup
     if local_decision_log:  # an allow is given only once its record is written
         relay.audit = lambda log: logs.decision(log.event, log.fields)
     return asyncio.run(proxy.run())

@@ -32,16 +32,18 @@ import struct
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policyd import logs, sdnotify
 from policyd.core import wire
 from policyd.core.decide import choose_outcome
 from policyd.core.model import Decision
 from policyd.core.relay import RememberChoice
-from policyd.engine import Engine
-from policyd.reload import Reloader
 from policyd.store import StoreError
+
+if TYPE_CHECKING:  # a proxy imports this module for default_socket_path: no engine, no CEL
+    from policyd.engine import Engine
+    from policyd.reload import Reloader
 
 #: Longest request line accepted (a permission request with a large diff fits easily).
 MAX_LINE_BYTES = 16 * 1024 * 1024

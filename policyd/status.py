@@ -16,9 +16,10 @@ import os
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from policyd.reload import ReloadStatus
+if TYPE_CHECKING:
+    from policyd.reload import ReloadStatus
 
 
 def runtime_dir() -> Path:

@@ -59,7 +59,7 @@ def test_cel_syntax_error_names_rule_and_line() -> None:
 def test_non_bool_rule_rejected_at_load() -> None:
     """A rule whose when yields a non-bool value is rejected."""
     (err,) = errors_of(HEADER + rule("num", "1 + 1"))
-    assert "must yield a bool, got IntType" in err
+    assert "must yield a bool, got int" in err
 
 
 def test_unknown_keys_and_bad_values() -> None:

@@ -115,11 +115,12 @@ class Proxy:
             str(script),
         ]
         self.started_at = time.time()
-        # hold_stderr: policyd's stderr is a one-page pipe nobody reads until release_stderr(),
-        # so policyd blocks in its first big log line (policy.loaded, right after the load).
+        # hold_stderr: policyd's stderr is a two-page pipe nobody reads until release_stderr(),
+        # so policyd blocks in its first big log line (policy.loaded, right after the load; only
+        # the short agent.started comes before it, so more than a page is buffered then).
         err_r, err_w = os.pipe() if hold_stderr else (-1, -1)
         if hold_stderr:
-            fcntl.fcntl(err_w, fcntl.F_SETPIPE_SZ, 4096)
+            fcntl.fcntl(err_w, fcntl.F_SETPIPE_SZ, 8192)
         self.proc = subprocess.Popen(
             self.argv,
             stdin=subprocess.PIPE,
@@ -796,7 +797,8 @@ def big_policy_text(decision: str, fillers: int, marker: str = "") -> str:
 
 def test_invalid_set_at_start_is_an_error_exit(tmp_path: Path) -> None:
     """A policy set that does not load at start is a usage error (exit 2) with the ``file:line``
-    on stderr, and the agent is never started: there is no last good set to fall back on."""
+    on stderr, and the agent (spawned while the set loads) is stopped: there is no last good
+    set to fall back on."""
     runs = {}
     for kind in BAD_KINDS:  # one proxy per way of being broken, all at once
         base = tmp_path / kind
@@ -822,7 +824,7 @@ def test_invalid_set_at_start_is_an_error_exit(tmp_path: Path) -> None:
         assert f"policyd: {path}:{line}:" in stderr, (kind, line, stderr)
         assert b"" == out, kind  # stdout is ACP's: nothing was relayed
         events = [json.loads(t) for t in stderr.splitlines() if t.startswith("{")]
-        assert [] == [e for e in events if e.get("event") == "agent.started"], (kind, stderr)
+        assert [] == [e for e in events if e.get("event") == "permission.decided"], (kind, stderr)
         failed = [e for e in events if e.get("event") == "policy.load_failed"]
         assert failed and any(e.startswith(f"{path}:{line}:") for e in failed[0]["errors"]), (kind, stderr)
 

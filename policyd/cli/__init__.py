@@ -13,15 +13,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-from pydantic_settings import SettingsError
-
-from policyd import __version__, logs
+from policyd import __version__
 from policyd.cli import author
-from policyd.cli.common import USAGE_ERROR
-from policyd.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from policyd.settings import Settings
+
+#: Exit code for usage errors (policyd.cli.common.USAGE_ERROR; not imported: --help stays light).
+USAGE_ERROR = 2
 
 
 def _policy_args(p: argparse.ArgumentParser) -> None:
@@ -118,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    from policyd.settings import load_settings
     def flag(name: str) -> Any:
         return getattr(args, name, None)
 
@@ -146,12 +148,17 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)  # --help and usage errors exit here, before heavy imports
     if args.command == "demo":
         from policyd.cli.demo import run_demo
 
         shadow = [a for p in args.shadow_policy or [] for a in ("--shadow-policy", str(Path(p).resolve()))]
         return run_demo(args.policy or [], args.decision_log, args.answer, args.script, shadow, args.workspace)
+    from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
+    from policyd import logs
+
     try:
         settings = _settings(args)
         decision_log = settings.decision_log if args.command in ("proxy", "serve") else None
@@ -159,25 +166,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValidationError, SettingsError, FileNotFoundError, OSError) as exc:
         print(f"policyd: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    from policyd.cli import admin, evaluate, run
-
+    if args.command in ("proxy", "serve"):
+        return _run_exporting(args, settings)
     if args.command in author.COMMANDS:
         return author.run(args, settings)
-    match args.command:
-        case "proxy" | "serve":
-            from policyd import telemetry
+    from policyd.cli import admin, evaluate
 
-            try:
-                telemetry.start(telemetry.TelemetryConfig(**settings.telemetry.model_dump()), args.command)
-            except telemetry.TelemetryUnavailable as exc:
-                print(f"policyd: [telemetry]: {exc}", file=sys.stderr)
-                return USAGE_ERROR
-            try:
-                if args.command == "proxy":
-                    return run.proxy(settings, args.agent, args.policy, args.config)
-                return run.serve(settings, args.socket, args.policy, args.config)
-            finally:
-                telemetry.stop()
+    match args.command:
         case "check":
             return admin.check(settings)
         case "eval":
@@ -188,3 +183,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             return admin.reload(settings)
         case _:
             return admin.remembered(settings, args)
+
+
+def _run_exporting(args: argparse.Namespace, settings: Settings) -> int:
+    """``proxy`` / ``serve`` with OTLP export when configured (``policyd.telemetry``; the
+    OpenTelemetry SDK is imported only then)."""
+    from policyd import telemetry
+    from policyd.cli import run
+
+    try:
+        telemetry.start(telemetry.TelemetryConfig(**settings.telemetry.model_dump()), args.command)
+    except telemetry.TelemetryUnavailable as exc:
+        print(f"policyd: [telemetry]: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        if args.command == "proxy":
+            return run.proxy(settings, args.agent, args.policy, args.config)
+        return run.serve(settings, args.socket, args.policy, args.config)
+    finally:
+        telemetry.stop()

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from policyd import logs
 from policyd.core.cases import CASES_HOME
-from policyd.settings import Settings
+
+if TYPE_CHECKING:  # --help stays light: pydantic and structlog load only to run a command
+    from policyd.settings import Settings
 
 COMMANDS = ("explain", "test", "replay", "suggest")
 
@@ -47,6 +49,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from policyd import logs
+
     """Dispatch one of :data:`COMMANDS`. Their output is the report: the operational log
     (``policy.loaded``…) is shown only from ``warning`` on unless ``--log-level`` says."""
     if not getattr(args, "log_level", None):

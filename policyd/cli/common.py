@@ -50,13 +50,16 @@ def load_shadow(settings: Settings, secure: bool = False) -> PolicySet | None:
     return shadow
 
 
-def build_engine(settings: Settings, loaded: loader.Loaded, secure: bool = False) -> Engine:
-    """The engine for ``loaded``, with memory, redaction and the shadow draft as set;
-    raises PolicyError when the shadow draft does not load."""
+def build_engine(settings: Settings, loaded: loader.Loaded, secure: bool = False,
+                 shadow: tuple[PolicySet | None] | None = None) -> Engine:
+    """The engine for ``loaded``, with memory, redaction and the shadow draft as set
+    (``shadow``: the draft already loaded, as a 1-tuple; else it is loaded here); raises
+    PolicyError when the shadow draft does not load."""
     memory = None
     if settings.remember:
         memory = Memory(settings.store_path or default_store_path(), settings.remember_expiry_s)
-    return Engine(loaded.policy, memory, redact=settings.log_redact, shadow=load_shadow(settings, secure))
+    draft = shadow[0] if shadow is not None else load_shadow(settings, secure)
+    return Engine(loaded.policy, memory, redact=settings.log_redact, shadow=draft)
 
 
 def build_reloader(

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import secrets
 import socket
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policyd import logs, status, telemetry
-from policyd.cli.common import USAGE_ERROR, build_engine, build_reloader, load_policy, report_load_error
-from policyd.core.policy import PolicyError, PolicySet, build_set
-from policyd.core.relay import Relay
-from policyd.settings import Settings
+from policyd.core.relay import Consult, Relay, RememberChoice, Resolution
+
+if TYPE_CHECKING:
+    from policyd.core.policy import PolicySet
+    from policyd.reload import Reloader
+    from policyd.settings import Settings
+
+#: Exit code for usage errors (policyd.cli.common.USAGE_ERROR, which imports the engine).
+USAGE_ERROR = 2
 
 
 def daemon_path(settings: Settings, own_policy: bool = False) -> Path | None:
@@ -53,6 +60,8 @@ def _local_session_policy(settings: Settings) -> Callable[[], PolicySet | None]:
     """With a daemon deciding consults, this proxy still applies ``[modes]`` and ``[answers]``
     itself: from the policy files it can read, else from the shipped policies (never none)."""
     from policyd import loader
+    from policyd.cli.common import load_policy
+    from policyd.core.policy import PolicyError, build_set
 
     try:
         policy = load_policy(settings).policy
@@ -64,7 +73,7 @@ def _local_session_policy(settings: Settings) -> Callable[[], PolicySet | None]:
 
 
 def proxy(settings: Settings, agent: list[str], cli_policy: list[str] | None, config: str | None) -> int:
-    from policyd.proxy import engine_decider, run_proxy
+    from policyd.proxy import run_proxy
 
     if agent and agent[0] == "--":
         agent = agent[1:]
@@ -88,24 +97,101 @@ def proxy(settings: Settings, agent: list[str], cli_policy: list[str] | None, co
             logs.get().info("daemon.consulted", socket=str(socket_path), timeout_s=settings.daemon_timeout_s)
             return run_proxy(agent, relay, client.decide, settings.kill_grace_s, None,
                              on_remember=client.remember, local_decision_log=False)
+        embedded = _EmbeddedStart(settings, agent, cli_policy, config)
+        # [modes], [answers]: the set in force, reloads included (the proxy relays no agent
+        # line before the load has finished, so a session answer is never ungoverned)
+        relay.policy = lambda: embedded.engine.policy if embedded.engine is not None else None
         try:
-            engine = build_engine(settings, load_policy(settings))
-        except PolicyError as exc:
-            return report_load_error(exc)
-        relay.policy = lambda: engine.policy  # [modes], [answers]: the set in force, reloads included
-        _observe_memory(engine)
-        reloader = build_reloader(engine, settings, cli_policy, config, on_change=lambda st: status.write(st, agent))
-        status.write(reloader.status, agent)
-        try:
-            return run_proxy(agent, relay, engine_decider(engine), settings.kill_grace_s, reloader,
-                             on_remember=engine.remember_choice)
+            code = run_proxy(agent, relay, embedded.decide, settings.kill_grace_s, None,
+                             on_remember=embedded.remember, startup=embedded.start)
         finally:
             status.remove()
+        if embedded.started and embedded.future.exception() is not None:  # waits for a load still running
+            return embedded.report()
+        return code
     finally:
         logs.close()
 
 
+class _EmbeddedStart:
+    """The embedded engine, loaded on a thread while the agent starts (policyd.proxy's
+    ``startup``): a permission request waits for it; a failed load makes the proxy stop the
+    agent, and :meth:`report` prints every error (exit 2, as before the agent ever ran)."""
+
+    def __init__(self, settings: Settings, agent: list[str], cli_policy: list[str] | None, config: str | None) -> None:
+        self.settings, self.agent, self.cli_policy, self.config = settings, agent, cli_policy, config
+        self.future: concurrent.futures.Future[Reloader | None] = concurrent.futures.Future()
+        self.engine: Any = None
+        self.started = False  # start() runs only once the agent was spawned
+
+    def start(self) -> concurrent.futures.Future[Reloader | None]:
+        """Load on a thread (parse, compile, examples: the slow part); the engine, memory
+        (SQLite: one thread) and reloader are then built on the event loop's thread."""
+        loop = asyncio.get_running_loop()
+        self.started = True
+        threading.Thread(target=self._load, args=(loop,), name="policyd-load", daemon=True).start()
+        return self.future
+
+    def _load(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            from policyd.cli.common import load_policy, load_shadow
+
+            loaded = load_policy(self.settings)
+            shadow = load_shadow(self.settings)
+        except BaseException as exc:  # every failure stops the agent; report() tells which
+            self.future.set_exception(exc)  # (a concurrent Future: thread-safe)
+            return
+        try:
+            loop.call_soon_threadsafe(self._finish, loaded, shadow)
+        except RuntimeError:  # the agent already exited and the loop is closed
+            self.future.set_result(None)
+
+    def _finish(self, loaded: Any, shadow: Any) -> None:
+        try:
+            from policyd.cli.common import build_engine, build_reloader
+
+            engine = build_engine(self.settings, loaded, shadow=(shadow,))
+            _observe_memory(engine)
+            reloader = build_reloader(engine, self.settings, self.cli_policy, self.config,
+                                      on_change=lambda st: status.write(st, self.agent))
+            status.write(reloader.status, self.agent)
+            self.engine = engine
+            self.future.set_result(reloader)
+        except Exception as exc:
+            self.future.set_exception(exc)
+
+    async def _engine(self) -> Any:
+        try:
+            await asyncio.shield(asyncio.wrap_future(self.future))  # a cancelled wait leaves the load be
+        except Exception:  # the proxy is stopping the agent (exit 2): never answer
+            await asyncio.Event().wait()
+        return self.engine
+
+    async def decide(self, consult: Consult) -> Resolution:
+        assert consult.query is not None
+        engine = await self._engine()
+        result: Resolution = engine.decide(consult.query)
+        return result
+
+    async def remember(self, choice: RememberChoice) -> object:
+        engine = await self._engine()
+        return engine.remember_choice(choice)
+
+    def report(self) -> int:
+        from policyd.cli.common import report_load_error
+        from policyd.core.policy import PolicyError
+
+        exc = self.future.exception()
+        if isinstance(exc, PolicyError):
+            return report_load_error(exc)
+        logs.get().error("policy.load_failed", errors=[repr(exc)])
+        print(f"policyd: the policy did not load: {exc!r}", file=sys.stderr)
+        return USAGE_ERROR
+
+
 def serve(settings: Settings, socket_path: str | None, cli_policy: list[str] | None, config: str | None) -> int:
+    from policyd.cli.common import build_engine, build_reloader, load_policy, report_load_error
+    from policyd.core.policy import PolicyError
     from policyd.server import Daemon, default_socket_path
 
     try:

@@ -1,27 +1,27 @@
-"""The only importer of cel-python (https://github.com/cloud-custodian/cel-python).
+"""CEL for policyd: cel-python parses, policyd's compiler (:mod:`policyd.core.celc`) evaluates.
 
 Rules this module owns:
 
-- Every expression is compiled once, with cel-python's ``CompiledRunner`` (transpiled to
-  Python, ~5x faster than the interpreter). The runner choice is process-wide: cel-python's
-  Lark parser is a singleton built for whichever runner made the first Environment, so this
-  module makes the one Environment of the process and nothing else may make another.
-- A rule's result counts only when it is a CEL ``bool``; anything else (including an error
-  value hidden inside a map) is an evaluation error (:class:`CelEvalError`).
+- cel-python (https://github.com/cloud-custodian/cel-python) is the parser: its Lark tree,
+  its syntax-error messages and positions. Each ``when`` is then compiled by
+  :mod:`policyd.core.celc` into closures over native Python values (no per-lookup
+  wrappers, short-circuiting, no activation object per comprehension element). Anything
+  that compiler does not implement is refused at load (:class:`CelCompileError`), never
+  evaluated differently.
+- cel-python's own evaluator stays available as the *reference* (:func:`reference`), for the
+  differential tests and the benchmarks; it is built only when asked for.
+- A rule's result counts only when it is a ``bool``; anything else is an evaluation error
+  (:class:`CelEvalError`). Running past the evaluation budget raises :class:`BudgetExceeded`
+  (never absorbed by ``||``/``exists``: the caller answers ask).
 - Input is bounded before evaluation (:data:`MAX_STRING_CHARS`, :data:`MAX_LIST_ITEMS`,
-  :data:`MAX_DEPTH`): cel-python has no cost budget and recurses on nesting.
-- Custom functions (``glob``, ``within``, ``basename``, ``dirname``, ``lowerAscii``) are
-  plain functions of this module. cel-python's transpiler calls an extension function by its
-  ``module.qualname``, evaluated in ``celpy.evaluation``'s globals; we publish our functions
-  there under one private namespace name, :data:`_NAMESPACE`.
-- cel-python keeps evaluation state in module globals and its parser is a shared
-  singleton, so every compile and evaluation holds :data:`_LOCK`: a policy set may be
-  built on a reload thread while the main thread decides.
-- ``duration()`` is replaced by a length-bounded version: cel-python 0.5.0's parser for it
-  backtracks catastrophically on crafted text.
+  :data:`MAX_DEPTH`) by :func:`bound`.
+- cel-python's parser is a shared singleton with per-parse state, so every parse holds
+  :data:`_LOCK` (a policy set may be built on a reload thread while the main thread
+  decides); evaluation of compiled rules needs no lock.
 
-Errors: :class:`CelCompileError` (syntax, with line and column when known, or an over-deep
-expression) and :class:`CelEvalError` (evaluation failed or gave a non-bool).
+Errors: :class:`CelCompileError` (syntax or unsupported construct, with line and column when
+known, or an over-deep expression) and :class:`CelEvalError` (evaluation failed or gave a
+non-bool).
 """
 
 from __future__ import annotations
@@ -30,32 +30,29 @@ import datetime
 import functools
 import re
 import threading
-import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import celpy
-import celpy.evaluation
-from celpy import celtypes
-from celpy.celparser import CELParseError
-from celpy.evaluation import CELEvalError as _CelpyEvalError
+from policyd.core import celc
+from policyd.core.celc import Budget, BudgetExceeded, check, trees, values
 
-from policyd.core import paths
+__all__ = ["Budget", "BudgetExceeded", "CelCompileError", "CelEvalError", "Program", "bound", "compile_expr"]
 
 #: Longest string passed into CEL; longer strings are cut (bounded evaluation time).
 MAX_STRING_CHARS = 65536
 #: Longest list passed into CEL (comprehensions are O(n) per rule); as many as the shell
 #: analysis lists commands, so a long script is seen whole.
 MAX_LIST_ITEMS = 2048
-#: Deepest nesting of maps/lists passed into CEL (cel-python recurses per level).
+#: Deepest nesting of maps/lists passed into CEL.
 MAX_DEPTH = 12
-#: Deepest parenthesis/call nesting accepted in a rule (cel-python recurses per level).
+#: Deepest parenthesis/call nesting accepted in a rule (the parser and compiler recurse per level).
 MAX_EXPR_NESTING = 40
-#: Longest text ``duration()`` accepts (0.5.0's duration parser backtracks on long input).
-MAX_DURATION_CHARS = 32
 
-_NAMESPACE = "_policyd_cel_functions"
+_LIMITS = (MAX_STRING_CHARS, MAX_LIST_ITEMS, MAX_DEPTH)
+
+#: Serialises cel-python's parser (see module doc).
+_LOCK = threading.Lock()
 
 
 class CelCompileError(ValueError):
@@ -73,80 +70,21 @@ class CelEvalError(RuntimeError):
     """Evaluation failed, or the result was not a bool."""
 
 
-# ---------------------------------------------------------------------------- functions
+#: Called once before cel-python's parser is first built: the I/O layer installs a cached
+#: build there (policyd.celcache.install_parser); core itself reads no files.
+before_parser_build: Callable[[], object] | None = None
 
 
-def _text(value: Any, what: str) -> str:
-    if isinstance(value, celtypes.StringType):
-        return str(value)
-    raise TypeError(f"{what} must be a string, got {type(value).__name__}")
+@functools.cache
+def _parser() -> Any:
+    from celpy.celparser import CELParser  # imported only when something must be parsed
+    from celpy.evaluation import TranspilerTree
 
-
-def glob(path: Any, pattern: Any) -> celtypes.BoolType:
-    """``glob(path, pattern)`` or ``glob(path, [patterns])`` (any of them): see
-    :func:`policyd.core.paths.glob`."""
-    p = _text(path, "glob() path")
-    if isinstance(pattern, celtypes.ListType):
-        return celtypes.BoolType(any(paths.glob(p, _text(x, "glob() pattern")) for x in pattern))
-    return celtypes.BoolType(paths.glob(p, _text(pattern, "glob() pattern")))
-
-
-def within(path: Any, directory: Any) -> celtypes.BoolType:
-    """``path.within(dir)`` or ``path.within([dirs])``: component-wise containment."""
-    p = _text(path, "within() path")
-    if isinstance(directory, celtypes.ListType):
-        return celtypes.BoolType(any(paths.within(p, _text(d, "within() dir")) for d in directory))
-    return celtypes.BoolType(paths.within(p, _text(directory, "within() dir")))
-
-
-def basename(path: Any) -> celtypes.StringType:
-    """``basename("/a/b.txt") == "b.txt"``."""
-    p = _text(path, "basename() path").rstrip("/")
-    return celtypes.StringType(p.rsplit("/", 1)[-1])
-
-
-def dirname(path: Any) -> celtypes.StringType:
-    """``dirname("/a/b.txt") == "/a"``."""
-    p = _text(path, "dirname() path").rstrip("/")
-    head = p.rsplit("/", 1)[0] if "/" in p else ""
-    return celtypes.StringType(head or "/")
-
-
-def lowerAscii(text: Any) -> celtypes.StringType:
-    """``"GIT".lowerAscii() == "git"`` (ASCII letters only, as in the CEL strings extension)."""
-    s = _text(text, "lowerAscii()")
-    return celtypes.StringType(s.translate(_ASCII_LOWER))
-
-
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
-def duration(text: Any) -> celtypes.DurationType:
-    """``duration("90s")``, refusing text longer than MAX_DURATION_CHARS."""
-    if isinstance(text, celtypes.DurationType):
-        return text
-    s = _text(text, "duration()")
-    if len(s) > MAX_DURATION_CHARS:
-        raise ValueError(f"duration() text longer than {MAX_DURATION_CHARS} characters")
-    return celtypes.DurationType(s)
-
-
-FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "glob": glob,
-    "within": within,
-    "basename": basename,
-    "dirname": dirname,
-    "lowerAscii": lowerAscii,
-    "duration": duration,
-}
-
-for _name, _fn in FUNCTIONS.items():
-    _fn.__module__ = _NAMESPACE
-celpy.evaluation.result.__globals__[_NAMESPACE] = types.SimpleNamespace(**FUNCTIONS)
-
-_ENV = celpy.Environment(runner_class=celpy.CompiledRunner)
-#: Serialises cel-python (see module doc); held for one compile or one evaluation at a time.
-_LOCK = threading.Lock()
+    # cel-python's parser is a process-wide singleton whose tree class must be the one its
+    # CompiledRunner needs (the reference evaluator shares it): TranspilerTree.
+    if before_parser_build is not None:
+        before_parser_build()
+    return CELParser(tree_class=TranspilerTree)
 
 
 # ---------------------------------------------------------------------------- compile
@@ -154,54 +92,49 @@ _LOCK = threading.Lock()
 
 @dataclass(frozen=True, slots=True)
 class Program:
-    """A compiled CEL expression; ``source`` is the text it came from."""
+    """A compiled CEL expression; ``source`` is the text it came from (the parse tree is not
+    kept: memory per rule is the closures only)."""
 
     source: str
-    runner: celpy.Runner
+    compiled: celc.Compiled
 
-    def evaluate_bool(self, activation: Mapping[str, Any]) -> bool:
-        """Evaluate against ``activation`` (CEL values, see :func:`to_cel`).
-
-        Raises CelEvalError when evaluation fails or the result is not a CEL bool.
-        """
+    def evaluate(self, activation: Mapping[str, Any], budget: Budget | None = None) -> Any:
+        """The native result; raises CelEvalError (the CEL error value) or BudgetExceeded."""
         try:
-            with _LOCK:
-                result = self.runner.evaluate(dict(activation))
-        except Exception as exc:  # cel-python raises CELEvalError and plain Python errors
-            raise CelEvalError(_eval_message(exc)) from exc
-        if isinstance(result, celtypes.BoolType | bool):  # has() gives a plain bool
-            return bool(result)
-        if isinstance(result, _CelpyEvalError):
-            raise CelEvalError(_eval_message(result))
-        raise CelEvalError(f"rule must yield a bool, got {type(result).__name__}")
+            return self.compiled.evaluate(activation, budget)
+        except celc.CelError as exc:
+            raise CelEvalError(str(exc)[:300]) from None
 
+    def evaluate_bool(self, activation: Mapping[str, Any], budget: Budget | None = None) -> bool:
+        """Evaluate against ``activation`` (native values, see :func:`bound`).
+
+        Raises CelEvalError when evaluation fails or the result is not a bool;
+        BudgetExceeded when ``budget`` ran out.
+        """
+        result = self.evaluate(activation, budget)
+        if result is True or result is False:
+            return result
+        raise CelEvalError(f"rule must yield a bool, got {values.type_name(result)}")
 
     def evaluate_text(self, activation: Mapping[str, Any]) -> str:
         """Evaluate an expression that must yield a string (e.g. a remember key).
 
         Raises CelEvalError when evaluation fails or the result is not a string.
         """
-        try:
-            with _LOCK:
-                result = self.runner.evaluate(dict(activation))
-        except Exception as exc:
-            raise CelEvalError(_eval_message(exc)) from exc
-        if isinstance(result, str):  # StringType, or a plain str from cel-python's `+`
-            return str(result)
-        raise CelEvalError(f"expression must yield a string, got {type(result).__name__}")
+        result = self.evaluate(activation)
+        if type(result) is str:
+            return result
+        raise CelEvalError(f"expression must yield a string, got {values.type_name(result)}")
 
     def non_bool_type(self, activation: Mapping[str, Any]) -> str:
         """The CEL type name when evaluating gives a value that is not a bool, else ``""``
         (a bool, or an evaluation error: the input may simply not fit). Used at load time to
         reject rules like ``1 + 1`` that can never decide."""
         try:
-            with _LOCK:
-                result = self.runner.evaluate(dict(activation))
-        except Exception:
+            result = self.compiled.evaluate(activation)
+        except (celc.CelError, BudgetExceeded):
             return ""
-        if isinstance(result, celtypes.BoolType | bool | _CelpyEvalError):
-            return ""
-        return type(result).__name__
+        return "" if result is True or result is False else values.type_name(result)
 
 
 def _nesting(source: str) -> int:
@@ -230,19 +163,52 @@ def _nesting(source: str) -> int:
 _LINE_COL = re.compile(r"line (\d+)(?:, column (\d+)|:(\d+))?", re.IGNORECASE)
 
 
-@functools.lru_cache(maxsize=4096)
-def compile_expr(source: str) -> Program:
-    """Compile ``source`` (cached by text: a reload recompiles only rules that changed).
-    Raises CelCompileError with the CEL parser's message."""
+#: Parse trees given by the I/O layer from its cache (source -> tree data), see preload_trees.
+_PRELOADED: dict[str, Any] = {}
+#: Trees this process parsed itself (source -> tree data), for the I/O layer to cache.
+_PARSED: dict[str, Any] = {}
+_MAX_TREES = 8192
+
+
+def preload_trees(trees: Mapping[str, Any]) -> None:
+    """Trees (as :mod:`policyd.core.celc.trees` data) parsed earlier by this very code, for
+    these exact sources; a malformed entry is ignored (parsed again)."""
+    if len(_PRELOADED) + len(trees) > _MAX_TREES:
+        _PRELOADED.clear()
+    _PRELOADED.update(trees)
+
+
+def parsed_trees() -> dict[str, Any]:
+    """The trees this process parsed (source -> data), for caching by the I/O layer."""
+    return dict(_PARSED)
+
+
+def parse(source: str) -> Any:
+    """cel-python's parse tree of ``source``; raises CelCompileError with its message."""
+    cached = _PRELOADED.get(source) or _PARSED.get(source)
+    if cached is not None:
+        try:
+            return trees.from_data(cached)
+        except (ValueError, TypeError, KeyError):
+            _PRELOADED.pop(source, None)
+    tree = _parse(source)
+    if len(_PARSED) < _MAX_TREES:
+        _PARSED[source] = trees.to_data(tree)
+    return tree
+
+
+def _parse(source: str) -> Any:
     if not source.strip():
         raise CelCompileError("empty expression")
     nesting = _nesting(source)
     if nesting > MAX_EXPR_NESTING:
         raise CelCompileError(f"expression nests {nesting} levels; the limit is {MAX_EXPR_NESTING}")
+    parser = _parser()
+    from celpy.celparser import CELParseError
+
     try:
         with _LOCK:
-            ast = _ENV.compile(source)
-            runner = _ENV.program(ast, functions=FUNCTIONS)
+            return parser.parse(source)
     except CELParseError as exc:
         line = getattr(exc, "line", None) or 0
         column = getattr(exc, "column", None) or 0
@@ -255,75 +221,72 @@ def compile_expr(source: str) -> Program:
                 column = int(m.group(2) or m.group(3) or 0)
         raise CelCompileError(f"CEL syntax error: {first}", int(line), int(column)) from exc
     except RecursionError as exc:
-        raise CelCompileError("expression too deeply nested for cel-python") from exc
-    except Exception as exc:
-        raise CelCompileError(f"CEL compile error: {exc}") from exc
-    return Program(source, runner)
+        raise CelCompileError("expression too deeply nested") from exc
 
 
-def _eval_message(exc: BaseException) -> str:
-    """Dig the innermost readable message out of cel-python's nested CELEvalError args."""
-    cur: Any = exc
-    for _ in range(8):
-        args = getattr(cur, "args", ())
-        if not args:
-            break
-        head = args[0]
-        if head in ("evaluation error", "no such overload") and len(args) >= 3:
-            inner = args[2]
-            if isinstance(inner, tuple) and inner:
-                nxt = inner[0]
-                if isinstance(nxt, BaseException):
-                    cur = nxt
-                    continue
-                return str(nxt)[:300]
-        return str(head)[:300]
-    return str(cur)[:300]
+@functools.lru_cache(maxsize=4096)
+def compile_expr(source: str) -> Program:
+    """Parse (cel-python) and compile (celc) ``source``, cached by text: a reload recompiles
+    only rules that changed. Raises CelCompileError (syntax, or a construct policyd's
+    evaluator does not support)."""
+    tree = parse(source)
+    problems = check.check(tree, None)  # unknown functions and wrong arities, with the closest name
+    if problems:
+        first = problems[0]
+        raise CelCompileError(first.message, first.line, first.column)
+    try:
+        compiled = celc.compile_tree(tree)
+    except celc.Unsupported as exc:
+        raise CelCompileError(exc.message, exc.line, exc.column) from None
+    except RecursionError as exc:
+        raise CelCompileError("expression too deeply nested") from exc
+    return Program(source, compiled)
+
+
+def check_facts(program: Program, schema: Mapping[str, Any]) -> list[check.CheckError]:
+    """Every unknown variable, field, function or wrong arity in ``program`` against the
+    facts ``schema`` (see :mod:`policyd.core.facts_schema`), with positions and the closest
+    valid name."""
+    key = (program.source, id(schema))
+    found = _CHECKED.get(key)
+    if found is None or found[0] is not schema:  # a reload re-checks only rules that changed
+        if len(_CHECKED) >= _MAX_TREES:
+            _CHECKED.clear()
+        found = _CHECKED[key] = (schema, check.check(parse(program.source), schema))
+    return list(found[1])
+
+
+_CHECKED: dict[tuple[str, int], tuple[Mapping[str, Any], list[check.CheckError]]] = {}
+
+
+def release_trees() -> None:
+    """Forget the parse trees kept for the checker and the I/O layer's cache (call once a
+    set is loaded and its trees saved): they are not needed to evaluate."""
+    _PRELOADED.clear()
+    _PARSED.clear()
 
 
 # ---------------------------------------------------------------------------- values
 
 
-def to_cel(value: Any, depth: int = 0, cut: list[str] | None = None) -> Any:
-    """Plain JSON-like Python value -> CEL value, bounded.
+def bound(value: Any, cut: list[str] | None = None) -> Any:
+    """Plain JSON-like Python value -> native CEL value, bounded.
 
     Strings are cut at MAX_STRING_CHARS, lists at MAX_LIST_ITEMS, nesting below MAX_DEPTH
     becomes ``null``; each cut is described in ``cut`` when given (a policy that did not see
-    all of its input must not allow: see ``decide``). ``int`` -> IntType, ``float`` ->
-    DoubleType, ``None`` -> null.
+    all of its input must not allow: see ``decide``). See :func:`policyd.core.celc.values.bound`.
     """
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return celtypes.BoolType(value)
-    if isinstance(value, str):
-        if len(value) > MAX_STRING_CHARS and cut is not None:
-            cut.append(f"a string of {len(value)} characters (limit {MAX_STRING_CHARS})")
-        return celtypes.StringType(value[:MAX_STRING_CHARS])
-    if isinstance(value, int):
-        if -(2**63) <= value < 2**63:
-            return celtypes.IntType(value)
-        return celtypes.DoubleType(float(value))
-    if isinstance(value, float):
-        return celtypes.DoubleType(value)
-    if isinstance(value, celtypes.TimestampType):
-        return value
-    if depth >= MAX_DEPTH:
-        if cut is not None:
-            cut.append(f"nesting deeper than {MAX_DEPTH} levels")
-        return None
-    if isinstance(value, Mapping):
-        return celtypes.MapType(
-            {celtypes.StringType(str(k)[:MAX_STRING_CHARS]): to_cel(v, depth + 1, cut) for k, v in value.items()}
-        )
-    if isinstance(value, Sequence | frozenset | set):
-        items = sorted(value, key=str) if isinstance(value, frozenset | set) else list(value)
-        if len(items) > MAX_LIST_ITEMS and cut is not None:
-            cut.append(f"a list of {len(items)} items (limit {MAX_LIST_ITEMS})")
-        return celtypes.ListType([to_cel(v, depth + 1, cut) for v in items[:MAX_LIST_ITEMS]])
-    return celtypes.StringType(str(value)[:MAX_STRING_CHARS])
+    return values.bound(value, _LIMITS, cut)
 
 
-def timestamp(seconds: float) -> Any:
+def timestamp(seconds: float) -> datetime.datetime:
     """Seconds since the epoch -> CEL timestamp (UTC); converting is pure, no clock is read."""
-    return celtypes.TimestampType(datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC))
+    return datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
+
+
+def reference(source: str) -> Any:
+    """cel-python's own evaluator for ``source`` (see :mod:`policyd.core.celref`): the
+    reference the differential tests and benchmarks compare against."""
+    from policyd.core import celref
+
+    return celref.compile_reference(source)

@@ -10,7 +10,11 @@ Rules this module owns:
   the first match. ``matches`` lists the rules that decided.
 - A rule whose evaluation errors fails toward safety (see ``policy.rule_outcome``); the
   error is reported with the rule id.
-- When the request had to be cut to fit the evaluation limits (``cel.to_cel``), an allow
+- Evaluation runs under one :class:`~policyd.core.cel.Budget` per decision (comprehension
+  steps and a deadline on the caller's clock): a decision that runs past it stops
+  evaluating and answers ask (unless a deny already matched), with the rule and the reason
+  in ``matches``/``errors``.
+- When the request had to be cut to fit the evaluation limits (``cel.bound``), an allow
   becomes ask: the rules did not see all of it.
 - Answers are chosen by option ``kind``, never by a fixed optionId
   (https://agentclientprotocol.com/protocol/tool-calls#requesting-permission):
@@ -24,12 +28,14 @@ Rules this module owns:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from policyd.core.facts import Facts
 from policyd.core.model import Decision, PermissionOption, RuleMatch, Verdict
-from policyd.core.policy import PolicySet, rule_outcome
+
+if TYPE_CHECKING:  # imported in decide(): core.relay needs only choose_outcome, without CEL
+    from policyd.core.facts import Facts
+    from policyd.core.policy import PolicySet
 
 _PREFERENCE: dict[Decision, tuple[str, ...]] = {
     Decision.ALLOW: ("allow_once", "allow_always"),
@@ -37,8 +43,15 @@ _PREFERENCE: dict[Decision, tuple[str, ...]] = {
 }
 
 
-def decide(policy: PolicySet, facts: Facts) -> Verdict:
-    """Evaluate ``policy`` on ``facts``; never raises for rule errors (they fail safe)."""
+def decide(
+    policy: PolicySet, facts: Facts, budget_s: float | None = None, clock: Callable[[], float] | None = None
+) -> Verdict:
+    """Evaluate ``policy`` on ``facts``; never raises for rule errors (they fail safe).
+    ``budget_s`` seconds on ``clock`` (both or neither) bound the rule evaluation, counted
+    from when the facts are ready (analysing them is not evaluation)."""
+    from policyd.core import cel
+    from policyd.core.policy import rule_outcome
+
     kind = facts.kind
     applicable = [r for r in policy.rules if r.applies_to(kind)]
     matches: list[RuleMatch] = []
@@ -46,6 +59,8 @@ def decide(policy: PolicySet, facts: Facts) -> Verdict:
     if applicable:
         needs = frozenset().union(*(r.needs for r in applicable))
         activation = facts.activation(needs)
+        deadline = clock() + budget_s if clock is not None and budget_s is not None else None
+        budget = cel.Budget(clock=clock, deadline=deadline)
         # strictest first; stop once no remaining rule can change the decision: every deny
         # rule is evaluated, ask rules only when no deny matched, allow rules until one matches
         for level in (Decision.DENY, Decision.ASK, Decision.ALLOW):
@@ -54,7 +69,14 @@ def decide(policy: PolicySet, facts: Facts) -> Verdict:
             for rule in applicable:
                 if rule.decision is not level:
                     continue
-                outcome = rule_outcome(rule, activation)
+                try:
+                    budget.check()
+                    outcome = rule_outcome(rule, activation, budget)
+                except cel.BudgetExceeded as exc:
+                    message = f"{exc}: asking instead"
+                    errors.append(f"{rule.id}: {message}")
+                    matches.append(RuleMatch(rule.id, Decision.ASK, message, str(exc)))
+                    break
                 if outcome.error:
                     errors.append(f"{rule.id}: {outcome.error}")
                 if outcome.matched:

@@ -179,7 +179,7 @@ class Facts:
         self.call: Mapping[str, Any] = query.tool_call
         raw = self.call.get("rawInput")
         self.raw_input: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-        #: What had to be cut to fit the evaluation limits (see ``cel.to_cel``), and what an
+        #: What had to be cut to fit the evaluation limits (see ``cel.bound``), and what an
         #: agent profile could not fully show (``core.profiles.CUT_KEY``).
         cut = self.call.get("_policyd_cut")
         self.cut: list[str] = [str(c) for c in cut] if isinstance(cut, list) else []
@@ -534,7 +534,7 @@ class Facts:
             "client": {"name": q.client.name, "version": q.client.version},
             "options": [o.kind for o in q.options],
         }
-        act = {k: cel.to_cel(v, cut=self.cut) for k, v in plain.items()}
+        act = {k: cel.bound(v, cut=self.cut) for k, v in plain.items()}
         act["now"] = cel.timestamp(q.now_s)
         return act
 

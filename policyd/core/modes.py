@@ -101,7 +101,7 @@ def activation(mode: Mode, agent: PeerInfo) -> dict[str, Any]:
     """The CEL variables of an ``accept`` condition."""
     plain = {"mode": {"id": mode.id, "name": mode.name, "description": mode.description},
              "agent": {"name": agent.name, "version": agent.version}}
-    return {k: cel.to_cel(v) for k, v in plain.items()}
+    return {k: cel.bound(v) for k, v in plain.items()}
 
 
 def parse_table(raw: object, file: str) -> tuple[ModeRules | None, list[str]]:

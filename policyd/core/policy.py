@@ -33,6 +33,11 @@ from typing import Any
 
 from policyd.core import cel
 from policyd.core.facts import TOOL_FIELDS, Facts
+
+try:  # the one declaration, in core/facts.py once the facts rewrite (issue 10) is merged
+    from policyd.core.facts import FACTS_SCHEMA  # type: ignore[attr-defined,unused-ignore]
+except ImportError:  # until then, the schema derived from today's facts code
+    from policyd.core.facts_schema import FACTS_SCHEMA
 from policyd.core.model import TOOL_KINDS, Decision, PermissionOption, PermissionQuery, SessionInfo
 from policyd.core.modes import ModePolicy, ModeRules
 from policyd.core.modes import parse_table as parse_modes_table
@@ -142,14 +147,15 @@ class RuleOutcome:
     error: str = ""
 
 
-def rule_outcome(rule: Rule, activation: Mapping[str, Any]) -> RuleOutcome:
+def rule_outcome(rule: Rule, activation: Mapping[str, Any], budget: cel.Budget | None = None) -> RuleOutcome:
     """Evaluate ``rule`` (its kinds filter already passed).
 
     An evaluation error fails toward safety: a deny or ask rule counts as matched, an allow
-    rule as not matched; ``error`` carries the message either way.
+    rule as not matched; ``error`` carries the message either way. Running out of
+    ``budget`` raises cel.BudgetExceeded (the caller answers ask).
     """
     try:
-        return RuleOutcome(rule.program.evaluate_bool(activation))
+        return RuleOutcome(rule.program.evaluate_bool(activation, budget))
     except cel.CelEvalError as exc:
         return RuleOutcome(rule.decision is not Decision.ALLOW, str(exc))
 
@@ -306,13 +312,19 @@ def _parse_rule(
 
     program: cel.Program | None = None
     if when:
+        when_line = _key_line(text, line, "when") if line else 0
+
+        def cel_error(message: str, at_line: int, column: int) -> LoadError:
+            at = when_line + max(at_line - 1, 0) if when_line else 0
+            col = f" (column {column})" if column else ""
+            return LoadError(path, at, rule_id, f"{message}{col} in when = {when!r}")
+
         try:
             program = cel.compile_expr(when)
         except cel.CelCompileError as exc:
-            when_line = _key_line(text, line, "when") if line else 0
-            at = when_line + max(exc.line - 1, 0) if when_line else 0
-            col = f" (column {exc.column})" if exc.column else ""
-            errors.append(LoadError(path, at, rule_id, f"{exc.message}{col} in when = {when!r}"))
+            errors.append(cel_error(exc.message, exc.line, exc.column))
+        if program is not None:
+            errors.extend(cel_error(e.message, e.line, e.column) for e in cel.check_facts(program, FACTS_SCHEMA))
     if errors or program is None:
         return None, errors
     rule = Rule(rule_id, description, kinds, when, program, decision, reason, path, line, _needs(when), remember)

@@ -1,0 +1,64 @@
+"""Start-up caches (policyd/celcache.py): parsed rules and Lark's grammar cache, used only
+from a directory this user owns and nobody else may write; a bad cache is ignored."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from policyd import celcache
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = (
+    "import sys; from policyd import loader; "
+    f"p = loader.load([], [{str(ROOT / 'policies')!r}]); "
+    "print(len(p.policy.rules), 'celpy' in sys.modules)"
+)
+#: Rules of the shipped policy files (each starts with a ``[[rule]]`` header).
+SHIPPED_RULES = sum(line == "[[rule]]" for f in (ROOT / "policies").glob("*.toml") for line in f.read_text().splitlines())
+
+
+def run_probe(cache: Path) -> tuple[int, bool]:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True)
+    rules, celpy = out.stdout.split()
+    return int(rules), celpy == "True"
+
+
+def test_second_load_uses_cached_trees_without_cel_python(tmp_path: Path) -> None:
+    first = run_probe(tmp_path)
+    second = run_probe(tmp_path)
+    assert (SHIPPED_RULES, True) == first  # parsed: cel-python's parser imported and built
+    assert (SHIPPED_RULES, False) == second  # every rule from the cache: cel-python not even imported
+    assert list((tmp_path / "policyd").glob("cel-lark-*.cache"))
+    assert list((tmp_path / "policyd" / "parsed").glob("*.json"))
+
+
+def test_corrupt_tree_cache_is_parsed_again(tmp_path: Path) -> None:
+    run_probe(tmp_path)
+    for f in (tmp_path / "policyd" / "parsed").glob("*.json"):
+        data = json.loads(f.read_text())
+        f.write_text(json.dumps({k: {"d": "garbage"} for k in data}))
+    assert (SHIPPED_RULES, True) == run_probe(tmp_path)
+
+
+def test_cache_dir_writable_by_others_is_not_used(tmp_path: Path) -> None:
+    d = tmp_path / "shared"
+    d.mkdir(mode=0o777)
+    d.chmod(0o777)
+    assert celcache.secure_dir(d) is None
+    assert not celcache.install_parser(d)
+    celcache.save_trees("k", {"true": [1]}, d)
+    assert not (d / "parsed").exists() or not list((d / "parsed").glob("*.json"))
+    assert {} == celcache.load_trees("k", d)
+
+
+def test_private_cache_dir_round_trip(tmp_path: Path) -> None:
+    d = tmp_path / "mine"
+    assert celcache.secure_dir(d) == d
+    assert 0o700 == d.stat().st_mode & 0o777
+    celcache.save_trees("k", {"true": ["BOOL_LIT", "true", 1, 1]}, d)
+    assert {"true": ["BOOL_LIT", "true", 1, 1]} == celcache.load_trees("k", d)

@@ -1,0 +1,22 @@
+"""Import only what a command needs: ``policyd --help`` loads neither pydantic nor the CEL
+stack. (A proxy that consults the daemon loads its local policy for ``[modes]`` and
+``[answers]``, so it imports the CEL stack too.) Checked by the modules a real process
+imported, not by timing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("pydantic", "pydantic_settings", "celpy", "lark", "policyd.core.cel", "policyd.core.shell", "structlog")
+
+
+def imported_by(code: str, env: dict[str, str] | None = None) -> set[str]:
+    probe = f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)), file=sys.stderr)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60)
+    return set(done.stderr.strip().splitlines()[-1].split())
+
+
+def test_help_imports_nothing_heavy() -> None:
+    mods = imported_by("from policyd.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass")
+    assert [] == [m for m in HEAVY if m in mods]
