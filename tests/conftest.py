@@ -29,11 +29,40 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TRANSCRIPT = FIXTURES / "ts-sdk-example-agent.transcript.jsonl"
+
+
+# ----------------------------------------------------------------------------- hypothesis
+
+#: Hypothesis profiles, loaded here before any test module builds its ``@settings``:
+#: ``ci`` (chosen when ``CI`` is set, as every CI service sets it) draws the same examples on
+#: every run (derandomize, no example database, no deadline), so a CI run is reproducible;
+#: ``dev`` (local default) explores randomly but keeps no example database either: a failure
+#: prints its seed and blob (``print_blob``) instead of being replayed silently from a stale
+#: ``.hypothesis/`` in every later run. ``HYPOTHESIS_PROFILE`` picks one explicitly.
+HYPOTHESIS_PROFILES: dict[str, dict[str, Any]] = {
+    "ci": {"derandomize": True, "database": None, "deadline": None, "print_blob": True},
+    "dev": {"database": None, "deadline": None, "print_blob": True},
+}
+for _name, _values in HYPOTHESIS_PROFILES.items():
+    hypothesis.settings.register_profile(_name, **_values)
+
+
+def hypothesis_profile(environ: Mapping[str, str]) -> str:
+    """The profile for this environment: ``HYPOTHESIS_PROFILE``, else ``ci`` when ``CI`` is set
+    to anything but an empty/false value, else ``dev``."""
+    explicit = environ.get("HYPOTHESIS_PROFILE")
+    if explicit:
+        return explicit
+    return "ci" if environ.get("CI", "").strip().lower() not in ("", "0", "false", "no") else "dev"
+
+
+hypothesis.settings.load_profile(hypothesis_profile(os.environ))
 
 
 def pytest_configure(config: pytest.Config) -> None:
