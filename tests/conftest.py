@@ -576,3 +576,33 @@ class AcpClient:
                 if isinstance(obj, dict) and "event" in obj and (name is None or obj["event"] == name):
                     out.append(obj)
         return out
+
+
+# ----------------------------------------------------------------------------- permissions
+
+#: uid/gid that tests running as root drop to, so a mode-0 file is really unreadable.
+NOBODY = 65534
+
+
+def unprivileged() -> list[str]:
+    """argv prefix that runs a command as a user to whom mode bits apply: nothing when we are
+    not root, else ``setpriv`` to ``nobody`` (permission tests would prove nothing as root)."""
+    if os.geteuid() != 0:
+        return []
+    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+
+
+@pytest.fixture
+def shared_tmp() -> Iterator[Path]:
+    """A temporary directory the :func:`unprivileged` user owns (``tmp_path`` is root's 0700)."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="policyd-perm-"))
+    path.chmod(0o755)
+    if os.geteuid() == 0:
+        os.chown(path, NOBODY, NOBODY)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

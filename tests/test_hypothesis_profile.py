@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import hypothesis
-
 from conftest import HYPOTHESIS_PROFILES, hypothesis_profile
 
 TESTS = Path(__file__).resolve().parent

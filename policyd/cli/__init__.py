@@ -13,12 +13,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import ValidationError
-from pydantic_settings import SettingsError
-
 from policyd import __version__, logs
 from policyd.cli.common import USAGE_ERROR
-from policyd.settings import Settings, load_settings
+from policyd.settings import Settings, SettingsProblem, load_settings
 
 
 def _policy_args(p: argparse.ArgumentParser) -> None:
@@ -138,8 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = _settings(args)
         decision_log = settings.decision_log if args.command in ("proxy", "serve") else None
         logs.configure(settings.log_level, decision_log)
-    except (ValidationError, SettingsError, FileNotFoundError, OSError) as exc:
-        print(f"policyd: {exc}", file=sys.stderr)
+    except (SettingsProblem, FileNotFoundError, OSError) as exc:
+        for line in str(exc).splitlines():
+            print(f"policyd: {line}", file=sys.stderr)
         return USAGE_ERROR
     from policyd.cli import admin, evaluate, run
 
