@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import socket
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from policyd import logs, status
 from policyd.cli.common import USAGE_ERROR, build_engine, build_reloader, load_policy, report_load_error
 from policyd.core.policy import PolicyError
-from policyd.core.relay import Relay
+from policyd.core.relay import Consult, Relay, RememberChoice, Resolution
+from policyd.engine import Engine
 from policyd.settings import Settings
 
 
@@ -46,8 +48,24 @@ def daemon_path(settings: Settings, own_policy: bool = False) -> Path | None:
     return default
 
 
+def off_loop(engine: Engine) -> tuple[Callable[[Consult], Awaitable[Resolution]],
+                                      Callable[[RememberChoice], Awaitable[str | None]]]:
+    """The proxy's decider and rememberer over an embedded engine, each run on a worker
+    thread: a store lookup waiting for SQLite's lock (up to its busy timeout) never stops
+    the event loop, so the relay keeps relaying in both directions meanwhile."""
+
+    async def decide(consult: Consult) -> Resolution:
+        assert consult.query is not None
+        return await asyncio.to_thread(engine.decide, consult.query)
+
+    async def remember(choice: RememberChoice) -> str | None:
+        return await asyncio.to_thread(engine.remember_choice, choice)
+
+    return decide, remember
+
+
 def proxy(settings: Settings, agent: list[str], cli_policy: list[str] | None, config: str | None) -> int:
-    from policyd.proxy import engine_decider, run_proxy
+    from policyd.proxy import run_proxy
 
     if agent and agent[0] == "--":
         agent = agent[1:]
@@ -76,9 +94,9 @@ def proxy(settings: Settings, agent: list[str], cli_policy: list[str] | None, co
         engine = build_engine(settings, loaded)
         reloader = build_reloader(engine, settings, cli_policy, config, on_change=lambda st: status.write(st, agent))
         status.write(reloader.status, agent)
+        decide, remember = off_loop(engine)
         try:
-            return run_proxy(agent, relay, engine_decider(engine), settings.kill_grace_s, reloader,
-                             on_remember=engine.remember_choice)
+            return run_proxy(agent, relay, decide, settings.kill_grace_s, reloader, on_remember=remember)
         finally:
             status.remove()
     finally:
