@@ -90,7 +90,7 @@ def test_damaged_store_before_start_is_an_error_not_a_new_store(tmp_path: Path, 
     assert m.remember(RememberSpec("k", "global", ""), Decision.ALLOW, now=1.0, option_id="o", option_name="O",
                       agent="", title="") is None
     assert content == path.read_bytes()  # never recreated or overwritten
-    with pytest.raises(StoreError, match="empty|not an SQLite"):
+    with pytest.raises(StoreError, match=r"empty|not an SQLite"):
         Store(path)
 
 
@@ -149,8 +149,9 @@ def test_header_check_keeps_sqlites_locks(tmp_path: Path) -> None:
 # ============================================================================ item 3, real daemon
 
 
-def test_daemon_store_truncated_while_running_asks_never_allows(tmp_path: Path,
-                                                                daemons: Callable[..., Daemon]) -> None:
+def test_daemon_store_truncated_while_running_asks_never_allows(
+    tmp_path: Path, daemons: Callable[..., Daemon]  # noqa: F811 - the fixture imported above
+) -> None:
     policy = write_policy(tmp_path / "policy.toml", ALLOW_COMMANDS)
     d = daemons(tmp_path, policy).start()
     rm = decide_params("c1", "execute", rawInput={"command": "rm -rf build"})
@@ -193,8 +194,9 @@ def locks() -> Iterator[list[WriteLock]]:
         lock.release()
 
 
-def test_daemon_answers_others_while_a_write_waits_for_the_lock(tmp_path: Path, daemons: Callable[..., Daemon],
-                                                                 locks: list[WriteLock]) -> None:
+def test_daemon_answers_others_while_a_write_waits_for_the_lock(
+    tmp_path: Path, daemons: Callable[..., Daemon], locks: list[WriteLock]  # noqa: F811 - imported fixture
+) -> None:
     """A v1/remember waiting out the busy timeout delays nobody else; when the timeout
     passes it fails (nothing stored, answered), never blocking the daemon."""
     policy = write_policy(tmp_path / "policy.toml", ALLOW_COMMANDS)
