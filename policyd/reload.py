@@ -23,7 +23,8 @@ Rules this module owns:
 - Reload requests that arrive while one is waiting to start are merged into it (a SIGHUP
   storm costs one or two reloads, not one per signal).
 - Any error keeps the last good set in force and logs ``policy.reload_failed`` with every
-  ``file:line`` error; the next change retries.
+  ``file:line`` error (once: the same errors again are not logged again); the next change
+  retries.
 - A periodic re-hash (``rehash_s``, default 30 s) catches what a watcher misses (network
   filesystems); ``force_polling`` makes watchfiles poll.
 - A watch that keeps failing (a watched directory became unreadable) is retried with
@@ -314,6 +315,8 @@ class Reloader:
         except PolicyError as exc:
             self._failed_hash = new_hash
             messages = [str(e) for e in exc.errors]
+            if messages == self.status.last_error:  # the same failure again: logged once
+                return False
             self.status.last_error = messages
             self.status.last_error_at = time.time()
             in_force = self.holder.policy.short_hash
