@@ -1,5 +1,5 @@
 """Partially written policy sets are never enforced (issue 9 item 4): a real watcher
-(``Reloader`` with watchfiles) over real files, a writer thread pausing 50–200 ms between
+(``Reloader`` with watchfiles) over real files, a writer thread pausing 50-200 ms between
 chunks and between files, and decisions sampled continuously on the event loop meanwhile.
 
 The directory holds an allow-everything file and a file denying ``rm``; the writer rewrites
