@@ -2,8 +2,9 @@
 
 Exit codes: ``proxy`` exits with the agent's code (128+N for signal N); ``serve`` 0 after a
 clean shutdown, 1 when it cannot start; ``check`` 0 when the set loads, 1 with every error
-otherwise; ``eval`` 0, or 1 when an input line was invalid; 2 for usage errors (bad flags,
-bad settings, a policy set that does not load at start).
+of the policy text, 2 when a policy path cannot be read; ``eval`` 0, or 1 when an input line
+was invalid; 2 for usage errors (bad flags, bad settings — one line per problem naming its
+flag, variable or config file — a policy set that does not load at start).
 """
 
 from __future__ import annotations
