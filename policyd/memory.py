@@ -43,6 +43,7 @@ class Memory:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._stores: list[Store] = []
+        self._opening = False
         self.open_store()
 
     @property
@@ -57,22 +58,27 @@ class Memory:
         if self.store is not None:
             return self.store
         with self._lock:
-            if self.error is not None and time.monotonic() < self._next_open:
-                return None
+            if self.error is not None and (self._opening or time.monotonic() < self._next_open):
+                return None  # known unusable: one thread retries at a time, once per REOPEN_S
             self._next_open = time.monotonic() + REOPEN_S
-            try:
-                store = Store(self.path)
-            except StoreError as exc:
+            self._opening = True
+        try:  # not under the lock: a slow open (a held SQLite lock) delays no other thread
+            store = Store(self.path)
+        except StoreError as exc:
+            with self._lock:
+                self._opening = False
                 self.error = str(exc)
-                logs.get().error("remember.store_unavailable", path=str(self.path), error=self.error,
-                                 effect="asking instead of answering from memory")
-                return None
+            logs.get().error("remember.store_unavailable", path=str(self.path), error=str(exc),
+                             effect="asking instead of answering from memory")
+            return None
+        with self._lock:
+            self._opening = False
             if self.error:
                 logs.get().info("remember.store_opened", path=str(self.path))
             self.error = None
             self._local.store = store
             self._stores.append(store)
-            return store
+        return store
 
     def close(self) -> None:
         """Close every thread's connection (at shutdown)."""

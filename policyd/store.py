@@ -20,7 +20,8 @@ Rules this module owns (SQLite: https://www.sqlite.org/wal.html, /pragma.html):
   and a 16-byte read), since SQLite itself treats an empty file as a new, empty database and
   a remembered reject would silently become an allow. A file replaced by another (a new
   inode) is an error for this connection; the caller reopens it, through the same checks.
-- A lookup waits at most :data:`LOOKUP_BUSY_TIMEOUT_MS` for a lock (then it fails: ask);
+- A lookup, and opening an existing store, wait at most :data:`LOOKUP_BUSY_TIMEOUT_MS` for a
+  lock (then they fail: ask); writes wait :data:`BUSY_TIMEOUT_MS`;
   callers run store operations off the event loop (``asyncio.to_thread``), one connection
   per thread (:class:`policyd.memory.Memory`).
 """
@@ -184,8 +185,11 @@ class Store:
         try:
             check_header(self.path, st, self._fd)
             self._db = self._connect(self.path)
-            self._wal()
+            # opening an existing store is on a decision's path: wait no longer than a lookup
+            self._db.execute(f"PRAGMA busy_timeout = {LOOKUP_BUSY_TIMEOUT_MS}")
+            self._wal(LOOKUP_BUSY_TIMEOUT_MS)
             self._migrate()
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         except BaseException as exc:
             if hasattr(self, "_db"):
                 self._db.close()
@@ -231,10 +235,10 @@ class Store:
     def _writable(self) -> bool:
         return os.access(self.path, os.W_OK)
 
-    def _wal(self) -> None:
+    def _wal(self, timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         """Switch to WAL; another process switching at the same moment holds a lock that the
-        busy handler does not wait for, so retry until the busy timeout."""
-        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        busy handler does not wait for, so retry until ``timeout_ms``."""
+        deadline = time.monotonic() + timeout_ms / 1000
         while True:
             try:
                 mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]

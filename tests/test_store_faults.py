@@ -258,3 +258,40 @@ def test_proxy_relays_while_a_remember_waits_for_the_lock(tmp_path: Path, locks:
         assert 0 == proxy.wait()
     finally:
         proxy.stop()
+
+
+def test_daemon_lookup_on_a_locked_store_asks_then_recovers(
+    tmp_path: Path, daemons: Callable[..., Daemon]  # noqa: F811 - imported fixture
+) -> None:
+    """Another process holds the store exclusively (readers blocked too): the lookup gives
+    up after its timeout and the would-be allow is asked; once the lock is gone memory is
+    back (after REOPEN_S)."""
+    import subprocess
+
+    from policyd.memory import REOPEN_S
+
+    store = tmp_path / "state" / "remembered.sqlite3"
+    store.parent.mkdir(parents=True)
+    Store(store).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys, time\n"
+         f"c = sqlite3.connect({str(store)!r}, isolation_level=None)\n"
+         "c.execute('PRAGMA locking_mode=EXCLUSIVE'); c.execute('BEGIN EXCLUSIVE')\n"
+         "c.execute(\"UPDATE remembered SET agent = 'x'\")\n"
+         "print('held', flush=True); sys.stdin.readline()\n"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and "held" == holder.stdout.readline().strip()
+        d = daemons(tmp_path, write_policy(tmp_path / "policy.toml", ALLOW_COMMANDS), store=store).start()
+        npm = decide_params("c1", "execute", rawInput={"command": "npm test"})
+        decided = result(d.socket, "v1/decide", npm)
+        assert ("ask", "memory-unavailable") == (decided["decision"], decided["fields"]["source"])
+        assert d.pid == result(d.socket, "v1/status", {})["pid"]
+        assert d.events("remember.store_unavailable")
+    finally:
+        holder.communicate("\n", timeout=30)
+    time.sleep(REOPEN_S + 0.5)
+    deadline = time.monotonic() + 10
+    while result(d.socket, "v1/decide", npm)["decision"] != "allow":
+        assert time.monotonic() < deadline, "memory never came back"
+        time.sleep(0.2)
