@@ -23,8 +23,8 @@ Rules this module owns:
 - Reload requests that arrive while one is waiting to start are merged into it (a SIGHUP
   storm costs one or two reloads, not one per signal).
 - Any error keeps the last good set in force and logs ``policy.reload_failed`` with every
-  ``file:line`` error (once: the same errors again are not logged again); the next change
-  retries.
+  ``file:line`` error (a retry of policyd's own — a failing watch, re-hash — failing the same way
+  is not logged again); the next change retries.
 - A periodic re-hash (``rehash_s``, default 30 s) catches what a watcher misses (network
   filesystems); ``force_polling`` makes watchfiles poll.
 - A watch that keeps failing (a watched directory became unreadable) is retried with
@@ -66,6 +66,10 @@ WATCH_RETRY_MIN_S = 0.1
 WATCH_RETRY_MAX_S = 30.0
 #: Seconds after a re-watch before one more read (events before the new watch are lost).
 REWATCH_SETTLE_S = 0.2
+
+#: Reload reasons that are policyd's own retries, not a change seen or asked for: when one
+#: fails exactly as the last reload did, it is not logged again.
+_RETRIES = frozenset({"watch-retry", "rehash", "settle"})
 
 PathsFn = Callable[[], tuple[list[str], list[str], str | None]]
 
@@ -193,8 +197,9 @@ class Reloader:
             if not first:
                 # the watch set changed: what happened before the new watch exists is
                 # only seen by reading again, now and once the new watch is surely live
-                await self.reload("rewatch")
-                self._later(REWATCH_SETTLE_S, "rewatch")
+                reason = "rewatch" if failures == 0 else "watch-retry"
+                await self.reload(reason)
+                self._later(REWATCH_SETTLE_S, reason)
             first = False
             try:
                 async for changes in watchfiles.awatch(
@@ -315,8 +320,8 @@ class Reloader:
         except PolicyError as exc:
             self._failed_hash = new_hash
             messages = [str(e) for e in exc.errors]
-            if messages == self.status.last_error:  # the same failure again: logged once
-                return False
+            if messages == self.status.last_error and reason in _RETRIES:  # a retry failing the same way
+                return False  # (a failing watch retries often): logged once
             self.status.last_error = messages
             self.status.last_error_at = time.time()
             in_force = self.holder.policy.short_hash
