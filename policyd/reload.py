@@ -238,14 +238,15 @@ class Reloader:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    def _read(self) -> tuple[list[Path], list[LoadError], list[tuple[str, str]], list[LoadError]]:
-        policy_paths, search_path, _ = self.paths()
+    def _read(self, policy_paths: list[str], search_path: list[str]
+              ) -> tuple[list[Path], list[LoadError], list[tuple[str, str]], list[LoadError]]:
         files, errors = loader.collect(policy_paths, search_path, self.secure)
         sources, read_errors = loader.read_sources(files)
         return files, errors, sources, read_errors
 
     async def _settled_sources(
-        self, first: tuple[list[Path], list[LoadError], list[tuple[str, str]], list[LoadError]]
+        self, first: tuple[list[Path], list[LoadError], list[tuple[str, str]], list[LoadError]],
+        policy_paths: list[str], search_path: list[str],
     ) -> tuple[list[Path], list[LoadError], list[tuple[str, str]], list[LoadError]] | None:
         """Read again every :data:`SETTLE_S` until two reads agree (the files are what was
         on disk when writing settled); None when they still change after :data:`MAX_SETTLE_S`."""
@@ -253,7 +254,7 @@ class Reloader:
         deadline = time.monotonic() + MAX_SETTLE_S
         while time.monotonic() < deadline:
             await asyncio.sleep(SETTLE_S)
-            again = self._read()
+            again = self._read(policy_paths, search_path)
             if again[0] == read[0] and again[2] == read[2] and [str(e) for e in again[1]] == [
                     str(e) for e in read[1]]:
                 return again
@@ -285,9 +286,11 @@ class Reloader:
         log = logs.get()
         start = time.perf_counter()
         try:
-            files, errors, sources, read_errors = self._read()
-            if force or (_sources_hash(sources) if files else None) != self._current_hash:
-                settled = await self._settled_sources((files, errors, sources, read_errors))
+            policy_paths, search_path, _ = self.paths()  # once: re-reading the config is slow
+            files, errors, sources, read_errors = self._read(policy_paths, search_path)
+            if (_sources_hash(sources) if files else None) != self._current_hash:  # a change: let it settle
+                settled = await self._settled_sources((files, errors, sources, read_errors), policy_paths,
+                                                      search_path)
                 if settled is None:
                     log.warning("policy.reload_deferred", reason=reason, hash_in_force=self.holder.policy.short_hash,
                                 why=f"policy files still changing after {MAX_SETTLE_S:g} s; retrying")

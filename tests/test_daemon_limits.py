@@ -67,6 +67,7 @@ def test_200_half_line_holders_keep_rss_bounded(tmp_path: Path,
             assert isinstance(error, dict), reply
             refusals.append(str(error["message"]))
     grown = peak - before
+    print(f"daemon RSS {before:.0f} MiB -> {peak:.0f} MiB with 200 half-line holders; {len(refusals)} refused")
     assert grown < TOTAL_BUFFER_BYTES / MIB + 48, (before, peak)  # 200 x 1 MiB would be 200+ MiB
     assert 200 - MAX_CONNECTIONS_PER_UID <= len(refusals)
     assert any("too many connections for uid" in m for m in refusals), refusals[:3]
