@@ -16,7 +16,8 @@ trip, reported separately, and up to 5 ms of polling granularity). 50 saves per 
 p99 of 50 samples is the nearest-rank 99th percentile, i.e. the maximum.
 
 Targets: p50 <= SETTLE_S + 250 ms, p99 <= SETTLE_S + 1000 ms (a changed set is loaded only once
-the files have been quiet for ``policyd.reload.SETTLE_S``, 0.5 s: issue 9 item 4). Run: ``python benchmarks/bench_reload.py`` (~1 min).
+the files have been quiet for ``policyd.reload.SETTLE_S``, 0.5 s: issue 9 item 4).
+Run: ``python benchmarks/bench_reload.py`` (~1 min).
 """
 
 from __future__ import annotations
