@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import importlib.metadata
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -34,8 +35,29 @@ class Loaded:
     embedded: bool
 
 
+class PolicyUnreadable(PolicyError):
+    """A policy path exists but cannot be read (permissions, I/O): a usage error (exit 2),
+    not a fault of the policy text."""
+
+
 def _dir_files(directory: Path) -> list[Path]:
+    """``*.toml`` files of ``directory`` in name order; raises OSError when it cannot be listed."""
     return sorted(p for p in directory.iterdir() if p.suffix == ".toml" and p.is_file())
+
+
+def _kind(path: Path) -> str:
+    """``dir``, ``file``, ``missing``, or why the path cannot be examined."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"cannot access: {exc.strerror or exc}"
+    return "dir" if stat.S_ISDIR(st.st_mode) else "file"
+
+
+def _unreadable(path: Path, exc: OSError, what: str) -> LoadError:
+    return LoadError(str(path), 0, "", f"cannot read {what}: {exc.strerror or exc}")
 
 
 def insecure(path: Path) -> str:
@@ -63,26 +85,44 @@ def collect(
     errors: list[LoadError] = []
     for entry in search_path:
         d = Path(entry)
-        if d.is_dir():
-            files.extend(_dir_files(d))
+        kind = _kind(d)
+        if kind == "dir":
+            try:
+                files.extend(_dir_files(d))
+            except OSError as exc:
+                errors.append(_unreadable(d, exc, "policy directory (search path)"))
+        elif kind not in ("missing", "file"):
+            errors.append(LoadError(entry, 0, "", f"search-path directory: {kind}"))
     for entry in policy_paths:
         p = Path(entry)
-        if p.is_dir():
-            found = _dir_files(p)
+        kind = _kind(p)
+        if kind == "dir":
+            try:
+                found = _dir_files(p)
+            except OSError as exc:
+                errors.append(_unreadable(p, exc, "policy directory"))
+                continue
             if not found:
                 errors.append(LoadError(entry, 0, "", "policy directory holds no *.toml files"))
             files.extend(found)
-        elif p.is_file():
+        elif kind == "file":
             files.append(p)
-        else:
+        elif kind == "missing":
             errors.append(LoadError(entry, 0, "", "policy path does not exist"))
+        else:
+            errors.append(LoadError(entry, 0, "", f"policy path: {kind}"))
     if secure:
-        dirs = [Path(e) for e in [*search_path, *policy_paths] if Path(e).is_dir()]
-        for p in [*dirs, *files]:
-            why = insecure(p)
-            if why:
-                errors.append(LoadError(str(p), 0, "", f"refused: policy {why}"))
+        errors.extend(LoadError(str(p), 0, "", f"refused: policy {why}")
+                      for p, why in insecure_paths(policy_paths, search_path, files))
     return files, errors
+
+
+def insecure_paths(policy_paths: Sequence[str], search_path: Sequence[str], files: Sequence[Path]
+                   ) -> list[tuple[Path, str]]:
+    """Every policy directory and file that fails :func:`insecure`, with why. The daemon
+    refuses them; ``check`` and ``proxy`` warn (see ``cli.common.warn_insecure``)."""
+    dirs = [Path(e) for e in [*search_path, *policy_paths] if _kind(Path(e)) == "dir"]
+    return [(p, why) for p in [*dirs, *files] if (why := insecure(p))]
 
 
 def read_sources(files: Sequence[Path]) -> tuple[list[tuple[str, str]], list[LoadError]]:
@@ -180,6 +220,9 @@ def load(
     sources, read_errors = read_sources(files)
     errors.extend(read_errors)
     if errors:
+        if any(e.message.startswith(("cannot read", "cannot access", "policy path: cannot",
+                                     "search-path directory: cannot")) for e in errors):
+            raise PolicyUnreadable(errors)
         raise PolicyError(errors)
     if not files:
         return Loaded(build(embedded_sources()), embedded=True)

@@ -4,12 +4,18 @@
 cwd) and the global scope; a reject wins over an allow. When the store cannot be used
 (unreadable, corrupt, schema from the future), lookups report failure — the engine then
 never allows on the policy's word alone (see ``core.remember.combine``) — and the error is
-logged once per :data:`REOPEN_S` while policyd retries to open it.
+logged once per :data:`REOPEN_S` while policyd retries to open it. An emptied, overwritten or
+replaced file is such an error (``store.check_header``), before start and while running.
+
+Threads: callers run lookups and writes off the event loop (``asyncio.to_thread``) so a
+locked store never freezes relaying; each thread gets its own SQLite connection (opened on
+first use), so a lookup waiting for a lock delays no other thread's.
 """
 
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from pathlib import Path
 
@@ -30,36 +36,64 @@ class Memory:
     def __init__(self, path: str | Path, expiry_s: float | None) -> None:
         self.path = Path(path)
         self.expiry_s = expiry_s
-        self.store: Store | None = None
         self.error: str | None = None
         self._next_open = 0.0
         self._session: dict[tuple[str, str], tuple[str, Decision]] = {}
         self._ids = itertools.count(1)
-        self._open()
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._stores: list[Store] = []
+        self._opening = False
+        self.open_store()
 
-    def _open(self) -> Store | None:
+    @property
+    def store(self) -> Store | None:
+        """This thread's connection, if it has one open."""
+        store: Store | None = getattr(self._local, "store", None)
+        return store
+
+    def open_store(self) -> Store | None:
+        """This thread's connection, opened when needed; None while the store is unusable
+        (a failed open is retried at most once per :data:`REOPEN_S`)."""
         if self.store is not None:
             return self.store
-        if time.monotonic() < self._next_open:
+        with self._lock:
+            if self.error is not None and (self._opening or time.monotonic() < self._next_open):
+                return None  # known unusable: one thread retries at a time, once per REOPEN_S
+            self._next_open = time.monotonic() + REOPEN_S
+            self._opening = True
+        try:  # not under the lock: a slow open (a held SQLite lock) delays no other thread
+            store = Store(self.path)
+        except StoreError as exc:
+            with self._lock:
+                self._opening = False
+                self.error = str(exc)
+            logs.get().error("remember.store_unavailable", path=str(self.path), error=str(exc),
+                             effect="asking instead of answering from memory")
             return None
-        self._next_open = time.monotonic() + REOPEN_S
-        try:
-            self.store = Store(self.path)
+        with self._lock:
+            self._opening = False
             if self.error:
                 logs.get().info("remember.store_opened", path=str(self.path))
             self.error = None
-        except StoreError as exc:
-            self.error = str(exc)
-            logs.get().error("remember.store_unavailable", path=str(self.path), error=self.error,
-                             effect="asking instead of answering from memory")
-        return self.store
+            self._local.store = store
+            self._stores.append(store)
+        return store
+
+    def close(self) -> None:
+        """Close every thread's connection (at shutdown)."""
+        with self._lock:
+            for store in self._stores:
+                store.close()
+            self._stores.clear()
+        self._local = threading.local()
 
     def lookup(self, key: str, session: SessionInfo, now: float) -> tuple[Remembered | None, bool]:
         """The remembered choice for ``key``, and whether the lookup failed."""
         found = self._session.get((key, session.session_id))
         if found is not None and found[1] is Decision.DENY:
             return Remembered(found[0], found[1]), False
-        store = self._open()
+        store = self.open_store()
         if store is None:
             return None, True
         scopes = {"global": ""}
@@ -86,7 +120,7 @@ class Memory:
             while len(self._session) > MAX_SESSION_ENTRIES:
                 self._session.pop(next(iter(self._session)))
             return entry_id
-        store = self._open()
+        store = self.open_store()
         if store is None:
             logs.get().error("remember.store_failed", key=spec.key, error=self.error or "store unavailable")
             return None
@@ -97,10 +131,17 @@ class Memory:
                                       agent=agent, example_title=title))
         except StoreError as exc:  # e.g. read-only or full disk: existing entries stay usable
             logs.get().error("remember.store_failed", key=spec.key, error=str(exc))
+            try:
+                store.verify()
+            except StoreError as damaged:  # emptied or replaced: reopen (through the checks) later
+                self._drop(damaged)
             return None
 
     def _drop(self, exc: StoreError) -> None:
-        self.error = str(exc)
-        if self.store is not None:
-            self.store.close()
-        self.store = None
+        with self._lock:
+            self.error = str(exc)
+            store = self.store
+            if store is not None:
+                store.close()
+                self._stores.remove(store)
+            self._local.store = None

@@ -9,13 +9,27 @@ Rules this module owns:
   whenever a watched directory was replaced (deleted and recreated), so new and recreated
   directories are picked up.
 - A reload reads every policy file; when the content hash equals the set in force (or the
-  last set that failed) nothing happens. Otherwise the complete new set is built and
-  validated on a worker thread (parse, compile, inline examples), then swapped in with one
-  reference assignment on the event loop: a decision always runs against one whole set.
+  last set that failed) nothing happens. Otherwise it waits for writing to settle
+  (quiescence): the files are read again every :data:`SETTLE_S` until two reads a settle
+  window apart are identical (file list and every byte), for at most :data:`MAX_SETTLE_S`;
+  a set still changing then is not loaded (``policy.reload_deferred``) and is retried
+  :data:`SETTLE_S` later. So a writer pausing less than :data:`SETTLE_S` between chunks or
+  between files never has a half-written set enforced; tools should still write policy sets
+  atomically (a file: write a temporary file, then rename it over; a directory: a ``..data``
+  symlink swapped with rename, as Kubernetes does), which needs no waiting to be safe. The
+  settled set is built and validated on a worker thread (parse, compile, inline examples),
+  then swapped in with one reference assignment on the event loop: a decision always runs
+  against one whole set, and until then the last good set stays in force.
+- Reload requests that arrive while one is waiting to start are merged into it (a SIGHUP
+  storm costs one or two reloads, not one per signal).
 - Any error keeps the last good set in force and logs ``policy.reload_failed`` with every
-  ``file:line`` error; the next change retries.
+  ``file:line`` error (a retry of policyd's own — a failing watch, re-hash — failing the same way
+  is not logged again); the next change retries.
 - A periodic re-hash (``rehash_s``, default 30 s) catches what a watcher misses (network
   filesystems); ``force_polling`` makes watchfiles poll.
+- A watch that keeps failing (a watched directory became unreadable) is retried with
+  exponential back-off from :data:`WATCH_RETRY_MIN_S` to :data:`WATCH_RETRY_MAX_S`; each
+  failure streak logs ``policy.watch_failed`` at its 1st, 2nd, 4th, 8th… attempt only.
 """
 
 from __future__ import annotations
@@ -43,12 +57,19 @@ STEP_MS = 10
 DEFAULT_REHASH_S = 30.0
 #: Milliseconds the watcher waits before yielding an empty batch (to re-check the watch set).
 WATCH_TIMEOUT_MS = 1000
-#: Milliseconds between the two reads that must agree before a set is built.
-STABLE_MS = 15
-#: Reads tried before building from the last one anyway (a file rewritten without pause).
-STABLE_READS = 5
+#: Seconds without any change to the policy files before a changed set is loaded.
+SETTLE_S = 0.5
+#: Seconds a reload waits at most for writing to settle before deferring.
+MAX_SETTLE_S = 10.0
+#: Back-off between attempts to re-establish a failing watch, seconds.
+WATCH_RETRY_MIN_S = 0.1
+WATCH_RETRY_MAX_S = 30.0
 #: Seconds after a re-watch before one more read (events before the new watch are lost).
 REWATCH_SETTLE_S = 0.2
+
+#: Reload reasons that are policyd's own retries, not a change seen or asked for: when one
+#: fails exactly as the last reload did, it is not logged again.
+_RETRIES = frozenset({"watch-retry", "rehash", "settle"})
 
 PathsFn = Callable[[], tuple[list[str], list[str], str | None]]
 
@@ -143,6 +164,9 @@ class Reloader:
         self._background: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
         self._stop = asyncio.Event()
+        self._queued: asyncio.Future[bool] | None = None
+        self._queued_force = False
+        self._list_error: str | None = None
 
     def stop(self) -> None:
         self._stop.set()
@@ -166,14 +190,16 @@ class Reloader:
     async def _watch(self) -> None:
         log = logs.get()
         first = True
+        failures = 0
         while not self._stop.is_set():
             roots = watch_roots(*self.paths())
             identity = _identity(roots)
             if not first:
                 # the watch set changed: what happened before the new watch exists is
                 # only seen by reading again, now and once the new watch is surely live
-                await self.reload("rewatch")
-                self._later(REWATCH_SETTLE_S, "rewatch")
+                reason = "rewatch" if failures == 0 else "watch-retry"
+                await self.reload(reason)
+                self._later(REWATCH_SETTLE_S, reason)
             first = False
             try:
                 async for changes in watchfiles.awatch(
@@ -194,9 +220,14 @@ class Reloader:
                     if replaced or watch_roots(*self.paths()) != roots or _identity(roots) != identity:
                         break  # re-watch: a directory appeared, vanished or was replaced (even
                         # when the new one got the old inode back, as ext4 often does)
-            except (OSError, RuntimeError) as exc:  # a watched directory vanished under us
-                log.warning("policy.watch_restarted", error=str(exc))
-                await asyncio.sleep(0.05)
+                failures = 0
+            except (OSError, RuntimeError) as exc:  # a watched directory vanished or became unreadable
+                failures += 1
+                delay = min(WATCH_RETRY_MIN_S * 2 ** (failures - 1), WATCH_RETRY_MAX_S)
+                if failures & (failures - 1) == 0:  # 1st, 2nd, 4th, 8th ... failure in a row
+                    log.warning("policy.watch_failed", error=str(exc), failures=failures, retry_in_s=delay)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), delay)
 
     def _later(self, delay_s: float, reason: str) -> None:
         async def run() -> None:
@@ -207,33 +238,71 @@ class Reloader:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _stable_sources(self) -> tuple[list[Path], list[LoadError], list[tuple[str, str]], list[LoadError]]:
-        """Read the policy files until two reads :data:`STABLE_MS` apart agree, so a file
-        caught half-written (an in-place save truncates first) is not what gets loaded."""
-        policy_paths, search_path, _ = self.paths()
-        previous: list[tuple[str, str]] | None = None
-        for _ in range(STABLE_READS):
-            files, errors = loader.collect(policy_paths, search_path, self.secure)
-            sources, read_errors = loader.read_sources(files)
-            if sources == previous:
-                break
-            previous = sources
-            await asyncio.sleep(STABLE_MS / 1000)
+    def _read(self, policy_paths: list[str], search_path: list[str]
+              ) -> tuple[list[Path], list[LoadError], list[tuple[str, str]], list[LoadError]]:
+        files, errors = loader.collect(policy_paths, search_path, self.secure)
+        sources, read_errors = loader.read_sources(files)
         return files, errors, sources, read_errors
 
+    async def _settled_sources(
+        self, first: tuple[list[Path], list[LoadError], list[tuple[str, str]], list[LoadError]],
+        policy_paths: list[str], search_path: list[str],
+    ) -> tuple[list[Path], list[LoadError], list[tuple[str, str]], list[LoadError]] | None:
+        """Read again every :data:`SETTLE_S` until two reads agree (the files are what was
+        on disk when writing settled); None when they still change after :data:`MAX_SETTLE_S`."""
+        read = first
+        deadline = time.monotonic() + MAX_SETTLE_S
+        while time.monotonic() < deadline:
+            await asyncio.sleep(SETTLE_S)
+            again = self._read(policy_paths, search_path)
+            if again[0] == read[0] and again[2] == read[2] and [str(e) for e in again[1]] == [
+                    str(e) for e in read[1]]:
+                return again
+            read = again
+        return None
+
     async def reload(self, reason: str, force: bool = False) -> bool:
-        """Reload if the content changed; True when a new set is in force."""
-        async with self._lock:
-            return await self._reload(reason, force)
+        """Reload if the content changed; True when a new set is in force. A request made
+        while another waits to start joins it."""
+        if self._queued is not None:  # one is waiting for the lock; it reads the files after this
+            self._queued_force = self._queued_force or force
+            return await asyncio.shield(self._queued)
+        queued: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._queued, self._queued_force = queued, force
+        try:
+            async with self._lock:
+                force, self._queued = self._queued_force, None  # later requests queue anew
+                changed = await self._reload(reason, force)
+        except BaseException as exc:
+            if self._queued is queued:
+                self._queued = None
+            queued.set_exception(exc)
+            queued.exception()  # retrieved: only joiners see it
+            raise
+        queued.set_result(changed)
+        return changed
 
     async def _reload(self, reason: str, force: bool) -> bool:
         log = logs.get()
         start = time.perf_counter()
         try:
-            files, errors, sources, read_errors = await self._stable_sources()
+            policy_paths, search_path, _ = self.paths()  # once: re-reading the config is slow
+            files, errors, sources, read_errors = self._read(policy_paths, search_path)
+            if (_sources_hash(sources) if files else None) != self._current_hash:  # a change: let it settle
+                settled = await self._settled_sources((files, errors, sources, read_errors), policy_paths,
+                                                      search_path)
+                if settled is None:
+                    log.warning("policy.reload_deferred", reason=reason, hash_in_force=self.holder.policy.short_hash,
+                                why=f"policy files still changing after {MAX_SETTLE_S:g} s; retrying")
+                    self._later(SETTLE_S, "settle")
+                    return False
+                files, errors, sources, read_errors = settled
         except OSError as exc:
-            log.warning("policy.reload_failed", reason=reason, errors=[f"cannot list policy files: {exc}"])
+            if f"cannot list policy files: {exc}" != self._list_error:
+                log.warning("policy.reload_failed", reason=reason, errors=[f"cannot list policy files: {exc}"])
+            self._list_error = f"cannot list policy files: {exc}"
             return False
+        self._list_error = None
         new_hash = _sources_hash(sources) if files else None
         if not files and self._current_hash is not None:
             errors.append(LoadError("(policy set)", 0, "", "no policy files found any more; keeping the set in force"))
@@ -254,6 +323,8 @@ class Reloader:
         except PolicyError as exc:
             self._failed_hash = new_hash
             messages = [str(e) for e in exc.errors]
+            if messages == self.status.last_error and reason in _RETRIES:  # a retry failing the same way
+                return False  # (a failing watch retries often): logged once
             self.status.last_error = messages
             self.status.last_error_at = time.time()
             in_force = self.holder.policy.short_hash

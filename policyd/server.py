@@ -13,8 +13,18 @@ own uid, or a member of ``--group`` (primary or supplementary group); only the d
 may remember, forget or reload. A refused peer is logged (``peer.refused``).
 
 Protocol: see :mod:`policyd.core.wire`. Each connection is served by its own task; a
-malformed line gets a JSON-RPC error and the connection survives; a line longer than
-:data:`MAX_LINE_BYTES` closes that connection only.
+malformed line gets a JSON-RPC error and the connection survives.
+
+Bounds (what any peer allowed to connect can make the daemon hold): a request line is at most
+:data:`MAX_LINE_BYTES` and must be complete within :data:`LINE_DEADLINE_S` of its first byte;
+all connections together buffer at most :data:`TOTAL_BUFFER_BYTES` of unfinished lines; at
+most :data:`MAX_CONNECTIONS` connections, :data:`MAX_CONNECTIONS_PER_UID` per peer uid. Past
+any bound that connection gets a JSON-RPC error naming the limit and is closed
+(``peer.limited`` logged); the others are unaffected.
+
+Blocking work — the engine's decision with its store lookup, remembering, listing and
+forgetting — runs on worker threads (``asyncio.to_thread``), so a store lock held by
+another process (SQLite's busy timeout) never stops the daemon answering other clients.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import grp
+import inspect
 import json
 import math
 import os
@@ -39,14 +50,24 @@ from policyd.core import wire
 from policyd.core.decide import choose_outcome
 from policyd.core.model import Decision
 from policyd.core.relay import RememberChoice
-from policyd.store import StoreError
+from policyd.store import Store, StoreError
 
 if TYPE_CHECKING:  # a proxy imports this module for default_socket_path: no engine, no CEL
     from policyd.engine import Engine
     from policyd.reload import Reloader
 
-#: Longest request line accepted (a permission request with a large diff fits easily).
-MAX_LINE_BYTES = 16 * 1024 * 1024
+#: Longest request line accepted: a permission request with a large diff or file body
+#: (bigger ones are refused; the proxy then fails closed).
+MAX_LINE_BYTES = 4 * 1024 * 1024
+#: Seconds a request line may take from its first byte to its newline.
+LINE_DEADLINE_S = 10.0
+#: Bytes of unfinished request lines held across all connections.
+TOTAL_BUFFER_BYTES = 64 * 1024 * 1024
+#: Connections served at once, in total and per peer uid.
+MAX_CONNECTIONS = 256
+MAX_CONNECTIONS_PER_UID = 64
+#: Bytes read from a connection at a time (also the stream's own buffer limit).
+READ_CHUNK = 64 * 1024
 #: Seconds in-flight requests may take to finish after SIGTERM.
 SHUTDOWN_GRACE_S = 5.0
 #: Seconds a write to a client may block before that client is dropped.
@@ -106,6 +127,8 @@ class Daemon:
         self._idle.set()
         self._background: set[asyncio.Task[Any]] = set()
         self._bound_by_us = False
+        self._connections: Counter[int] = Counter()
+        self._buffered = 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -150,7 +173,7 @@ class Daemon:
     async def serve(self) -> int:
         log = logs.get()
         sock = self._listen_socket()
-        server = await asyncio.start_unix_server(self._connection, sock=sock, limit=MAX_LINE_BYTES)
+        server = await asyncio.start_unix_server(self._connection, sock=sock, limit=READ_CHUNK)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._stop.set)
@@ -170,8 +193,8 @@ class Daemon:
             await reload_task
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)
-        if self.engine.memory is not None and self.engine.memory.store is not None:
-            self.engine.memory.store.close()
+        if self.engine.memory is not None:
+            self.engine.memory.close()
         if self._bound_by_us:  # an activated socket belongs to systemd
             with contextlib.suppress(OSError):
                 self.socket_path.unlink()
@@ -219,24 +242,35 @@ class Daemon:
             await self._send(writer, _error(None, wire.FORBIDDEN, f"policyd: uid {uid} may not use this daemon"))
             writer.close()
             return
+        limit = self._over_limit(uid)
+        if limit:
+            self.counters["limited"] += 1
+            log.warning("peer.limited", pid=pid, uid=uid, limit=limit)
+            await self._send(writer, _error(None, wire.SERVER_BUSY, f"policyd: {limit}"))
+            writer.close()
+            return
         self.counters["connections"] += 1
         self.open_connections += 1
+        self._connections[uid] += 1
+        pending = bytearray()
         try:
             while not self._stop.is_set():
                 try:
-                    line = await reader.readuntil(b"\n")
-                except asyncio.IncompleteReadError as exc:
-                    if exc.partial.strip():
-                        await self._send(writer, _error(None, wire.PARSE_ERROR, "unterminated line at end of input"))
+                    line = await self._read_line(reader, pending)
+                except _LineRefused as exc:
+                    self.counters["limited"] += 1
+                    log.warning("peer.limited", pid=pid, uid=uid, limit=str(exc))
+                    await self._send(writer, _error(None, exc.code, f"policyd: {exc}"))
                     break
-                except asyncio.LimitOverrunError:
-                    await self._send(writer, _error(None, wire.INVALID_REQUEST, f"line longer than {MAX_LINE_BYTES}"))
+                if line is None:
+                    if pending.strip():
+                        await self._send(writer, _error(None, wire.PARSE_ERROR, "unterminated line at end of input"))
                     break
                 if self._background:  # a reload in flight (SIGHUP, v1/reload): answer under the new set
                     await asyncio.gather(*self._background, return_exceptions=True)
                 self._begin()
                 try:
-                    response = self._handle_line(line, may_change, uid)
+                    response = await self._handle_line(line, may_change, uid)
                 finally:
                     self._end()
                 if response is not None and not await self._send(writer, response):
@@ -245,9 +279,55 @@ class Daemon:
             pass
         finally:
             self.open_connections -= 1
+            self._buffered -= len(pending)
+            self._connections[uid] -= 1
+            if self._connections[uid] <= 0:
+                del self._connections[uid]
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    def _over_limit(self, uid: int) -> str:
+        """Why a new connection of ``uid`` is refused ("" when it is not)."""
+        total = sum(self._connections.values())
+        if total >= MAX_CONNECTIONS:
+            return f"too many connections ({total}; limit {MAX_CONNECTIONS})"
+        if self._connections[uid] >= MAX_CONNECTIONS_PER_UID:
+            return f"too many connections for uid {uid} (limit {MAX_CONNECTIONS_PER_UID})"
+        return ""
+
+    async def _read_line(self, reader: asyncio.StreamReader, pending: bytearray) -> bytes | None:
+        """The next request line (with its newline), or None at end of input; ``pending``
+        holds this connection's unfinished bytes. Raises _LineRefused past a bound."""
+        started = time.monotonic() if pending else None
+        while True:
+            end = pending.find(b"\n")
+            if end >= 0:
+                line = bytes(pending[: end + 1])
+                del pending[: end + 1]
+                self._buffered -= end + 1
+                return line
+            if len(pending) > MAX_LINE_BYTES:
+                raise _LineRefused(wire.INVALID_REQUEST, f"request line longer than {MAX_LINE_BYTES} bytes")
+            timeout = None
+            if pending:
+                started = started or time.monotonic()
+                timeout = started + LINE_DEADLINE_S - time.monotonic()
+                if timeout <= 0:
+                    raise _LineRefused(wire.INVALID_REQUEST,
+                                       f"request line not completed within {LINE_DEADLINE_S:g} s")
+            try:
+                chunk = await asyncio.wait_for(reader.read(READ_CHUNK), timeout)
+            except TimeoutError:
+                raise _LineRefused(wire.INVALID_REQUEST,
+                                   f"request line not completed within {LINE_DEADLINE_S:g} s") from None
+            if not chunk:
+                return None
+            if self._buffered + len(chunk) > TOTAL_BUFFER_BYTES:
+                raise _LineRefused(wire.SERVER_BUSY, f"daemon input buffers full ({TOTAL_BUFFER_BYTES} bytes in"
+                                                     " unfinished lines); retry later")
+            pending += chunk
+            self._buffered += len(chunk)
 
     def _begin(self) -> None:
         self._inflight += 1
@@ -268,7 +348,7 @@ class Daemon:
 
     # ------------------------------------------------------------------ requests
 
-    def _handle_line(self, line: bytes, may_change: bool, uid: int) -> dict[str, Any] | None:
+    async def _handle_line(self, line: bytes, may_change: bool, uid: int) -> dict[str, Any] | None:
         """One request -> its response; None for a notification (never answered, even on
         error: JSON-RPC 2.0 section 4.1)."""
         try:
@@ -285,10 +365,10 @@ class Daemon:
         if not notification and not _valid_id(rid):
             self.counters["errors"] += 1
             return _error(None, wire.INVALID_REQUEST, "id must be a string, a finite number or null")
-        response = self._dispatch(rid, method, params, may_change, uid)
+        response = await self._dispatch(rid, method, params, may_change, uid)
         return None if notification else response
 
-    def _dispatch(self, rid: Any, method: str, params: Any, may_change: bool, uid: int) -> dict[str, Any]:
+    async def _dispatch(self, rid: Any, method: str, params: Any, may_change: bool, uid: int) -> dict[str, Any]:
         if method in _MUTATING and not may_change:
             self.counters["refused"] += 1
             logs.get().warning("peer.refused", uid=uid, method=method)
@@ -299,6 +379,8 @@ class Daemon:
             return _error(rid, wire.METHOD_NOT_FOUND, f"unknown method {method!r}; this is protocol v1")
         try:
             result = handler(self, params)
+            if inspect.isawaitable(result):
+                result = await result
         except ValueError as exc:
             self.counters["errors"] += 1
             return _error(rid, wire.INVALID_PARAMS, str(exc))
@@ -307,13 +389,13 @@ class Daemon:
             return _error(rid, -32000, str(exc))
         return {"jsonrpc": "2.0", "id": rid, "result": result}
 
-    def decide(self, params: Any) -> dict[str, Any]:
+    async def decide(self, params: Any) -> dict[str, Any]:
         """``v1/decide``. The decision is logged as given, except: past the proxy's
         ``deadline`` (see :mod:`policyd.core.wire`) the proxy has stopped waiting and
         answered the agent itself, so it is logged ``permission.abandoned`` (answer
         ``none``); and an allow whose record cannot be written is answered ask."""
         query = wire.query_from_wire(params, time.time())
-        resolution = self.engine.decide(query)
+        resolution = await asyncio.to_thread(self.engine.decide, query)
         decision = resolution.decision or Decision.ASK
         outcome = choose_outcome(decision, query.options, self.engine.policy.answer_prefer)
         fields = dict(resolution.fields)
@@ -328,7 +410,7 @@ class Daemon:
         self.counters[f"decisions.{decision.value}"] += 1
         return {"decision": decision.value, "outcome": outcome, "fields": resolution.fields}
 
-    def remember(self, params: Any) -> dict[str, Any]:
+    async def remember(self, params: Any) -> dict[str, Any]:
         if not isinstance(params, dict):
             raise ValueError("params must be an object")
         query = wire.query_from_wire(params.get("query"), time.time())
@@ -336,7 +418,7 @@ class Daemon:
         if decision is Decision.ASK:
             raise ValueError("decision must be allow or deny")
         option = wire.option_from_wire(params.get("option"), "option")
-        entry = self.engine.remember_choice(RememberChoice(query, decision, option))
+        entry = await asyncio.to_thread(self.engine.remember_choice, RememberChoice(query, decision, option))
         self.counters["remembered"] += 1
         return {"entryId": entry}
 
@@ -358,24 +440,31 @@ class Daemon:
         info["store"] = None if memory is None else {"path": str(memory.path), "error": memory.error}
         return info
 
-    def remembered_list(self, params: Any) -> dict[str, Any]:
-        store = self._store()
+    async def remembered_list(self, params: Any) -> dict[str, Any]:
         p = params if isinstance(params, dict) else {}
-        return {"entries": [e.as_dict() for e in store.entries(p.get("scope"), p.get("match"), time.time())]}
 
-    def remembered_forget(self, params: Any) -> dict[str, Any]:
-        store = self._store()
+        def work() -> list[dict[str, Any]]:
+            return [e.as_dict() for e in self._store().entries(p.get("scope"), p.get("match"), time.time())]
+
+        return {"entries": await asyncio.to_thread(work)}
+
+    async def remembered_forget(self, params: Any) -> dict[str, Any]:
         p = params if isinstance(params, dict) else {}
         ids = p.get("ids") or []
         if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
             raise ValueError("ids must be a list of integers")
         if not (ids or p.get("match") or p.get("all")):
             raise ValueError("give ids, match or all")
-        return {"forgotten": store.forget(ids=ids, match=p.get("match"), everything=bool(p.get("all")))}
 
-    def _store(self) -> Any:
+        def work() -> int:
+            return self._store().forget(ids=ids, match=p.get("match"), everything=bool(p.get("all")))
+
+        return {"forgotten": await asyncio.to_thread(work)}
+
+    def _store(self) -> Store:
+        """This worker thread's store connection; raises StoreError when there is none."""
         memory = self.engine.memory
-        store = memory._open() if memory is not None else None
+        store = memory.open_store() if memory is not None else None
         if store is None:
             raise StoreError(memory.error if memory and memory.error else "remembering is off in this daemon")
         return store
@@ -395,6 +484,15 @@ _HANDLERS: dict[str, Any] = {
     "v1/remembered/forget": Daemon.remembered_forget,
     "v1/reload": Daemon.reload_method,
 }
+
+
+class _LineRefused(Exception):
+    """A connection passed a bound (:data:`MAX_LINE_BYTES`, :data:`LINE_DEADLINE_S`,
+    :data:`TOTAL_BUFFER_BYTES`); ``code`` is the JSON-RPC error code sent before closing."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _valid_id(rid: Any) -> bool:

@@ -4,20 +4,32 @@ The config file is ``--config PATH`` (``POLICYD_CONFIG``), else the first that e
 ``$XDG_CONFIG_HOME/policyd/config.toml`` (``~/.config/policyd/config.toml``) and
 ``/etc/policyd/config.toml``. List settings in the environment are JSON
 (``POLICYD_POLICY='["/a.toml","/b"]'``).
+
+Precedence is per source, including what a setting implies (:data:`IMPLIES`): a source that
+names a daemon socket (``--daemon SOCKET``, ``POLICYD_DAEMON_SOCKET``, ``daemon_socket`` in
+the file) asks for that daemon, so ``--daemon SOCKET`` beats ``POLICYD_DAEMON=off`` while
+``--no-daemon`` beats ``POLICYD_DAEMON_SOCKET``.
+
+Errors: :func:`load_settings` raises :class:`SettingsProblem`, whose message names where the
+bad value came from (the flag, the ``POLICYD_*`` variable, or the config file with line and
+column) and what was expected — never pydantic's internals.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
+    SettingsError,
 )
 
 #: Seconds between closing the agent's stdin (client gone) and SIGTERM, then SIGKILL.
@@ -138,23 +150,157 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        config = _CONFIG_PATH.get("path")
+        config = _CONFIG.get("values")
         if config is not None:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=config))
-        return tuple(sources)
+            sources.append(_Values(settings_cls, config))
+        return tuple(_Implying(settings_cls, s) for s in sources)
 
 
-_CONFIG_PATH: dict[str, Path | None] = {}
+#: ``setting: (implied setting, value)``: a source that sets the first (to a true value) but
+#: not the second sets the second too, at its own precedence.
+IMPLIES: dict[str, tuple[str, Any]] = {
+    "daemon_socket": ("daemon", "require"),
+}
+
+#: How each setting is spelled on the command line (default: ``--`` + name with dashes).
+FLAGS: dict[str, str] = {
+    "store_path": "--store",
+    "remember": "--no-remember",
+    "watch": "--no-watch",
+    "rehash_s": "--rehash",
+    "kill_grace_s": "--kill-grace",
+    "daemon": "--require-daemon/--no-daemon",
+    "daemon_socket": "--daemon",
+    "daemon_timeout_s": "--daemon-timeout",
+}
+
+
+def flag_name(setting: str) -> str:
+    return FLAGS.get(setting, "--" + setting.replace("_", "-"))
+
+
+def env_name(setting: str) -> str:
+    return "POLICYD_" + setting.upper()
+
+
+class _Values(PydanticBaseSettingsSource):
+    """A source from an already-parsed dict (the config file, read by :func:`read_config`)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], values: dict[str, Any]) -> None:
+        super().__init__(settings_cls)
+        self.values = values
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return self.values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+class _Implying(PydanticBaseSettingsSource):
+    """``inner``'s values plus what they imply (:data:`IMPLIES`)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], inner: PydanticBaseSettingsSource) -> None:
+        super().__init__(settings_cls)
+        self.inner = inner
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return self.inner.get_field_value(field, field_name)
+
+    def __call__(self) -> dict[str, Any]:
+        values = dict(self.inner())
+        for name, (implied, value) in IMPLIES.items():
+            if values.get(name) and implied not in values:
+                values[implied] = value
+        return values
+
+
+_CONFIG: dict[str, dict[str, Any]] = {}
+
+
+class SettingsProblem(ValueError):
+    """A setting is wrong; the message names its source and what was expected."""
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The config file's table. Raises SettingsProblem naming the file (and for a syntax
+    error the line and column)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SettingsProblem(f"config file {path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SettingsProblem(f"config file {path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        where = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        if where:
+            raise SettingsProblem(
+                f"{path}:{where[1]}:{where[2]}: TOML syntax error: {message}") from None
+        raise SettingsProblem(f"{path}: TOML syntax error: {message}") from None
+
+
+def _line_of(path: Path, key: str) -> str:
+    """``path:LINE`` of ``key = ...`` in the config file, or just ``path``."""
+    try:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.match(rf"\s*\"?{re.escape(key)}\"?\s*=", line):
+                return f"{path}:{number}"
+    except (OSError, UnicodeDecodeError):
+        pass
+    return str(path)
+
+
+def _source(setting: str, cli: dict[str, Any], config: Path | None, values: dict[str, Any]) -> str:
+    """Where ``setting``'s value came from, as a user would find it."""
+    if setting in cli:
+        return flag_name(setting)
+    if any(k.upper() == env_name(setting) for k in os.environ):
+        return f"environment variable {env_name(setting)}"
+    if config is not None and setting in values:
+        return f"config file {_line_of(config, setting)} ({setting})"
+    return f"setting {setting}"
+
+
+def _explain(exc: ValidationError, cli: dict[str, Any], config: Path | None, values: dict[str, Any]) -> str:
+    lines = []
+    for err in exc.errors(include_url=False):
+        loc = [str(p) for p in err["loc"]]
+        setting = loc[0] if loc else "?"
+        where = _source(setting, cli, config, values)
+        if err["type"] == "extra_forbidden":
+            lines.append(f"{where}: unknown setting {setting!r}")
+            continue
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        at = f" (item {'.'.join(loc[1:])})" if len(loc) > 1 else ""
+        text = msg[0].lower() + msg[1:] if msg else "invalid"
+        lines.append(f"{where}{at}: {text}" + ("" if "got " in text else f"; got {err['input']!r}"))
+    return "\n".join(lines)
 
 
 def load_settings(cli: dict[str, Any], config: str | None = None) -> Settings:
     """Build Settings from CLI values (None = not given) over env, config file, defaults.
 
-    Raises FileNotFoundError for a missing explicit config, pydantic.ValidationError for
-    bad values (the message names the setting).
+    Raises FileNotFoundError for a missing explicit config, :class:`SettingsProblem` for a
+    config file that cannot be read or parsed and for bad values (one line per problem,
+    each naming its flag, variable or file).
     """
-    _CONFIG_PATH["path"] = find_config(config)
+    path = find_config(config)
+    values = read_config(path) if path is not None else {}
+    given = {k: v for k, v in cli.items() if v is not None}
+    _CONFIG["values"] = values
     try:
-        return Settings(**{k: v for k, v in cli.items() if v is not None})
+        return Settings(**given)
+    except ValidationError as exc:
+        raise SettingsProblem(_explain(exc, given, path, values)) from None
+    except SettingsError as exc:  # the environment's JSON for a list setting
+        field = re.search(r'field "(\w+)"', str(exc))
+        name = field[1] if field else "?"
+        raw = next((v for k, v in os.environ.items() if k.upper() == env_name(name)), "")
+        raise SettingsProblem(
+            f"environment variable {env_name(name)}: expected a JSON list of strings such as "
+            f"'[\"/etc/policyd/extra.toml\"]'; got {raw!r}") from None
     finally:
-        _CONFIG_PATH.pop("path", None)
+        _CONFIG.pop("values", None)

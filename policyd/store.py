@@ -13,12 +13,27 @@ Rules this module owns (SQLite: https://www.sqlite.org/wal.html, /pragma.html):
 - Errors: :class:`StoreError` names the file and SQLite's message. Callers treat a failed
   lookup as "memory unavailable" (never an allow) and a failed write as a logged loss of
   the new entry only; SQLite's transactions keep existing entries on a full disk.
+- A store is created only where no file exists yet, and atomically (built under a temporary
+  name, then hard-linked into place), so no process ever sees a half-made store. A file that
+  exists but is empty (truncated) or does not start with SQLite's header is an error, never
+  a fresh database — before start and before every use (:meth:`Store.verify`: one ``stat``
+  and a 16-byte read), since SQLite itself treats an empty file as a new, empty database and
+  a remembered reject would silently become an allow. A file replaced by another (a new
+  inode) is an error for this connection; the caller reopens it, through the same checks.
+- A lookup, and opening an existing store, wait at most :data:`LOOKUP_BUSY_TIMEOUT_MS` for a
+  lock (then they fail: ask); writes wait :data:`BUSY_TIMEOUT_MS`;
+  callers run store operations off the event loop (``asyncio.to_thread``), one connection
+  per thread (:class:`policyd.memory.Memory`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import sqlite3
+import stat
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +43,11 @@ from typing import Any
 
 #: Milliseconds a writer waits for another process's lock before failing.
 BUSY_TIMEOUT_MS = 5000
+#: Milliseconds a lookup waits for a lock: below the proxy's daemon deadline (2 s), so a
+#: locked store yields an answer (ask) rather than a timeout.
+LOOKUP_BUSY_TIMEOUT_MS = 1000
+#: The first bytes of every SQLite 3 database file (https://www.sqlite.org/fileformat.html).
+SQLITE_HEADER = b"SQLite format 3\x00"
 #: Default lifetime of a remembered choice: 30 days, in seconds.
 DEFAULT_EXPIRY_S = 30 * 24 * 3600
 
@@ -81,29 +101,144 @@ def default_path() -> Path:
     return Path(base) / "policyd" / "remembered.sqlite3"
 
 
+class _Descriptors:
+    """One read-only descriptor per store file (inode) in this process, shared by every
+    connection to it and closed only after the last one: closing *any* descriptor of a
+    database file drops every POSIX lock this process holds on it, SQLite's included
+    (https://www.sqlite.org/howtocorrupt.html section 2.2), so the header check may never
+    open and close the file."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[tuple[int, int], list[int]] = {}  # (dev, ino) -> [fd, users]
+
+    def acquire(self, path: Path, st: os.stat_result) -> int:
+        key = (st.st_dev, st.st_ino)
+        with self._lock:
+            entry = self._open.get(key)
+            if entry is None:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                got = os.fstat(fd)
+                if (got.st_dev, got.st_ino) != key:  # replaced between stat and open
+                    os.close(fd)  # not the inode any connection of ours uses
+                    raise StoreError(f"{path}: the store file was replaced while opening it")
+                entry = self._open[key] = [fd, 0]
+            entry[1] += 1
+            return entry[0]
+
+    def release(self, st_key: tuple[int, int]) -> None:
+        with self._lock:
+            entry = self._open.get(st_key)
+            if entry is not None:
+                entry[1] -= 1
+                if entry[1] <= 0:
+                    os.close(entry[0])
+                    del self._open[st_key]
+
+
+_DESCRIPTORS = _Descriptors()
+
+
+def check_header(path: Path, st: os.stat_result, fd: int) -> None:
+    """Raise StoreError unless the store file (``st``, open as ``fd``) holds an SQLite
+    database: an empty file (truncated) or one without SQLite's header is an error."""
+    if st.st_size == 0:
+        raise StoreError(f"{path}: the store file is empty (truncated?); not starting a new store over it:"
+                         " restore it, or remove it to start with no remembered choices")
+    try:
+        head = os.pread(fd, len(SQLITE_HEADER), 0)
+    except OSError as exc:
+        raise StoreError(f"{path}: {exc.strerror or exc}") from None
+    if head != SQLITE_HEADER:
+        raise StoreError(f"{path}: file is not an SQLite database (overwritten?); restore it, or remove it"
+                         " to start with no remembered choices")
+
+
+def _stat(path: Path) -> os.stat_result:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise StoreError(f"{path}: the store file vanished") from None
+    except OSError as exc:
+        raise StoreError(f"{path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise StoreError(f"{path}: is a directory, not a store file")
+    return st
+
+
 class Store:
-    """A connection to the store file at ``path`` (created with its directory if missing)."""
+    """A connection to the store file at ``path``; a missing file is created (with its
+    directory), an existing one must pass :func:`check_header`. The connection may be used from
+    any one thread at a time."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self._closed = False
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self._wal()
-            self._migrate()
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: {exc}") from exc
+            if not os.path.lexists(self.path):
+                self._create()
+            st = _stat(self.path)
+            self._identity = (st.st_dev, st.st_ino)
+            self._fd = _DESCRIPTORS.acquire(self.path, st)
         except OSError as exc:
             raise StoreError(f"{self.path}: {exc.strerror or exc}") from exc
+        try:
+            check_header(self.path, st, self._fd)
+            self._db = self._connect(self.path)
+            # opening an existing store is on a decision's path: wait no longer than a lookup
+            self._db.execute(f"PRAGMA busy_timeout = {LOOKUP_BUSY_TIMEOUT_MS}")
+            self._wal(LOOKUP_BUSY_TIMEOUT_MS)
+            self._migrate()
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        except BaseException as exc:
+            if hasattr(self, "_db"):
+                self._db.close()
+            _DESCRIPTORS.release(self._identity)
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"{self.path}: {exc}") from exc
+            if isinstance(exc, OSError):
+                raise StoreError(f"{self.path}: {exc.strerror or exc}") from exc
+            raise
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
+        db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        return db
+
+    def _create(self) -> None:
+        """Build a complete store under a temporary name and link it into place; when another
+        process won the race, its store is used."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = self.path.with_name(f".{self.path.name}.new-{os.getpid()}-{secrets.token_hex(4)}")
+        try:
+            self._db = self._connect(tmp)
+            self._wal()
+            self._migrate()
+            self._db.close()
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, self.path)
+        finally:
+            for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+                with contextlib.suppress(FileNotFoundError):
+                    leftover.unlink()
+
+    def verify(self) -> None:
+        """Raise StoreError unless the file at ``path`` is still this connection's SQLite file
+        (not emptied, overwritten, removed or replaced since it was opened): one ``stat`` and
+        a 16-byte ``pread`` of a descriptor kept open."""
+        st = _stat(self.path)
+        if (st.st_dev, st.st_ino) != self._identity:
+            raise StoreError(f"{self.path}: the store file was replaced while in use; reopening it")
+        check_header(self.path, st, self._fd)
 
     def _writable(self) -> bool:
         return os.access(self.path, os.W_OK)
 
-    def _wal(self) -> None:
+    def _wal(self, timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         """Switch to WAL; another process switching at the same moment holds a lock that the
-        busy handler does not wait for, so retry until the busy timeout."""
-        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        busy handler does not wait for, so retry until ``timeout_ms``."""
+        deadline = time.monotonic() + timeout_ms / 1000
         while True:
             try:
                 mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -140,7 +275,11 @@ class Store:
         self._db.execute("COMMIT")
 
     def close(self) -> None:
-        self._db.close()
+        """Close the connection (again: no effect)."""
+        if not self._closed:
+            self._closed = True
+            self._db.close()
+            _DESCRIPTORS.release(self._identity)
 
     # ------------------------------------------------------------------ operations
 
@@ -157,11 +296,17 @@ class Store:
             f"SELECT * FROM remembered WHERE key = ? AND ({clauses}) "
             "AND (expires_at IS NULL OR expires_at > ?) ORDER BY decision = 'deny' DESC, id DESC LIMIT 1"
         )
+        self.verify()
         try:
-            row = self._db.execute(sql, params).fetchone()
+            self._db.execute(f"PRAGMA busy_timeout = {LOOKUP_BUSY_TIMEOUT_MS}")
+            try:
+                rows = self._db.execute(sql, params).fetchall()  # run to the end: no read
+                # transaction stays open on an unfinished statement (a stale snapshot)
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
-        return Entry(*row) if row else None
+        return Entry(*rows[0]) if rows else None
 
     def remember(
         self,
@@ -189,6 +334,7 @@ class Store:
         )
         params = (key, scope, scope_value, decision, now, expires_at, origin_option, origin_name, agent,
                   example_title[:200])
+        self.verify()
         try:
             with self._transaction():
                 row = self._db.execute(sql, params).fetchone()
@@ -209,6 +355,7 @@ class Store:
         if now is not None:
             sql += " AND (expires_at IS NULL OR expires_at > ?)"
             params.append(now)
+        self.verify()
         try:
             return [Entry(*row) for row in self._db.execute(sql + " ORDER BY id", params)]
         except sqlite3.Error as exc:
@@ -216,6 +363,7 @@ class Store:
 
     def forget(self, ids: list[int] | None = None, match: str | None = None, everything: bool = False) -> int:
         """Delete entries by id, by text match, or all; returns how many were deleted."""
+        self.verify()
         try:
             with self._transaction():
                 if everything:

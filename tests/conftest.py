@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
 from hypothesis import settings as _hypothesis_settings
 
@@ -41,6 +42,34 @@ _hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TRANSCRIPT = FIXTURES / "ts-sdk-example-agent.transcript.jsonl"
+
+
+# ----------------------------------------------------------------------------- hypothesis
+
+#: Hypothesis profiles, loaded here before any test module builds its ``@settings``:
+#: ``ci`` (chosen when ``CI`` is set, as every CI service sets it) draws the same examples on
+#: every run (derandomize, no example database, no deadline), so a CI run is reproducible;
+#: ``dev`` (local default) explores randomly but keeps no example database either: a failure
+#: prints its seed and blob (``print_blob``) instead of being replayed silently from a stale
+#: ``.hypothesis/`` in every later run. ``HYPOTHESIS_PROFILE`` picks one explicitly.
+HYPOTHESIS_PROFILES: dict[str, dict[str, Any]] = {
+    "ci": {"derandomize": True, "database": None, "deadline": None, "print_blob": True},
+    "dev": {"database": None, "deadline": None, "print_blob": True},
+}
+for _name, _values in HYPOTHESIS_PROFILES.items():
+    hypothesis.settings.register_profile(_name, **_values)
+
+
+def hypothesis_profile(environ: Mapping[str, str]) -> str:
+    """The profile for this environment: ``HYPOTHESIS_PROFILE``, else ``ci`` when ``CI`` is set
+    to anything but an empty/false value, else ``dev``."""
+    explicit = environ.get("HYPOTHESIS_PROFILE")
+    if explicit:
+        return explicit
+    return "ci" if environ.get("CI", "").strip().lower() not in ("", "0", "false", "no") else "dev"
+
+
+hypothesis.settings.load_profile(hypothesis_profile(os.environ))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -556,3 +585,33 @@ class AcpClient:
                 if isinstance(obj, dict) and "event" in obj and (name is None or obj["event"] == name):
                     out.append(obj)
         return out
+
+
+# ----------------------------------------------------------------------------- permissions
+
+#: uid/gid that tests running as root drop to, so a mode-0 file is really unreadable.
+NOBODY = 65534
+
+
+def unprivileged() -> list[str]:
+    """argv prefix that runs a command as a user to whom mode bits apply: nothing when we are
+    not root, else ``setpriv`` to ``nobody`` (permission tests would prove nothing as root)."""
+    if os.geteuid() != 0:
+        return []
+    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+
+
+@pytest.fixture
+def shared_tmp() -> Iterator[Path]:
+    """A temporary directory the :func:`unprivileged` user owns (``tmp_path`` is root's 0700)."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="policyd-perm-"))
+    path.chmod(0o755)
+    if os.geteuid() == 0:
+        os.chown(path, NOBODY, NOBODY)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -18,7 +18,8 @@ PROBE = (
     "print(len(p.policy.rules), 'celpy' in sys.modules)"
 )
 #: Rules of the shipped policy files (each starts with a ``[[rule]]`` header).
-SHIPPED_RULES = sum(line == "[[rule]]" for f in (ROOT / "policies").glob("*.toml") for line in f.read_text().splitlines())
+SHIPPED_RULES = sum(line == "[[rule]]" for f in (ROOT / "policies").glob("*.toml")
+                    for line in f.read_text().splitlines())
 
 
 def run_probe(cache: Path) -> tuple[int, bool]:

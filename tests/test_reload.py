@@ -714,11 +714,10 @@ def test_burst_of_100_saves_ends_in_the_last_version_and_never_mixes(
     seen = {d["policy_hash"] for d in decided}
     assert during >= 10, "decisions did not interleave with the saves"
     reloads = proxy.events("policy.reloaded")
-    # policyd must have read the file during the burst, not only after it. (How many versions
-    # come into force is luck: a read that does not settle and ends on an in-place save's
-    # empty moment is refused, so an in-place burst may bring in no intermediate version.)
+    # Writing never paused for a whole settle window during the burst, so policyd waits for
+    # quiescence (reload.SETTLE_S) and loads the last version; no intermediate one is required.
     attempts = len(reloads) + len(proxy.events("policy.reload_failed"))
-    assert attempts >= 2, f"policyd read the file only after the burst ({attempts} reload attempts)"
+    assert attempts >= 1, "the burst never led to a reload"
     assert all(e["new_hash"] in hashes for e in reloads)
     assert reloads[-1]["new_hash"] == final
     print(

@@ -1083,13 +1083,14 @@ def test_e2e_forget_applies_to_a_running_proxy(tmp_path: Path, proxies: Proxies)
     assert str(entry["id"]) == decided[1]["remembered_entry"]
 
 
-@pytest.mark.parametrize("breakage", ["corrupt", "directory"])
+@pytest.mark.parametrize("breakage", ["corrupt", "empty", "directory"])
 def test_e2e_broken_store_asks_instead_and_keeps_working(tmp_path: Path, proxies: Proxies, breakage: str) -> None:
     """A policy allow becomes ask when the store cannot be read; answering allow_always
-    cannot be stored (logged); the agent still gets its answers."""
+    cannot be stored (logged); the agent still gets its answers. ``empty``: a store file
+    truncated to 0 bytes is damaged, not a new store (issue 9 item 3)."""
     store = tmp_path / "remembered.sqlite3"
-    garbage = b"garbage, not SQLite\n" * 300
-    if breakage == "corrupt":
+    garbage = b"garbage, not SQLite\n" * 300 if breakage == "corrupt" else b""
+    if breakage in ("corrupt", "empty"):
         store.write_bytes(garbage)
     else:
         store.mkdir()
@@ -1106,7 +1107,7 @@ def test_e2e_broken_store_asks_instead_and_keeps_working(tmp_path: Path, proxies
     assert 2 == len(failed) and all(str(store) in e["error"] for e in failed)
     assert "memory-unavailable" == events(run, "permission.decided")[0]["source"]
     assert [] == events(run, "permission.remembered")
-    if breakage == "corrupt":
+    if breakage in ("corrupt", "empty"):
         assert garbage == store.read_bytes()
         listed = policyd_cli(tmp_path, store, "list")
         assert 1 == listed.returncode and str(store) in listed.stderr

@@ -3,8 +3,9 @@ and the policy author's ``explain | test | replay | suggest`` (``policyd.cli.aut
 
 Exit codes: ``proxy`` exits with the agent's code (128+N for signal N); ``serve`` 0 after a
 clean shutdown, 1 when it cannot start; ``check`` 0 when the set loads, 1 with every error
-otherwise; ``eval`` 0, or 1 when an input line was invalid; 2 for usage errors (bad flags,
-bad settings, a policy set that does not load at start).
+of the policy text, 2 when a policy path cannot be read; ``eval`` 0, or 1 when an input line
+was invalid; 2 for usage errors (bad flags, bad settings — one line per problem naming its
+flag, variable or config file — a policy set that does not load at start).
 """
 
 from __future__ import annotations
@@ -154,17 +155,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         shadow = [a for p in args.shadow_policy or [] for a in ("--shadow-policy", str(Path(p).resolve()))]
         return run_demo(args.policy or [], args.decision_log, args.answer, args.script, shadow, args.workspace)
-    from pydantic import ValidationError
-    from pydantic_settings import SettingsError
-
     from policyd import logs
+    from policyd.settings import SettingsProblem
 
     try:
         settings = _settings(args)
         decision_log = settings.decision_log if args.command in ("proxy", "serve") else None
         logs.configure(settings.log_level, decision_log)
-    except (ValidationError, SettingsError, FileNotFoundError, OSError) as exc:
-        print(f"policyd: {exc}", file=sys.stderr)
+    except (SettingsProblem, FileNotFoundError, OSError) as exc:
+        for line in str(exc).splitlines():
+            print(f"policyd: {line}", file=sys.stderr)
         return USAGE_ERROR
     if args.command in ("proxy", "serve"):
         return _run_exporting(args, settings)

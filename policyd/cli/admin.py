@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from policyd import loader, status
-from policyd.cli.common import USAGE_ERROR
+from policyd.cli.common import USAGE_ERROR, insecure_warnings
 from policyd.core.policy import PolicyError
 from policyd.settings import Settings
 
@@ -24,13 +24,17 @@ def _when(ts: float | None) -> str:
 
 
 def check(settings: Settings) -> int:
+    """0 when the set loads; 1 with every error of the policy text; 2 (usage error) when a
+    policy path cannot be read. Warns about files ``policyd serve`` would refuse."""
+    for warning in insecure_warnings(settings):
+        print(warning, file=sys.stderr)
     try:
         loaded = loader.load(settings.policy, settings.search_path, examples="always")
     except PolicyError as exc:
         for err in exc.errors:
             print(f"error: {err}", file=sys.stderr)
         print(f"policy set rejected: {len(exc.errors)} error(s)", file=sys.stderr)
-        return 1
+        return USAGE_ERROR if isinstance(exc, loader.PolicyUnreadable) else 1
     p = loaded.policy
     for f in p.files:
         print(f"ok {f.path}: {len(f.rules)} rules, default {f.default.value}")

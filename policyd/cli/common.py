@@ -25,8 +25,32 @@ def find_config_quiet(config: str | None) -> Path | None:
         return None
 
 
+def insecure_warnings(settings: Settings) -> list[str]:
+    """One warning per policy file or directory that ``policyd serve`` would refuse (owned
+    by another user, or writable by its group or others), each logged as ``policy.insecure``.
+
+    One rule for every command (``loader.insecure``): the daemon, which decides for other
+    users, refuses such a set; ``check`` and ``proxy``, which run as the user for the user,
+    warn loudly and go on (group-writable files are the norm under Debian's umask 002 with
+    per-user groups)."""
+    try:
+        files, _ = loader.collect(settings.policy, settings.search_path)
+        found = loader.insecure_paths(settings.policy, settings.search_path, files)
+    except OSError:
+        return []
+    out = []
+    for path, why in found:
+        logs.get().warning("policy.insecure", path=str(path), why=why, effect="policyd serve would refuse it")
+        out.append(f"warning: {path}: policy {why}: whoever can write it decides what agents may do"
+                   " (policyd serve refuses it)")
+    return out
+
+
 def load_policy(settings: Settings, secure: bool = False) -> loader.Loaded:
-    """Load the set in force and log ``policy.loaded``; raises PolicyError."""
+    """Load the set in force and log ``policy.loaded`` (and ``policy.insecure`` warnings
+    unless ``secure``, where they are errors); raises PolicyError."""
+    if not secure:
+        insecure_warnings(settings)
     loaded = loader.load(settings.policy, settings.search_path, secure)
     files = [{"path": f.path, "rules": len(f.rules)} for f in loaded.policy.files]
     logs.get().info("policy.loaded", hash=loaded.policy.short_hash, files=files, embedded=loaded.embedded)

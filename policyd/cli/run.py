@@ -167,15 +167,18 @@ class _EmbeddedStart:
             await asyncio.Event().wait()
         return self.engine
 
+    # Each decision and remember runs on a worker thread: a store lookup waiting for SQLite's
+    # lock (up to its busy timeout) never stops the event loop, so relaying goes on meanwhile.
+
     async def decide(self, consult: Consult) -> Resolution:
         assert consult.query is not None
         engine = await self._engine()
-        result: Resolution = engine.decide(consult.query)
+        result: Resolution = await asyncio.to_thread(engine.decide, consult.query)
         return result
 
     async def remember(self, choice: RememberChoice) -> object:
         engine = await self._engine()
-        return engine.remember_choice(choice)
+        return await asyncio.to_thread(engine.remember_choice, choice)
 
     def report(self) -> int:
         from policyd.cli.common import report_load_error

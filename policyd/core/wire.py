@@ -19,7 +19,8 @@ Protocol version :data:`PROTOCOL_VERSION`; methods are named ``v1/<name>``:
   that arrive while it runs are answered under the new set).
 
 Errors: -32700 parse error, -32600 invalid request, -32601 unknown method, -32602 invalid
-params (the message names the field), -32003 the peer may not call this method.
+params (the message names the field), -32003 the peer may not call this method, -32004 the
+daemon is at a resource bound (too many connections, input buffers full).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 FORBIDDEN = -32003
+#: The daemon is at a bound (connections, buffered input); retry later.
+SERVER_BUSY = -32004
 
 
 def _peer_dict(p: PeerInfo) -> dict[str, str]:

@@ -1,0 +1,22 @@
+#!/bin/sh
+# Install policyd where systemd/system/policyd.service's ExecStart expects it:
+# a virtual environment in /opt/policyd, and /usr/local/bin/policyd -> /opt/policyd/bin/policyd.
+#
+#   sudo systemd/install-system.sh            # from the source tree
+#
+# (Not `sudo pip install --prefix /usr/local .`: Debian's pip installs that to
+# /usr/local/local/bin, and a system-wide pip install is refused under PEP 668 anyway.)
+# DESTDIR stages everything under another root (packaging, tests); PIP_ARGS adds pip options.
+set -eu
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+VENV=/opt/policyd
+BIN=/usr/local/bin
+DESTDIR=${DESTDIR:-}
+PYTHON=${PYTHON:-python3}
+
+"$PYTHON" -m venv "$DESTDIR$VENV"
+# shellcheck disable=SC2086 # PIP_ARGS is a list of options
+"$DESTDIR$VENV/bin/python" -m pip install --quiet --disable-pip-version-check ${PIP_ARGS:-} "$SRC"
+mkdir -p "$DESTDIR$BIN"
+ln -sfn "$VENV/bin/policyd" "$DESTDIR$BIN/policyd"
+echo "policyd installed in $DESTDIR$VENV; $DESTDIR$BIN/policyd -> $VENV/bin/policyd"
