@@ -31,13 +31,6 @@ from typing import Any
 
 import hypothesis
 import pytest
-from hypothesis import settings as _hypothesis_settings
-
-# Property tests are deterministic unless asked otherwise: the "ci" profile derandomizes
-# (the same examples on every run); HYPOTHESIS_PROFILE=dev explores new ones.
-_hypothesis_settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
-_hypothesis_settings.register_profile("dev", deadline=None)
-_hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -165,7 +165,7 @@ facts_strategy = st.fixed_dictionaries(
 GENERATED: list[int] = [0, 0]  # expressions compared, departures seen
 
 
-@settings(derandomize=True, max_examples=1000, deadline=None,
+@settings(max_examples=1000, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(
     source=expr("bool"),

@@ -53,7 +53,7 @@ pytestmark = [
 SHIPPED = ROOT / "policies"
 #: What policyd decides for each action with the shipped policies (headless: ask -> reject).
 EXPECTED = {
-    "run": ("allow", "ci-shell-workspace"),
+    "run": ("allow", "ci-shell-effects"),
     "write": ("allow", "ci-edit-in-roots"),
     "edit": ("allow", "ci-edit-in-roots"),
     "fetch": ("ask", None),
