@@ -66,7 +66,7 @@ class Engine:
         ``policy`` (default: the set in force, read once)."""
         policy = policy or self.policy
         start = time.perf_counter_ns()
-        facts = Facts(query, realpath=realpath)
+        facts = Facts(query, realpath=realpath, catalogue=policy.catalogue)
         verdict = decide(policy, facts, self.eval_budget_s, time.perf_counter)
         return verdict, facts, (time.perf_counter_ns() - start) // 1000
 

@@ -42,6 +42,7 @@ from policyd.core.model import TOOL_KINDS, Decision, PermissionOption, Permissio
 from policyd.core.modes import ModePolicy, ModeRules
 from policyd.core.modes import parse_table as parse_modes_table
 from policyd.core.remember import RememberConfig, parse_config
+from policyd.core.shell import catalogue as shell_catalogue
 
 #: Session cwd of inline examples (their relative paths resolve against it).
 EXAMPLE_CWD = "/workspace/project"
@@ -133,6 +134,9 @@ class PolicySet:
     modes: ModePolicy | None = None
     #: ``[answers].prefer`` of every file, in load order.
     answer_prefer: tuple[str, ...] = ()
+    #: The command catalogue: the shipped one plus the programs of the set's
+    #: ``*.catalogue.toml`` files (None: the shipped one alone).
+    catalogue: shell_catalogue.Catalogue | None = None
 
     @property
     def short_hash(self) -> str:
@@ -435,7 +439,10 @@ def build_set(sources: Sequence[tuple[str, str]], check_examples: bool = True) -
     errors: list[LoadError] = []
     files: list[PolicyFile] = []
     seen: dict[str, Rule] = {}
+    catalogue = user_catalogue([(p, t) for p, t in sources if is_catalogue_file(p)], errors)
     for path, text in sources:
+        if is_catalogue_file(path):
+            continue
         pf, file_errors = parse_file(path, text, check_examples)
         errors.extend(file_errors)
         if pf is None:
@@ -451,6 +458,8 @@ def build_set(sources: Sequence[tuple[str, str]], check_examples: bool = True) -
                 )
             else:
                 seen[rule.id] = rule
+    if not files and not errors:
+        errors.append(LoadError("(policy set)", 0, "", "no policy files to load (only command-catalogue files)"))
     if errors:
         raise PolicyError(errors)
     digest = hashlib.sha256()
@@ -468,4 +477,41 @@ def build_set(sources: Sequence[tuple[str, str]], check_examples: bool = True) -
         remember_rules={r.id: r.remember for r in rules if r.remember is not None},
         modes=ModePolicy(tables) if (tables := tuple(f.modes for f in files if f.modes)) else None,
         answer_prefer=tuple(dict.fromkeys(p for f in files for p in f.answer_prefer)),
+        catalogue=catalogue,
     )
+
+
+#: Policy directories may hold command-catalogue files (``policyd/catalogue/SCHEMA.md``).
+CATALOGUE_SUFFIX = ".catalogue.toml"
+
+
+def is_catalogue_file(path: str) -> bool:
+    """Whether a policy source is a command-catalogue file (``*.catalogue.toml``)."""
+    return path.endswith(CATALOGUE_SUFFIX)
+
+
+def user_catalogue(sources: Sequence[tuple[str, str]], errors: list[LoadError]) -> shell_catalogue.Catalogue | None:
+    """The shipped catalogue plus the programs of ``sources`` (later files win among them).
+
+    A user file may add programs the shipped catalogue does not know; it may not redefine a
+    shipped one (that could take effects away and loosen an organisation's baseline, which
+    no user file may do): each such entry, and every schema problem, is a LoadError.
+    """
+    if not sources:
+        return None
+    shipped = shell_catalogue.default()
+    added: list[shell_catalogue.Program] = []
+    for path, text in sources:
+        programs, problems = shell_catalogue.parse(text, path)
+        errors.extend(LoadError(path, 0, "", f"catalogue: {p}") for p in problems)
+        for program in programs:
+            taken = [n for n in program.names if shipped.get(n) is not None]
+            if taken:
+                errors.append(LoadError(path, 0, "", f"catalogue: {program.path}: {', '.join(taken)} is in the "
+                                        "shipped catalogue; a policy directory may add programs, not redefine them"))
+            else:
+                added.append(program)
+    merged = shell_catalogue.Catalogue()
+    merged.add(shipped.programs())
+    merged.add(added)
+    return merged

@@ -121,6 +121,10 @@ class Catalogue:
     def names(self) -> frozenset[str]:
         return frozenset(self._by_name)
 
+    def programs(self) -> list[Program]:
+        """Every entry once, in the order first added."""
+        return list({id(p): p for p in self._by_name.values()}.values())
+
     def __len__(self) -> int:
         return len({id(p) for p in self._by_name.values()})
 

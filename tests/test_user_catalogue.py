@@ -1,0 +1,75 @@
+"""Command-catalogue files in policy directories (``*.catalogue.toml``): they add programs
+the shipped catalogue does not know, through the real CLI (``policyd eval`` / ``check``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEI = """schema = 1
+
+[[program]]
+names = ["tokei"]
+summary = "count lines of code"
+source = "tokei --help 12.1"
+syntax = "gnu"
+effects = ["read"]
+operands = [ { role = "read", count = "*", default = "." } ]
+options = [ { names = ["-e", "--exclude"], arity = 1 }, { names = ["-f", "--files"] } ]
+"""
+
+
+def policy_dir(tmp_path: Path, catalogue: str | None) -> Path:
+    d = tmp_path / "policies.d"
+    d.mkdir(parents=True)
+    for name in ("baseline.toml", "ci.toml"):
+        (d / name).write_text((ROOT / "policies" / name).read_text())
+    if catalogue is not None:
+        (d / "tools.catalogue.toml").write_text(catalogue)
+    return d
+
+
+def decide(policy: Path, workspace: Path, *commands: str) -> tuple[int, list[str], str]:
+    lines = [json.dumps({"request": {"sessionId": "s", "toolCall": {
+        "toolCallId": f"t{i}", "kind": "execute", "rawInput": {"command": c}}, "options": []},
+        "cwd": str(workspace)}) for i, c in enumerate(commands)]
+    env = {**os.environ, "POLICYD_SEARCH_PATH": "[]", "POLICYD_DAEMON": "off"}
+    proc = subprocess.run([sys.executable, "-m", "policyd", "eval", "--policy", str(policy), "-"],
+                          input="\n".join(lines) + "\n", capture_output=True, text=True, env=env, timeout=120)
+    return proc.returncode, [json.loads(x)["decision"] for x in proc.stdout.splitlines()], proc.stderr
+
+
+def test_a_program_added_in_a_policy_directory_is_judged_by_its_entry(tmp_path: Path) -> None:
+    """Unknown to the shipped catalogue, ``tokei`` asks; with the user's entry its reads in the
+    workspace are allowed by the shipped CI rule — but an option the entry does not list is
+    still unknown, and a read outside the workspace still is not allowed."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    commands = ("tokei src", "tokei --files -e vendor src", "tokei --sort lines src", "tokei /etc")
+    assert (0, ["ask", "ask", "ask", "ask"]) == decide(policy_dir(tmp_path / "a", None), workspace, *commands)[:2]
+    assert (0, ["allow", "allow", "ask", "ask"]) == decide(policy_dir(tmp_path / "b", TOKEI), workspace,
+                                                           *commands)[:2]
+
+
+def test_a_policy_directory_cannot_redefine_a_shipped_program(tmp_path: Path) -> None:
+    """Declaring ``rm`` effect-free would loosen the baseline: the set does not load."""
+    loose = TOKEI.replace('names = ["tokei"]', 'names = ["rm"]')
+    d = policy_dir(tmp_path, loose)
+    env = {**os.environ, "POLICYD_SEARCH_PATH": "[]", "POLICYD_DAEMON": "off"}
+    proc = subprocess.run([sys.executable, "-m", "policyd", "check", "--policy", str(d)], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert 0 != proc.returncode
+    assert "tools.catalogue.toml" in proc.stdout + proc.stderr
+    assert "shipped catalogue" in proc.stdout + proc.stderr
+
+
+def test_a_catalogue_file_that_breaks_the_schema_is_a_load_error(tmp_path: Path) -> None:
+    """An unknown role is named with its file; nothing is half-loaded."""
+    d = policy_dir(tmp_path, TOKEI.replace('role = "read"', 'role = "reed"'))
+    code, decisions, err = decide(d, tmp_path, "tokei src")
+    assert 2 == code and [] == decisions
+    assert "tools.catalogue.toml" in err
