@@ -305,3 +305,74 @@ def test_environment_assignments(name: str, value: str, allowed: bool) -> None:
     things are the env effect."""
     assert allowed is assignment_allowed(name, value)
     assert ("env" in field(f"{name}='{value}' ls", "effects")) is not allowed
+
+
+# ---------------------------------------------------------------- red-team round (issue 10)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "printf '%s\\n' {a..z}{a..z}{a..z}{a..z}",  # letter ranges multiply
+        "echo {1..999}{1..999}",
+        "for x in {a..z}{a..z}{a..z}{a..z}; do :; done",
+        "while true; do echo x >> f; done",
+        "while :; do date; done",
+        "while sleep 1; do ls; done",
+        "until false; do :; done",
+    ],
+)
+def test_denial_of_service_shapes_are_unknown(text: str) -> None:
+    """Brace groups of one word multiply; a loop whose condition cannot change never ends."""
+    assert analyze(text).unknown
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["mkdir -p src/{a,b,c}/{x,y}", "cp file{,.bak}", "echo '{a..z}{a..z}{a..z}{a..z}'",
+     "while read -r l; do echo \"$l\"; done < a.txt", "until [ -f done.txt ]; do sleep 1; done"],
+)
+def test_small_braces_and_ending_loops_are_known(text: str) -> None:
+    assert () == analyze(text).unknown
+
+
+@pytest.mark.parametrize(
+    ("text", "unknown"),
+    [
+        ("dd if=/dev/zero of=f bs=1M count=100000000", True),
+        ("dd if=/dev/zero of=f bs=1G count=2", True),
+        ("dd if=/dev/zero of=f bs=$X count=2", True),
+        ("dd if=/dev/urandom of=test.bin bs=1M count=10", False),
+        ("dd if=/dev/zero of=f count=1000", False),
+    ],
+)
+def test_dd_from_an_endless_device_is_bounded(text: str, unknown: bool) -> None:
+    """More than a GiB from /dev/zero or /dev/urandom (bs times count) fills the disk."""
+    assert unknown == ("unknown" in field(text, "effects"))
+
+
+def test_long_option_with_literal_name_takes_an_expansion_value() -> None:
+    """``--since=$(date)``: the option is known, its value is judged by its role; a path
+    value is an unknown location; an expansion in the name stays unknown."""
+    assert "unknown" not in field('git log --since="$(date -d yesterday +%F)"', "effects")
+    assert UNKNOWN_PATH in field("git commit --file=$(echo ~/.ssh/id_rsa)", "reads")
+    assert "unknown" in field("git commit --fi$(echo le)=x", "effects")
+
+
+@pytest.mark.parametrize(
+    ("text", "effect"),
+    [
+        ("git update-ref refs/heads/main HEAD~5", "delete"),  # moves a branch back
+        ("git gc --prune=now", "delete"),
+        ("tail -f log.txt", "unknown"),  # never ends
+    ],
+)
+def test_red_team_option_effects(text: str, effect: str) -> None:
+    assert effect in field(text, "effects")
+
+
+def test_project_wrapper_of_a_subcommand_tool_is_a_build() -> None:
+    """./mvnw (whose builds are subcommands) runs the project's wrapper like ./gradlew; one
+    outside the project is a read outside it."""
+    assert "unknown" not in field("./mvnw -q test", "effects")
+    assert "/tmp/x/mvnw" in field("/tmp/x/mvnw test", "reads")

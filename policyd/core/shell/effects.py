@@ -116,7 +116,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
     if cmd.argv and ("$" in cmd.argv[0] or "`" in cmd.argv[0]):
         acc.unknown("the program name is computed at run time")
     elif cmd.argv and "/" in cmd.argv[0] and cmd.argv[0].rsplit("/", 1)[0] not in SYSTEM_DIRS:
-        if entry.effects & {"build", "test"}:
+        if (entry.effects | {e for sub in entry.subcommands.values() for e in sub.effects}) & {"build", "test"}:
             # a project's own build wrapper (./gradlew, ./mvnw): it runs the project's code,
             # so it must lie where the project does (the file is a read path)
             acc.reads.append((cmd.argv[0], LITERAL))
@@ -312,6 +312,9 @@ def _slot_stops_options(p: Program, count: int, replaced: list[str]) -> bool:
     return False
 
 
+_LITERAL_LONG_NAME = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*=")
+
+
 def _lookup(chain: list[Program], name: str) -> Option | None:
     for p in reversed(chain):
         o = p.option_index.get(name)
@@ -325,7 +328,9 @@ def _option(cur: Program, chain: list[Program], words: list[Word], i: int,
     """Parse the option at ``words[i]``; None (after noting ``unknown``) when unknown."""
     a, k = words[i]
     where = " ".join(p.names[0] for p in chain)
-    if k != LITERAL:
+    if k != LITERAL and not _LITERAL_LONG_NAME.match(a):
+        # only ``--name=VALUE`` with a literal name may carry an expansion: the option is
+        # known and its value is judged by its role (a path value becomes an unknown path)
         acc.unknown(f"option {a!r} of {where} depends on an expansion")
         return None
     if _NUMERIC.fullmatch(a):
@@ -571,6 +576,29 @@ def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
 _DD_DEVICES = frozenset({"/dev/zero", "/dev/urandom", "/dev/random"})
 
 
+#: Bytes a ``dd`` from an endless device may write before it counts as filling the disk.
+MAX_DD_BYTES = 1 << 30
+_DD_UNITS = {"": 1, "c": 1, "w": 2, "b": 512, "k": 1 << 10, "kb": 1000, "m": 1 << 20, "mb": 10**6,
+             "g": 1 << 30, "gb": 10**9, "t": 1 << 40, "tb": 10**12, "p": 1 << 50, "pb": 10**15,
+             "e": 1 << 60, "eb": 10**18}
+_DD_NUMBER = re.compile(r"(\d+)([a-zA-Z]*)")
+
+
+def _dd_bytes(word: Word) -> int | None:
+    """``bs=``/``count=`` values (``1M``, ``4k``, ``2x512``); None when not a known size."""
+    value, kind = word
+    if kind != LITERAL:
+        return None
+    total = 1
+    for part in value.split("x"):
+        m = _DD_NUMBER.fullmatch(part)
+        unit = _DD_UNITS.get(m.group(2).lower().replace("ib", "")) if m else None
+        if m is None or unit is None:
+            return None
+        total *= int(m.group(1)) * unit
+    return total
+
+
 def _dd(entry: Program, words: list[Word], acc: _Acc) -> None:
     """``dd if=F of=G bs= count=``: ``if`` is read, ``of`` written; an endless device input
     without ``count=`` fills the disk (unknown)."""
@@ -587,6 +615,11 @@ def _dd(entry: Program, words: list[Word], acc: _Acc) -> None:
         if src[0] in _DD_DEVICES and src[1] == LITERAL:
             if "count" not in keys:
                 acc.unknown(f"dd from {src[0]} without count= never ends")
+            else:
+                block = _dd_bytes(keys.get("bs", keys.get("ibs", ("512", LITERAL))))
+                count = _dd_bytes(keys["count"])
+                if block is None or count is None or block * count > MAX_DD_BYTES:
+                    acc.unknown(f"dd may write more than {MAX_DD_BYTES >> 30} GiB from {src[0]}")
         else:
             _role("read", src, entry, [entry], acc)
     dst = keys.get("of")
