@@ -298,7 +298,8 @@ def test_cd_then_parent_is_inside() -> None:
     [("CI", "1", True), ("NODE_ENV", "test", True), ("FOO", "1", True), ("CI", "$(id)", False),
      ("HOME", ".", False), ("XDG_CONFIG_HOME", "/tmp", False), ("LESSOPEN", "|id", False),
      ("GOFLAGS", "-toolexec=x", False), ("MAKEFLAGS", "x", False), ("PS4", "$(id)", False),
-     ("PYTEST_ADDOPTS", "-p evil", False), ("LD_PRELOAD", "/tmp/x.so", False), ("BROWSER", "sh", False)],
+     ("PYTEST_ADDOPTS", "-p evil", False), ("LD_PRELOAD", "/tmp/x.so", False), ("BROWSER", "sh", False),
+     ("PYTHONWARNINGS", "ignore::evil.W", False), ("PYTHONWARNINGS", "ignore::DeprecationWarning", True)],
 )
 def test_environment_assignments(name: str, value: str, allowed: bool) -> None:
     """Allow-listed names with literal values are plain; names programs read to run or load
@@ -376,3 +377,39 @@ def test_project_wrapper_of_a_subcommand_tool_is_a_build() -> None:
     outside the project is a read outside it."""
     assert "unknown" not in field("./mvnw -q test", "effects")
     assert "/tmp/x/mvnw" in field("/tmp/x/mvnw test", "reads")
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        ("git config --list", "/w/p/.git/config"),  # the CI token lives there
+        ("git config --get-regexp http", "/w/p/.git/config"),
+        ("git config remote.origin.url", "/w/p/.git/config"),
+        ("git config get http.x.extraheader", "/w/p/.git/config"),
+        ("git config --global -l", "/home/u/.gitconfig"),
+        ("git show :0:.env", "/w/p/.env"),  # :STAGE:PATH
+        ("git archive HEAD .env", "/w/p/.env"),  # packs (prints) the path
+    ],
+)
+def test_git_prints_what_it_reads(text: str, read: str) -> None:
+    assert read in field(text, "reads")
+
+
+def test_git_config_of_a_plain_key_reads_nothing_secret() -> None:
+    assert [] == field("git config user.name", "reads")
+
+
+@pytest.mark.parametrize(
+    ("text", "unknown"),
+    [("shopt -s dotglob", True), ("shopt -s extglob", True), ("shopt -s nocaseglob", True),
+     ("shopt -s globstar", False), ("shopt -u dotglob", False), ("shopt", False)],
+)
+def test_shopt_that_changes_what_globs_match_is_unknown(text: str, unknown: bool) -> None:
+    """dotglob/nocaseglob/extglob change what a glob may name: the candidates would be wrong."""
+    assert unknown == ("unknown" in field(text, "effects"))
+
+
+def test_a_bare_star_directory_part_may_be_any_sensitive_directory() -> None:
+    """``.git/*/pre-commit`` may be ``.git/hooks/pre-commit``; a last-part ``*`` names none."""
+    assert "/w/p/.git/hooks/pre-commit" in field("echo x >> .git/*/pre-commit", "writes")
+    assert ["/w/p/*"] == field("cat *", "reads")

@@ -135,6 +135,8 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
     if (entry.handler == "git" and len(chain) > 1 and chain[1].names[0] == "clean"
             and {"-n", "--dry-run"} & set(acc.all_names)):
         acc.effects.discard("delete")  # only lists what it would remove
+    if entry.handler == "git" and len(chain) > 1 and chain[1].names[0] == "config":
+        _git_config(words, acc)
     if entry.handler == "seq":
         _seq(words, acc)
     if entry.handler == "test" and any(w in ("-v", "-R") for w, _ in words):
@@ -168,6 +170,29 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         tuple(acc.creates),
         any(_risky(p) for p in chain),
     )
+
+
+#: git config sections whose values name no credential: getting one key of these reads nothing secret.
+_GIT_CONFIG_PLAIN = frozenset({"user", "core", "init", "pull", "push", "merge", "rebase", "commit",
+                               "color", "diff", "log", "gc", "advice", "safe", "fetch", "tag",
+                               "status", "format", "branch"})
+_GIT_CONFIG_LISTS = frozenset({"-l", "--list", "--get-regexp", "--get-urlmatch"})
+
+
+def _git_config(words: list[Word], acc: _Acc) -> None:
+    """``git config`` prints values of the repository's config file, where CI checkouts keep
+    their token (``http.*.extraheader``, remote URLs): listing it, or getting a key outside the
+    plain sections, reads ``.git/config`` (``~/.gitconfig`` with ``--global``)."""
+    if {"--system", "-f", "--file", "--blob"} & set(acc.all_names):
+        return
+    rest = [(w, k) for w, k in words[[w for w, _ in words].index("config") + 1 :] if not w.startswith("-")]
+    listing = bool(_GIT_CONFIG_LISTS & set(acc.all_names)) or (rest[:1] and rest[0][0] == "list")
+    key = rest[1] if rest[:1] and rest[0][0] in ("get", "set", "unset") and len(rest) > 1 else (
+        rest[0] if rest else None)
+    plain = key is not None and key[1] == LITERAL and key[0].split(".", 1)[0].lower() in _GIT_CONFIG_PLAIN
+    if listing or (key is not None and not plain):
+        acc.effects.add("read")
+        acc.reads.append(("~/.gitconfig" if "--global" in acc.all_names else ".git/config", LITERAL))
 
 
 def _first_operand(cmd: SimpleCommand) -> str:
@@ -452,6 +477,8 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
     if handler == "git" and role in ("read", "arg") and ":" in value and not value.startswith("-"):
         # REV:PATH / :PATH names a file's content in the repository: read PATH
         path = value.partition(":")[2]
+        if value.startswith(":") and path[:1] in "0123" and path[1:2] == ":":
+            path = path[2:]  # :N:PATH is PATH at merge stage N of the index
         if path:
             acc.effects.add("read")
             acc.reads.append((path.lstrip("/") or ".", kind))

@@ -260,7 +260,7 @@ def _glob_candidates(path: str) -> list[str]:
     parts = path.split("/")
     options: list[list[str]] = []
     globbed = False
-    for part in parts:
+    for i, part in enumerate(parts):
         if not _GLOB.search(part):
             options.append([part])
             continue
@@ -269,8 +269,10 @@ def _glob_candidates(path: str) -> list[str]:
         dot = low.startswith(".")  # bash: a leading "." is matched only by a literal "."
         if dot and (fnmatch.fnmatchcase("..", low) or fnmatch.fnmatchcase(".", low)):
             return [UNKNOWN_PATH]
-        # a bare * is "everything here", like reading the directory: no name in particular
-        hits = [] if not low.strip("*?") else [
+        # a bare * as the last part is "everything here", like reading the directory: no name
+        # in particular; as a directory part (.git/*/pre-commit) it is a step to one of them
+        last = i == len(parts) - 1
+        hits = [] if last and not low.strip("*?") else [
             n for n in SENSITIVE_NAMES if (dot or not n.startswith(".")) and fnmatch.fnmatchcase(n.lower(), low)]
         options.append([part, *hits])
     if not globbed:
