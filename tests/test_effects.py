@@ -413,3 +413,13 @@ def test_a_bare_star_directory_part_may_be_any_sensitive_directory() -> None:
     """``.git/*/pre-commit`` may be ``.git/hooks/pre-commit``; a last-part ``*`` names none."""
     assert "/w/p/.git/hooks/pre-commit" in field("echo x >> .git/*/pre-commit", "writes")
     assert ["/w/p/*"] == field("cat *", "reads")
+
+
+def test_unnormalised_session_cwd_is_normalised() -> None:
+    """A client may send ``/w/p/../p/``: roots, the session cwd and every command's directory
+    are the normalised spelling, so paths inside it are inside the roots."""
+    f = Facts(PermissionQuery(SessionInfo("s", "/w/p/../p/"), {"toolCallId": "t", "kind": "execute",
+                                                               "rawInput": {"command": "ls"}}, OPTIONS, home=HOME))
+    session = f.activation()["session"]
+    assert ["/w/p"] == session["roots"] and "/w/p" == session["cwd"]
+    assert ["/w/p"] == f.tool_field("cwds")

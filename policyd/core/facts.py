@@ -221,7 +221,7 @@ class Facts:
         session_cwd = self.query.session.cwd
         if isinstance(raw_cwd, str) and raw_cwd:
             return paths.resolve(raw_cwd, session_cwd or "/", self.query.home)
-        return session_cwd or "/"
+        return paths.resolve(session_cwd, "/", "") if session_cwd else "/"
 
     def resolve(self, path: str) -> str:
         return paths.resolve(path, self.cwd, self.query.home)
@@ -521,12 +521,15 @@ class Facts:
         wanted = TOOL_FIELDS if needs is None else tuple(f for f in TOOL_FIELDS if f in set(needs))
         tool = {name: self.tool_field(name) for name in wanted}
         roots = list(q.session.roots)
-        real_roots = _unique(self._realpath(r) for r in roots) if self._realpath else tuple(roots)
+        # the physical directories: the client's spelling resolved by the file system (a
+        # symlink before a '..' is followed as chdir() would)
+        real_roots = (_unique(self._realpath(r) for r in q.session.raw_roots) if self._realpath
+                      else tuple(roots))
         plain = {
             "tool": tool,
             "session": {
                 "id": q.session.session_id,
-                "cwd": q.session.cwd,
+                "cwd": roots[0] if q.session.cwd else "",
                 "roots": roots,
                 "real_roots": list(real_roots),
             },
