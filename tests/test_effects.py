@@ -116,7 +116,7 @@ def test_unknown_program_subcommand_and_option_are_unknown() -> None:
         ("fd . -x sh -c id", "exec"),
         ("sort --compress-program=sh big.txt", "exec"),
         ("sort --compress-prog=sh big.txt", "exec"),  # GNU abbreviation
-        ("python3 -m pytest -p evil", "exec"),
+        ("python3 -m pytest -p evil", "unknown"),  # -p takes only no:NAME values
         ("git push --force origin main", "delete"),
         ("git config --global core.x y", "persist"),
         ("curl https://example.com", "network"),
