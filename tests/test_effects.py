@@ -423,3 +423,21 @@ def test_unnormalised_session_cwd_is_normalised() -> None:
     session = f.activation()["session"]
     assert ["/w/p"] == session["roots"] and "/w/p" == session["cwd"]
     assert ["/w/p"] == f.tool_field("cwds")
+
+
+def test_real_write_paths_follow_symlinks(tmp_path: Any) -> None:
+    """A write through a link into .git/hooks is a write of .git/hooks (real_write_paths)."""
+    import os
+
+    ws = tmp_path / "p"
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / "hk").symlink_to(ws / ".git" / "hooks")
+    f = Facts(PermissionQuery(SessionInfo("s", str(ws)), {"toolCallId": "t", "kind": "execute",
+              "rawInput": {"command": "echo x >> hk/pre-commit"}}, OPTIONS, home=HOME), realpath=os.path.realpath)
+    assert f"{ws}/.git/hooks/pre-commit" in f.tool_field("real_write_paths")
+    assert f"{ws}/hk/pre-commit" in f.tool_field("write_paths")
+
+
+def test_patch_without_a_file_writes_where_it_runs() -> None:
+    assert ["/w/p"] == field("patch -p1 < fix.diff", "writes")
+    assert ["/w/p/src/a.py"] == field("patch src/a.py < fix.diff", "writes")

@@ -87,6 +87,7 @@ TOOL_FIELDS: tuple[str, ...] = (
     "paths",
     "real_paths",
     "write_paths",
+    "real_write_paths",
     "command",
     "commands",
     "redirects",
@@ -130,7 +131,8 @@ FACTS_SCHEMA: Mapping[str, FactType] = {
     "tool": {
         "id": "string", "kind": "string", "sent_kind": "string", "title": "string",
         "name": "string", "status": "string", "raw_input": "map", "paths": "list(string)",
-        "real_paths": "list(string)", "write_paths": "list(string)", "command": "string",
+        "real_paths": "list(string)", "write_paths": "list(string)", "real_write_paths": "list(string)",
+        "command": "string",
         "commands": {"list": COMMAND_FIELDS},
         "redirects": {"list": {"op": "string", "target": "string", "dynamic": "bool"}},
         "assignments": {"list": {"name": "string", "value": "string", "allowed": "bool"}},
@@ -383,6 +385,14 @@ class Facts:
         return _unique(self._realpath(p) for p in self.paths)
 
     @functools.cached_property
+    def real_write_paths(self) -> tuple[str, ...]:
+        """``write_paths`` with symlinks resolved (``hk/pre-commit`` through a link to
+        ``.git/hooks``); equals ``write_paths`` without a resolver."""
+        if self._realpath is None:
+            return self.write_paths
+        return _unique(self._realpath(p) for p in self.write_paths if p.startswith("/"))
+
+    @functools.cached_property
     def unknown(self) -> tuple[str, ...]:
         """Why the analysis cannot know what this call runs (empty: it knows)."""
         a = self.analysis
@@ -462,6 +472,8 @@ class Facts:
                 return list(self.real_paths)
             case "write_paths":
                 return list(self.write_paths)
+            case "real_write_paths":
+                return list(self.real_write_paths)
             case "command":
                 return self.command
             case "commands":
