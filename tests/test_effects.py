@@ -441,3 +441,14 @@ def test_real_write_paths_follow_symlinks(tmp_path: Any) -> None:
 def test_patch_without_a_file_writes_where_it_runs() -> None:
     assert ["/w/p"] == field("patch -p1 < fix.diff", "writes")
     assert ["/w/p/src/a.py"] == field("patch src/a.py < fix.diff", "writes")
+
+
+@pytest.mark.parametrize(
+    ("text", "unknown"),
+    [("echo a b | xargs -n1 echo", False), ("cat names.txt | xargs -n1 basename", False),
+     ("echo x | xargs git", True), ("cat cmds.txt | xargs -n1 sh -c", True),
+     ("git ls-files | xargs -I{} sh -c {}", True)],
+)
+def test_stdin_words_as_plain_arguments_of_a_harmless_program(text: str, unknown: bool) -> None:
+    """Words on stdin are plain data for a program none of whose options has an effect."""
+    assert unknown == ("unknown" in field(text, "effects"))

@@ -116,6 +116,8 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
                 (reads if j.stdin_role == "read" else writes).extend(fed)
                 if j.stdin_role == "delete":
                     deletes.extend(fed)
+            elif j.stdin_role == "arg" and not j.risky_options and _plain_program(res.catalogue, j):
+                pass  # plain data words of a program none of whose options has an effect (echo)
             else:
                 unknown.append(f"{c.name}: operands arriving on stdin ({j.stdin_role or 'none expected'}) "
                                "may be anything, options included")
@@ -197,6 +199,13 @@ def _stdin_words(cmds: Sequence[SimpleCommand], judgements: Sequence[Judgement],
         # may start with "-": callers accept these only for programs with harmless options)
         return list(done[src].reads or done[src].cwds), False
     return [UNKNOWN_PATH], True
+
+
+def _plain_program(catalogue: Catalogue, j: Judgement) -> bool:
+    """No shell, wrapper, script language or code from stdin: its arguments are only data."""
+    entry = catalogue.get(j.entry.split(" ", 1)[0]) if j.entry else None
+    return (entry is not None and not entry.handler and not entry.script_language
+            and entry.stdin != "shell" and not j.effects & {"exec", "unknown"})
 
 
 class _Resolver:
