@@ -452,3 +452,11 @@ def test_patch_without_a_file_writes_where_it_runs() -> None:
 def test_stdin_words_as_plain_arguments_of_a_harmless_program(text: str, unknown: bool) -> None:
     """Words on stdin are plain data for a program none of whose options has an effect."""
     assert unknown == ("unknown" in field(text, "effects"))
+
+
+def test_short_option_with_attached_expansion_value() -> None:
+    """``-j$(nproc)``: the letter is literal, the value is judged by its role; an expansion
+    where a further option letter would be is unknown."""
+    assert "unknown" not in field("make -j$(nproc)", "effects")
+    assert "unknown" in field("rm -r$(echo f) x", "effects")
+    assert UNKNOWN_PATH in field("sort -o$(echo ~/.bashrc) x", "writes")

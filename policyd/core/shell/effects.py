@@ -337,7 +337,9 @@ def _slot_stops_options(p: Program, count: int, replaced: list[str]) -> bool:
     return False
 
 
-_LITERAL_LONG_NAME = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*=")
+#: An option word whose name is literal and whose attached value may expand: ``--name=$X``,
+#: ``-j$(nproc)`` (a short option's letter, then the value or further letters).
+_LITERAL_LONG_NAME = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*=|-[A-Za-z0-9](?!-)")
 
 
 def _lookup(chain: list[Program], name: str) -> Option | None:
@@ -354,8 +356,8 @@ def _option(cur: Program, chain: list[Program], words: list[Word], i: int,
     a, k = words[i]
     where = " ".join(p.names[0] for p in chain)
     if k != LITERAL and not _LITERAL_LONG_NAME.match(a):
-        # only ``--name=VALUE`` with a literal name may carry an expansion: the option is
-        # known and its value is judged by its role (a path value becomes an unknown path)
+        # only ``--name=VALUE`` / ``-xVALUE`` with a literal name may carry an expansion: the
+        # option is known and its value is judged by its role (a path value: an unknown path)
         acc.unknown(f"option {a!r} of {where} depends on an expansion")
         return None
     if _NUMERIC.fullmatch(a):
