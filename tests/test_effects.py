@@ -460,3 +460,10 @@ def test_short_option_with_attached_expansion_value() -> None:
     assert "unknown" not in field("make -j$(nproc)", "effects")
     assert "unknown" in field("rm -r$(echo f) x", "effects")
     assert UNKNOWN_PATH in field("sort -o$(echo ~/.bashrc) x", "writes")
+
+
+def test_every_command_key_is_analysed() -> None:
+    """``command`` and ``cmd`` both present: both are analysed (either may be what runs)."""
+    f = facts("ls", rawInput={"command": "ls", "cmd": "cat /home/u/.ssh/id_rsa"})
+    assert "/home/u/.ssh/id_rsa" in f.tool_field("reads")
+    assert ["ls"] == [c["name"] for c in facts("ls").tool_field("commands")]

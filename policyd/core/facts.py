@@ -232,14 +232,18 @@ class Facts:
 
     @functools.cached_property
     def _command_and_source(self) -> tuple[str, str]:
-        raw = self.raw_input.get("command")
-        if isinstance(raw, str) and raw.strip():
-            return raw, "raw_input"
-        if isinstance(raw, list) and raw and all(isinstance(a, str) for a in raw):
-            return shell.split_argv_command(raw), "argv"
-        cmd = self.raw_input.get("cmd")
-        if isinstance(cmd, str) and cmd.strip():
-            return cmd, "raw_input"
+        # every command-bearing key is analysed: an agent may run `cmd` while `command`
+        # shows something harmless (the texts are joined as lines of one script)
+        found: list[tuple[str, str]] = []
+        for key in ("command", "cmd"):
+            raw = self.raw_input.get(key)
+            if isinstance(raw, str) and raw.strip():
+                found.append((raw, "raw_input"))
+            elif isinstance(raw, list) and raw and all(isinstance(a, str) for a in raw):
+                found.append((shell.split_argv_command(raw), "argv"))
+        if found:
+            texts = list(dict.fromkeys(text for text, _ in found))
+            return "\n".join(texts), found[0][1]
         if self.sent_kind == "execute" and self.title:
             return self.title, "title"
         return "", ""
