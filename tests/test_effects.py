@@ -116,7 +116,7 @@ def test_unknown_program_subcommand_and_option_are_unknown() -> None:
         ("fd . -x sh -c id", "exec"),
         ("sort --compress-program=sh big.txt", "exec"),
         ("sort --compress-prog=sh big.txt", "exec"),  # GNU abbreviation
-        ("python3 -m pytest -p evil", "exec"),
+        ("python3 -m pytest -p evil", "unknown"),  # -p takes only no:NAME values
         ("git push --force origin main", "delete"),
         ("git config --global core.x y", "persist"),
         ("curl https://example.com", "network"),
@@ -298,10 +298,172 @@ def test_cd_then_parent_is_inside() -> None:
     [("CI", "1", True), ("NODE_ENV", "test", True), ("FOO", "1", True), ("CI", "$(id)", False),
      ("HOME", ".", False), ("XDG_CONFIG_HOME", "/tmp", False), ("LESSOPEN", "|id", False),
      ("GOFLAGS", "-toolexec=x", False), ("MAKEFLAGS", "x", False), ("PS4", "$(id)", False),
-     ("PYTEST_ADDOPTS", "-p evil", False), ("LD_PRELOAD", "/tmp/x.so", False), ("BROWSER", "sh", False)],
+     ("PYTEST_ADDOPTS", "-p evil", False), ("LD_PRELOAD", "/tmp/x.so", False), ("BROWSER", "sh", False),
+     ("PYTHONWARNINGS", "ignore::evil.W", False), ("PYTHONWARNINGS", "ignore::DeprecationWarning", True)],
 )
 def test_environment_assignments(name: str, value: str, allowed: bool) -> None:
     """Allow-listed names with literal values are plain; names programs read to run or load
     things are the env effect."""
     assert allowed is assignment_allowed(name, value)
     assert ("env" in field(f"{name}='{value}' ls", "effects")) is not allowed
+
+
+# ---------------------------------------------------------------- red-team round (issue 10)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "printf '%s\\n' {a..z}{a..z}{a..z}{a..z}",  # letter ranges multiply
+        "echo {1..999}{1..999}",
+        "for x in {a..z}{a..z}{a..z}{a..z}; do :; done",
+        "while true; do echo x >> f; done",
+        "while :; do date; done",
+        "while sleep 1; do ls; done",
+        "until false; do :; done",
+    ],
+)
+def test_denial_of_service_shapes_are_unknown(text: str) -> None:
+    """Brace groups of one word multiply; a loop whose condition cannot change never ends."""
+    assert analyze(text).unknown
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["mkdir -p src/{a,b,c}/{x,y}", "cp file{,.bak}", "echo '{a..z}{a..z}{a..z}{a..z}'",
+     "while read -r l; do echo \"$l\"; done < a.txt", "until [ -f done.txt ]; do sleep 1; done"],
+)
+def test_small_braces_and_ending_loops_are_known(text: str) -> None:
+    assert () == analyze(text).unknown
+
+
+@pytest.mark.parametrize(
+    ("text", "unknown"),
+    [
+        ("dd if=/dev/zero of=f bs=1M count=100000000", True),
+        ("dd if=/dev/zero of=f bs=1G count=2", True),
+        ("dd if=/dev/zero of=f bs=$X count=2", True),
+        ("dd if=/dev/urandom of=test.bin bs=1M count=10", False),
+        ("dd if=/dev/zero of=f count=1000", False),
+    ],
+)
+def test_dd_from_an_endless_device_is_bounded(text: str, unknown: bool) -> None:
+    """More than a GiB from /dev/zero or /dev/urandom (bs times count) fills the disk."""
+    assert unknown == ("unknown" in field(text, "effects"))
+
+
+def test_long_option_with_literal_name_takes_an_expansion_value() -> None:
+    """``--since=$(date)``: the option is known, its value is judged by its role; a path
+    value is an unknown location; an expansion in the name stays unknown."""
+    assert "unknown" not in field('git log --since="$(date -d yesterday +%F)"', "effects")
+    assert UNKNOWN_PATH in field("git commit --file=$(echo ~/.ssh/id_rsa)", "reads")
+    assert "unknown" in field("git commit --fi$(echo le)=x", "effects")
+
+
+@pytest.mark.parametrize(
+    ("text", "effect"),
+    [
+        ("git update-ref refs/heads/main HEAD~5", "delete"),  # moves a branch back
+        ("git gc --prune=now", "delete"),
+        ("tail -f log.txt", "unknown"),  # never ends
+    ],
+)
+def test_red_team_option_effects(text: str, effect: str) -> None:
+    assert effect in field(text, "effects")
+
+
+def test_project_wrapper_of_a_subcommand_tool_is_a_build() -> None:
+    """./mvnw (whose builds are subcommands) runs the project's wrapper like ./gradlew; one
+    outside the project is a read outside it."""
+    assert "unknown" not in field("./mvnw -q test", "effects")
+    assert "/tmp/x/mvnw" in field("/tmp/x/mvnw test", "reads")
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        ("git config --list", "/w/p/.git/config"),  # the CI token lives there
+        ("git config --get-regexp http", "/w/p/.git/config"),
+        ("git config remote.origin.url", "/w/p/.git/config"),
+        ("git config get http.x.extraheader", "/w/p/.git/config"),
+        ("git config --global -l", "/home/u/.gitconfig"),
+        ("git show :0:.env", "/w/p/.env"),  # :STAGE:PATH
+        ("git archive HEAD .env", "/w/p/.env"),  # packs (prints) the path
+    ],
+)
+def test_git_prints_what_it_reads(text: str, read: str) -> None:
+    assert read in field(text, "reads")
+
+
+def test_git_config_of_a_plain_key_reads_nothing_secret() -> None:
+    assert [] == field("git config user.name", "reads")
+
+
+@pytest.mark.parametrize(
+    ("text", "unknown"),
+    [("shopt -s dotglob", True), ("shopt -s extglob", True), ("shopt -s nocaseglob", True),
+     ("shopt -s globstar", False), ("shopt -u dotglob", False), ("shopt", False)],
+)
+def test_shopt_that_changes_what_globs_match_is_unknown(text: str, unknown: bool) -> None:
+    """dotglob/nocaseglob/extglob change what a glob may name: the candidates would be wrong."""
+    assert unknown == ("unknown" in field(text, "effects"))
+
+
+def test_a_bare_star_directory_part_may_be_any_sensitive_directory() -> None:
+    """``.git/*/pre-commit`` may be ``.git/hooks/pre-commit``; a last-part ``*`` names none."""
+    assert "/w/p/.git/hooks/pre-commit" in field("echo x >> .git/*/pre-commit", "writes")
+    assert ["/w/p/*"] == field("cat *", "reads")
+
+
+def test_unnormalised_session_cwd_is_normalised() -> None:
+    """A client may send ``/w/p/../p/``: roots, the session cwd and every command's directory
+    are the normalised spelling, so paths inside it are inside the roots."""
+    f = Facts(PermissionQuery(SessionInfo("s", "/w/p/../p/"), {"toolCallId": "t", "kind": "execute",
+                                                               "rawInput": {"command": "ls"}}, OPTIONS, home=HOME))
+    session = f.activation()["session"]
+    assert ["/w/p"] == session["roots"] and "/w/p" == session["cwd"]
+    assert ["/w/p"] == f.tool_field("cwds")
+
+
+def test_real_write_paths_follow_symlinks(tmp_path: Any) -> None:
+    """A write through a link into .git/hooks is a write of .git/hooks (real_write_paths)."""
+    import os
+
+    ws = tmp_path / "p"
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / "hk").symlink_to(ws / ".git" / "hooks")
+    f = Facts(PermissionQuery(SessionInfo("s", str(ws)), {"toolCallId": "t", "kind": "execute",
+              "rawInput": {"command": "echo x >> hk/pre-commit"}}, OPTIONS, home=HOME), realpath=os.path.realpath)
+    assert f"{ws}/.git/hooks/pre-commit" in f.tool_field("real_write_paths")
+    assert f"{ws}/hk/pre-commit" in f.tool_field("write_paths")
+
+
+def test_patch_without_a_file_writes_where_it_runs() -> None:
+    assert ["/w/p"] == field("patch -p1 < fix.diff", "writes")
+    assert ["/w/p/src/a.py"] == field("patch src/a.py < fix.diff", "writes")
+
+
+@pytest.mark.parametrize(
+    ("text", "unknown"),
+    [("echo a b | xargs -n1 echo", False), ("cat names.txt | xargs -n1 basename", False),
+     ("echo x | xargs git", True), ("cat cmds.txt | xargs -n1 sh -c", True),
+     ("git ls-files | xargs -I{} sh -c {}", True)],
+)
+def test_stdin_words_as_plain_arguments_of_a_harmless_program(text: str, unknown: bool) -> None:
+    """Words on stdin are plain data for a program none of whose options has an effect."""
+    assert unknown == ("unknown" in field(text, "effects"))
+
+
+def test_short_option_with_attached_expansion_value() -> None:
+    """``-j$(nproc)``: the letter is literal, the value is judged by its role; an expansion
+    where a further option letter would be is unknown."""
+    assert "unknown" not in field("make -j$(nproc)", "effects")
+    assert "unknown" in field("rm -r$(echo f) x", "effects")
+    assert UNKNOWN_PATH in field("sort -o$(echo ~/.bashrc) x", "writes")
+
+
+def test_every_command_key_is_analysed() -> None:
+    """``command`` and ``cmd`` both present: both are analysed (either may be what runs)."""
+    f = facts("ls", rawInput={"command": "ls", "cmd": "cat /home/u/.ssh/id_rsa"})
+    assert "/home/u/.ssh/id_rsa" in f.tool_field("reads")
+    assert ["ls"] == [c["name"] for c in facts("ls").tool_field("commands")]

@@ -20,6 +20,9 @@ ENV_ALLOW: frozenset[str] = frozenset({
     "CGO_ENABLED", "CARGO_TERM_COLOR", "NPM_CONFIG_LOGLEVEL", "HUSKY", "TF_IN_AUTOMATION",
     "DOTNET_CLI_TELEMETRY_OPTOUT", "JEST_WORKER_ID", "TEST", "RAILS_ENV", "APP_ENV",
 })
+#: Allow-listed names whose value itself can name code: the value must match in full.
+#: PYTHONWARNINGS: a ``module.Category`` field makes Python import ``module``.
+ENV_ALLOW_VALUES: dict[str, re.Pattern[str]] = {"PYTHONWARNINGS": re.compile(r"[^.]*")}
 #: Environment names (regular expressions) that change what programs run, load or where
 #: they write: assigning one is the ``env`` effect. Any name not here and not matching is
 #: a plain variable (``FOO=1 git status``).
@@ -43,5 +46,6 @@ def assignment_allowed(name: str, value: str) -> bool:
     value, or a plain name matching no :data:`ENV_EFFECT` pattern, with a literal value."""
     literal = "$" not in value and "`" not in value
     if name in ENV_ALLOW:
-        return literal
+        shape = ENV_ALLOW_VALUES.get(name)
+        return literal and (shape is None or shape.fullmatch(value) is not None)
     return literal and bool(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)) and not ENV_EFFECT.fullmatch(name)

@@ -87,6 +87,7 @@ TOOL_FIELDS: tuple[str, ...] = (
     "paths",
     "real_paths",
     "write_paths",
+    "real_write_paths",
     "command",
     "commands",
     "redirects",
@@ -130,7 +131,8 @@ FACTS_SCHEMA: Mapping[str, FactType] = {
     "tool": {
         "id": "string", "kind": "string", "sent_kind": "string", "title": "string",
         "name": "string", "status": "string", "raw_input": "map", "paths": "list(string)",
-        "real_paths": "list(string)", "write_paths": "list(string)", "command": "string",
+        "real_paths": "list(string)", "write_paths": "list(string)", "real_write_paths": "list(string)",
+        "command": "string",
         "commands": {"list": COMMAND_FIELDS},
         "redirects": {"list": {"op": "string", "target": "string", "dynamic": "bool"}},
         "assignments": {"list": {"name": "string", "value": "string", "allowed": "bool"}},
@@ -221,7 +223,7 @@ class Facts:
         session_cwd = self.query.session.cwd
         if isinstance(raw_cwd, str) and raw_cwd:
             return paths.resolve(raw_cwd, session_cwd or "/", self.query.home)
-        return session_cwd or "/"
+        return paths.resolve(session_cwd, "/", "") if session_cwd else "/"
 
     def resolve(self, path: str) -> str:
         return paths.resolve(path, self.cwd, self.query.home)
@@ -230,14 +232,18 @@ class Facts:
 
     @functools.cached_property
     def _command_and_source(self) -> tuple[str, str]:
-        raw = self.raw_input.get("command")
-        if isinstance(raw, str) and raw.strip():
-            return raw, "raw_input"
-        if isinstance(raw, list) and raw and all(isinstance(a, str) for a in raw):
-            return shell.split_argv_command(raw), "argv"
-        cmd = self.raw_input.get("cmd")
-        if isinstance(cmd, str) and cmd.strip():
-            return cmd, "raw_input"
+        # every command-bearing key is analysed: an agent may run `cmd` while `command`
+        # shows something harmless (the texts are joined as lines of one script)
+        found: list[tuple[str, str]] = []
+        for key in ("command", "cmd"):
+            raw = self.raw_input.get(key)
+            if isinstance(raw, str) and raw.strip():
+                found.append((raw, "raw_input"))
+            elif isinstance(raw, list) and raw and all(isinstance(a, str) for a in raw):
+                found.append((shell.split_argv_command(raw), "argv"))
+        if found:
+            texts = list(dict.fromkeys(text for text, _ in found))
+            return "\n".join(texts), found[0][1]
         if self.sent_kind == "execute" and self.title:
             return self.title, "title"
         return "", ""
@@ -383,6 +389,14 @@ class Facts:
         return _unique(self._realpath(p) for p in self.paths)
 
     @functools.cached_property
+    def real_write_paths(self) -> tuple[str, ...]:
+        """``write_paths`` with symlinks resolved (``hk/pre-commit`` through a link to
+        ``.git/hooks``); equals ``write_paths`` without a resolver."""
+        if self._realpath is None:
+            return self.write_paths
+        return _unique(self._realpath(p) for p in self.write_paths if p.startswith("/"))
+
+    @functools.cached_property
     def unknown(self) -> tuple[str, ...]:
         """Why the analysis cannot know what this call runs (empty: it knows)."""
         a = self.analysis
@@ -462,6 +476,8 @@ class Facts:
                 return list(self.real_paths)
             case "write_paths":
                 return list(self.write_paths)
+            case "real_write_paths":
+                return list(self.real_write_paths)
             case "command":
                 return self.command
             case "commands":
@@ -521,12 +537,15 @@ class Facts:
         wanted = TOOL_FIELDS if needs is None else tuple(f for f in TOOL_FIELDS if f in set(needs))
         tool = {name: self.tool_field(name) for name in wanted}
         roots = list(q.session.roots)
-        real_roots = _unique(self._realpath(r) for r in roots) if self._realpath else tuple(roots)
+        # the physical directories: the client's spelling resolved by the file system (a
+        # symlink before a '..' is followed as chdir() would)
+        real_roots = (_unique(self._realpath(r) for r in q.session.raw_roots) if self._realpath
+                      else tuple(roots))
         plain = {
             "tool": tool,
             "session": {
                 "id": q.session.session_id,
-                "cwd": q.session.cwd,
+                "cwd": roots[0] if q.session.cwd else "",
                 "roots": roots,
                 "real_roots": list(real_roots),
             },

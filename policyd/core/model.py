@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from policyd.core import paths
+
 #: ACP ToolKind values (protocol v1). An absent or unknown kind is treated as ``other``.
 TOOL_KINDS: frozenset[str] = frozenset(
     {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"}
@@ -71,7 +73,8 @@ class PermissionOption:
 class SessionInfo:
     """What the relay knows of an ACP session: its cwd and additionalDirectories.
 
-    ``roots`` is ``(cwd, *additional_directories)``, all absolute.
+    ``raw_roots`` is ``(cwd, *additional_directories)`` as the client sent them (absolute);
+    ``roots`` the same normalised (``/w/p/../p/`` is ``/w/p``: a client need not normalise).
     """
 
     session_id: str
@@ -79,8 +82,12 @@ class SessionInfo:
     additional_directories: tuple[str, ...] = ()
 
     @property
-    def roots(self) -> tuple[str, ...]:
+    def raw_roots(self) -> tuple[str, ...]:
         return (self.cwd, *self.additional_directories) if self.cwd else self.additional_directories
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        return tuple(paths.resolve(r, "/", "") for r in self.raw_roots)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ ROLES: frozenset[str] = frozenset({
     "read", "write", "delete", "exec", "shell", "script", "chdir", "url", "arg", "env",
     "unknown", "git-config", "var", "link", "create", "package",
 })
-SYNTAXES: frozenset[str] = frozenset({"gnu", "posix", "single-dash", "none"})
+SYNTAXES: frozenset[str] = frozenset({"gnu", "exact", "posix", "single-dash", "none"})
 HANDLERS: frozenset[str] = frozenset({
     "wrapper", "shell", "find", "git", "make", "sed", "awk", "jq", "test", "cd", "printf",
     "chmod", "python", "dd", "seq",

@@ -116,7 +116,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
     if cmd.argv and ("$" in cmd.argv[0] or "`" in cmd.argv[0]):
         acc.unknown("the program name is computed at run time")
     elif cmd.argv and "/" in cmd.argv[0] and cmd.argv[0].rsplit("/", 1)[0] not in SYSTEM_DIRS:
-        if entry.effects & {"build", "test"}:
+        if (entry.effects | {e for sub in entry.subcommands.values() for e in sub.effects}) & {"build", "test"}:
             # a project's own build wrapper (./gradlew, ./mvnw): it runs the project's code,
             # so it must lie where the project does (the file is a read path)
             acc.reads.append((cmd.argv[0], LITERAL))
@@ -135,6 +135,8 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
     if (entry.handler == "git" and len(chain) > 1 and chain[1].names[0] == "clean"
             and {"-n", "--dry-run"} & set(acc.all_names)):
         acc.effects.discard("delete")  # only lists what it would remove
+    if entry.handler == "git" and len(chain) > 1 and chain[1].names[0] == "config":
+        _git_config(words, acc)
     if entry.handler == "seq":
         _seq(words, acc)
     if entry.handler == "test" and any(w in ("-v", "-R") for w, _ in words):
@@ -168,6 +170,29 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         tuple(acc.creates),
         any(_risky(p) for p in chain),
     )
+
+
+#: git config sections whose values name no credential: getting one key of these reads nothing secret.
+_GIT_CONFIG_PLAIN = frozenset({"user", "core", "init", "pull", "push", "merge", "rebase", "commit",
+                               "color", "diff", "log", "gc", "advice", "safe", "fetch", "tag",
+                               "status", "format", "branch"})
+_GIT_CONFIG_LISTS = frozenset({"-l", "--list", "--get-regexp", "--get-urlmatch"})
+
+
+def _git_config(words: list[Word], acc: _Acc) -> None:
+    """``git config`` prints values of the repository's config file, where CI checkouts keep
+    their token (``http.*.extraheader``, remote URLs): listing it, or getting a key outside the
+    plain sections, reads ``.git/config`` (``~/.gitconfig`` with ``--global``)."""
+    if {"--system", "-f", "--file", "--blob"} & set(acc.all_names):
+        return
+    rest = [(w, k) for w, k in words[[w for w, _ in words].index("config") + 1 :] if not w.startswith("-")]
+    listing = bool(_GIT_CONFIG_LISTS & set(acc.all_names)) or (rest[:1] and rest[0][0] == "list")
+    key = rest[1] if rest[:1] and rest[0][0] in ("get", "set", "unset") and len(rest) > 1 else (
+        rest[0] if rest else None)
+    plain = key is not None and key[1] == LITERAL and key[0].split(".", 1)[0].lower() in _GIT_CONFIG_PLAIN
+    if listing or (key is not None and not plain):
+        acc.effects.add("read")
+        acc.reads.append(("~/.gitconfig" if "--global" in acc.all_names else ".git/config", LITERAL))
 
 
 def _first_operand(cmd: SimpleCommand) -> str:
@@ -312,6 +337,11 @@ def _slot_stops_options(p: Program, count: int, replaced: list[str]) -> bool:
     return False
 
 
+#: An option word whose name is literal and whose attached value may expand: ``--name=$X``,
+#: ``-j$(nproc)`` (a short option's letter, then the value or further letters).
+_LITERAL_LONG_NAME = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*=|-[A-Za-z0-9](?!-)")
+
+
 def _lookup(chain: list[Program], name: str) -> Option | None:
     for p in reversed(chain):
         o = p.option_index.get(name)
@@ -325,7 +355,9 @@ def _option(cur: Program, chain: list[Program], words: list[Word], i: int,
     """Parse the option at ``words[i]``; None (after noting ``unknown``) when unknown."""
     a, k = words[i]
     where = " ".join(p.names[0] for p in chain)
-    if k != LITERAL:
+    if k != LITERAL and not _LITERAL_LONG_NAME.match(a):
+        # only ``--name=VALUE`` / ``-xVALUE`` with a literal name may carry an expansion: the
+        # option is known and its value is judged by its role (a path value: an unknown path)
         acc.unknown(f"option {a!r} of {where} depends on an expansion")
         return None
     if _NUMERIC.fullmatch(a):
@@ -447,6 +479,8 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
     if handler == "git" and role in ("read", "arg") and ":" in value and not value.startswith("-"):
         # REV:PATH / :PATH names a file's content in the repository: read PATH
         path = value.partition(":")[2]
+        if value.startswith(":") and path[:1] in "0123" and path[1:2] == ":":
+            path = path[2:]  # :N:PATH is PATH at merge stage N of the index
         if path:
             acc.effects.add("read")
             acc.reads.append((path.lstrip("/") or ".", kind))
@@ -571,6 +605,29 @@ def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
 _DD_DEVICES = frozenset({"/dev/zero", "/dev/urandom", "/dev/random"})
 
 
+#: Bytes a ``dd`` from an endless device may write before it counts as filling the disk.
+MAX_DD_BYTES = 1 << 30
+_DD_UNITS = {"": 1, "c": 1, "w": 2, "b": 512, "k": 1 << 10, "kb": 1000, "m": 1 << 20, "mb": 10**6,
+             "g": 1 << 30, "gb": 10**9, "t": 1 << 40, "tb": 10**12, "p": 1 << 50, "pb": 10**15,
+             "e": 1 << 60, "eb": 10**18}
+_DD_NUMBER = re.compile(r"(\d+)([a-zA-Z]*)")
+
+
+def _dd_bytes(word: Word) -> int | None:
+    """``bs=``/``count=`` values (``1M``, ``4k``, ``2x512``); None when not a known size."""
+    value, kind = word
+    if kind != LITERAL:
+        return None
+    total = 1
+    for part in value.split("x"):
+        m = _DD_NUMBER.fullmatch(part)
+        unit = _DD_UNITS.get(m.group(2).lower().replace("ib", "")) if m else None
+        if m is None or unit is None:
+            return None
+        total *= int(m.group(1)) * unit
+    return total
+
+
 def _dd(entry: Program, words: list[Word], acc: _Acc) -> None:
     """``dd if=F of=G bs= count=``: ``if`` is read, ``of`` written; an endless device input
     without ``count=`` fills the disk (unknown)."""
@@ -587,6 +644,11 @@ def _dd(entry: Program, words: list[Word], acc: _Acc) -> None:
         if src[0] in _DD_DEVICES and src[1] == LITERAL:
             if "count" not in keys:
                 acc.unknown(f"dd from {src[0]} without count= never ends")
+            else:
+                block = _dd_bytes(keys.get("bs", keys.get("ibs", ("512", LITERAL))))
+                count = _dd_bytes(keys["count"])
+                if block is None or count is None or block * count > MAX_DD_BYTES:
+                    acc.unknown(f"dd may write more than {MAX_DD_BYTES >> 30} GiB from {src[0]}")
         else:
             _role("read", src, entry, [entry], acc)
     dst = keys.get("of")

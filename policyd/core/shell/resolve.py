@@ -116,6 +116,8 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
                 (reads if j.stdin_role == "read" else writes).extend(fed)
                 if j.stdin_role == "delete":
                     deletes.extend(fed)
+            elif j.stdin_role == "arg" and not j.risky_options and _plain_program(res.catalogue, j):
+                pass  # plain data words of a program none of whose options has an effect (echo)
             else:
                 unknown.append(f"{c.name}: operands arriving on stdin ({j.stdin_role or 'none expected'}) "
                                "may be anything, options included")
@@ -199,6 +201,13 @@ def _stdin_words(cmds: Sequence[SimpleCommand], judgements: Sequence[Judgement],
     return [UNKNOWN_PATH], True
 
 
+def _plain_program(catalogue: Catalogue, j: Judgement) -> bool:
+    """No shell, wrapper, script language or code from stdin: its arguments are only data."""
+    entry = catalogue.get(j.entry.split(" ", 1)[0]) if j.entry else None
+    return (entry is not None and not entry.handler and not entry.script_language
+            and entry.stdin != "shell" and not j.effects & {"exec", "unknown"})
+
+
 class _Resolver:
     """Resolves words against directories (bounded; see the module doc)."""
 
@@ -260,7 +269,7 @@ def _glob_candidates(path: str) -> list[str]:
     parts = path.split("/")
     options: list[list[str]] = []
     globbed = False
-    for part in parts:
+    for i, part in enumerate(parts):
         if not _GLOB.search(part):
             options.append([part])
             continue
@@ -269,8 +278,10 @@ def _glob_candidates(path: str) -> list[str]:
         dot = low.startswith(".")  # bash: a leading "." is matched only by a literal "."
         if dot and (fnmatch.fnmatchcase("..", low) or fnmatch.fnmatchcase(".", low)):
             return [UNKNOWN_PATH]
-        # a bare * is "everything here", like reading the directory: no name in particular
-        hits = [] if not low.strip("*?") else [
+        # a bare * as the last part is "everything here", like reading the directory: no name
+        # in particular; as a directory part (.git/*/pre-commit) it is a step to one of them
+        last = i == len(parts) - 1
+        hits = [] if last and not low.strip("*?") else [
             n for n in SENSITIVE_NAMES if (dot or not n.startswith(".")) and fnmatch.fnmatchcase(n.lower(), low)]
         options.append([part, *hits])
     if not globbed:

@@ -125,6 +125,24 @@ _ARITH_TEST_OPS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _VAR_TESTS = frozenset({"-v", "-R"})  # test a variable by name: its subscript is evaluated
 _MAX_ARITH_SCAN = 256  # nodes examined in one arithmetic context
 MAX_BRACE_WORDS = 10_000  # a {a..b} sequence longer than this is a denial of service
+_ALWAYS_SUCCEEDS = frozenset({"true", ":", "sleep"})  # as a while condition: endless
+_ALWAYS_FAILS = frozenset({"false"})  # as an until condition: endless
+_BRACE_GROUP = re.compile(r"\{([^{}\s]*)\}")
+_BRACE_RANGE = re.compile(r"(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?")
+
+
+def _brace_group_size(group: str) -> int:
+    """Words one ``{...}`` group expands to: a range's length or a list's items (1 if neither)."""
+    m = _BRACE_RANGE.fullmatch(group)
+    if m is None:
+        return group.count(",") + 1
+    a, b, step = m.group(1), m.group(2), m.group(3)
+    if a.lstrip("-").isdigit() != b.lstrip("-").isdigit():
+        return 1  # {1..z} is no sequence: bash leaves it as it is
+    lo, hi = (int(a), int(b)) if a.lstrip("-").isdigit() else (ord(a), ord(b))
+    return abs(hi - lo) // max(1, abs(int(step or 1))) + 1
+
+
 _HIDDEN_CHECKS = frozenset({"function_definition", "subscript", "compound_statement",
                             "test_command"})
 
@@ -325,6 +343,8 @@ class _Walker:
                     self.hidden(node, t)
                 elif t == "c_style_for_statement":
                     self.arithmetic(node)
+                elif t == "while_statement":
+                    self.endless(node)
                 elif t == "for_statement":
                     values = node.children_by_field_name("value")
                     st.dynamic = st.dynamic or any(_word(v, src).dyn for v in values)
@@ -340,6 +360,8 @@ class _Walker:
                     prev = k
             for k in reversed(kids):
                 kt = k.type
+                if kt in ("word", "concatenation") and b"{" in src[k.start_byte : k.end_byte]:
+                    self.brace_product(k)
                 if kt in _LEAVES:
                     continue
                 if kt not in _KNOWN_KINDS:
@@ -400,6 +422,30 @@ class _Walker:
                 size = MAX_BRACE_WORDS + 1
             if size > MAX_BRACE_WORDS:
                 self.st.cannot_know(f"brace expansion of {size} words")
+
+    def endless(self, node: Node) -> None:
+        """``while true``, ``while :``, ``while sleep 1``, ``until false``: a condition that
+        cannot change loops until interrupted (a disk filled, a CI job hung)."""
+        cond = node.child_by_field_name("condition")
+        keyword = node.children[0].type if node.children else ""
+        if cond is None or cond.type != "command" or len(cond.named_children) > 2:
+            return
+        name = self.text(cond.named_children[0]).rsplit("/", 1)[-1]
+        if name in (_ALWAYS_FAILS if keyword == "until" else _ALWAYS_SUCCEEDS):
+            self.st.cannot_know(f"{keyword} {self.text(cond)[:30]!r} loops until interrupted")
+
+    def brace_product(self, node: Node) -> None:
+        """``{a..z}{a..z}{a..z}{a..z}`` multiplies: bash builds every combination of the
+        brace groups of one word (the grammar parses only numeric ranges as
+        ``brace_expression``; letter ranges and ``{a,b}`` lists are plain word pieces)."""
+        text = self.text(node) if node.type == "word" else "".join(
+            self.text(n) if n.type in ("word", "brace_expression") else "x" for n in node.children)
+        size = 1
+        for group in _BRACE_GROUP.findall(text):
+            size *= _brace_group_size(group)
+            if size > MAX_BRACE_WORDS:
+                self.st.cannot_know(f"brace expansion of more than {MAX_BRACE_WORDS} words")
+                return
 
     def hidden(self, node: Node, t: str) -> None:
         """Constructs that run code from data or hide it: see _HIDDEN_CHECKS."""
@@ -512,14 +558,15 @@ class _Walker:
                 if src[ch.start_byte : ch.start_byte + 1] == b"\n":
                     cut = ch.start_byte  # tree-sitter quirk: a heredoc body line taken as args
                     break
-                if ct == "word":  # fast path of _word for the common plain word
-                    raw = src[ch.start_byte : ch.end_byte]
-                    if b"\\" not in raw:
-                        value = _dec(raw)
-                        words.append(_Word(value, _PATTERN.search(value) is not None,
-                                           ch.start_byte, ch.end_byte))
-                        args.append(ch)
-                        continue
+                raw = src[ch.start_byte : ch.end_byte]
+                if b"{" in raw and ct in ("word", "concatenation"):
+                    self.brace_product(ch)
+                if ct == "word" and b"\\" not in raw:  # fast path of _word for a plain word
+                    value = _dec(raw)
+                    words.append(_Word(value, _PATTERN.search(value) is not None,
+                                       ch.start_byte, ch.end_byte))
+                    args.append(ch)
+                    continue
                 w = _word(ch, src)
                 if w.exp and self.loops:
                     w = self.loop_value(ch, w)
