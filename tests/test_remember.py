@@ -466,6 +466,15 @@ def test_client_always_answer_reaches_the_agent_as_once(answer: str, relayed: st
     assert ("permission.answered_by_client", relayed) == (log.event, log.fields["relayed_as"])
 
 
+@pytest.mark.parametrize("pass_always", [False, True])
+def test_the_choice_is_stored_before_the_agent_gets_the_answer(pass_always: bool) -> None:
+    """The proxy stores on a worker thread and the agent answers fast: RememberChoice comes
+    before the SendToAgent, so the agent's next request always finds the choice."""
+    relay, _ = _forwarded_relay(ALL_FOUR, pass_always_to_agent=pass_always)
+    kinds = [type(a).__name__ for a in _client_answer(relay, "allow-always") if not isinstance(a, Log)]
+    assert ["RememberChoice", "SendToAgent"] == kinds
+
+
 def test_pass_always_to_agent_relays_unchanged() -> None:
     relay, _ = _forwarded_relay(ALL_FOUR, pass_always_to_agent=True)
     raw = _line({"jsonrpc": "2.0", "id": 5, "result": {"outcome": {"outcome": "selected", "optionId": "allow-always"}}})

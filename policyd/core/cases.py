@@ -90,17 +90,22 @@ def virtual_realpath(links: Mapping[str, str]) -> Callable[[str], str]:
     norm = {posixpath.normpath(k): v for k, v in links.items()}
 
     def resolve(path: str, hops: int = 0) -> str:
+        # component by component, as realpath(3) does: a link is replaced by its resolved
+        # target before a later ".." applies (so "link/.." is the target's parent)
         result = "/"
-        parts = [p for p in posixpath.normpath(path).split("/") if p]
-        for i, part in enumerate(parts):
-            candidate = posixpath.normpath(posixpath.join(result, part))
+        for part in path.split("/"):
+            if part in ("", "."):
+                continue
+            if part == "..":
+                result = posixpath.dirname(result)
+                continue
+            candidate = posixpath.join(result, part)
             target = norm.get(candidate)
             if target is None or hops >= MAX_LINK_HOPS:
                 result = candidate
                 continue
-            joined = target if target.startswith("/") else posixpath.join(posixpath.dirname(candidate), target)
-            rest = "/".join(parts[i + 1 :])
-            return resolve(posixpath.join(joined, rest) if rest else joined, hops + 1)
+            hops += 1
+            result = resolve(target if target.startswith("/") else posixpath.join(result, target), hops)
         return result
 
     return resolve

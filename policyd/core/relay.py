@@ -335,6 +335,8 @@ class Relay:
                 rewritten = jsonline.response(msg["id"], result={"outcome": new_outcome})
             actions[0] = SendToAgent(rewritten)
             fields["relayed_as"] = once.option_id
+        # stored before the agent has the answer: its next request must find the choice
+        actions.reverse()
         return [*actions, Log("permission.answered_by_client", fields)]
 
     def _track_client_request(self, request_id: Any, method: str, params: Mapping[str, Any]) -> None:
