@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 #: Exit code when the policy failed to load (the agent was stopped).
 LOAD_FAILED = 2
 
+#: Seconds a human's choice still being stored may delay exit (the store's busy timeout is 5 s).
+REMEMBER_AT_EXIT_S = 10.0
 #: Bytes per read from either side.
 READ_CHUNK = 256 * 1024
 
@@ -204,6 +206,7 @@ class Proxy:
         self.startup_error: BaseException | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._loaded = asyncio.Event()  # set once ``startup`` finished (at once without one)
+        self._remembering: set[asyncio.Task[None]] = set()  # human choices being stored
 
     async def run(self) -> int:
         log = logs.get()
@@ -241,6 +244,8 @@ class Proxy:
             startup_task = asyncio.create_task(self._finish_startup(loading, (agent_task, client_task)))
         await asyncio.wait([agent_task])  # agent closed its stdout (exited, normally), or a failed load
         code = await self.proc.wait()
+        if self._remembering:  # a human's choice being stored is not lost at exit
+            await asyncio.wait(list(self._remembering), timeout=REMEMBER_AT_EXIT_S)
         leftovers: list[asyncio.Task[None] | None] = [
             client_task, gone_task, startup_task, self._escalation, self._stopping]
         for leftover in leftovers:
@@ -387,16 +392,26 @@ class Proxy:
             elif isinstance(action, Log):
                 _log(action, self.local_decision_log)
             elif isinstance(action, RememberChoice) and self.on_remember is not None:
-                try:
-                    result = self.on_remember(action)
-                    if inspect.isawaitable(result):
-                        await result
-                except Exception as exc:  # never let memory break the relay
-                    logs.get().error("remember.failed", error=repr(exc))
+                # in the background (a store waiting for SQLite's lock must not stop the relay);
+                # every later decision waits for it, so the agent's next request finds the choice
+                task = asyncio.create_task(self._remember(action))
+                self._remembering.add(task)
+                task.add_done_callback(self._remembering.discard)
+
+    async def _remember(self, choice: RememberChoice) -> None:
+        assert self.on_remember is not None
+        try:
+            result = self.on_remember(choice)
+            if inspect.isawaitable(result):
+                await result
+        except Exception as exc:  # never let memory break the relay
+            logs.get().error("remember.failed", error=repr(exc))
 
     async def _safe_decide(self, consult: Consult) -> Resolution:
         if consult.query is None:
             return Resolution(None)
+        if self._remembering:
+            await asyncio.wait(list(self._remembering))
         try:
             result = self.decide(consult)
             return await result if inspect.isawaitable(result) else result
