@@ -15,7 +15,8 @@ offers (refused by policyd). Two more sessions: Claude leaving plan mode and swi
 to ``auto`` (policyd switches it back), and Gemini in ``autoEdit`` with modes not governed
 (its write of a git hook goes out only as ``fs/write_text_file``, which policyd refuses).
 
-The run dirs are made outside ``/tmp`` (under ``.agent-tests/`` in the repository), because
+The run dirs are made outside ``/tmp`` (under ``.agent-tests/`` in the repository, or
+``~/.cache/policyd-agent-tests`` for a checkout under ``/tmp``), because
 the shipped baseline treats ``/tmp`` as scratch space an agent may delete and write.
 All six sessions run at once in one module fixture; the tests only read the results.
 """
@@ -88,11 +89,17 @@ def _use_auto_mode(request: dict[str, Any]) -> str | None:
     return "exit-plan-auto" if "exit-plan-auto" in ids else first_reject(request)
 
 
+#: Scratch directories the shipped baseline lets an agent write and delete in.
+SCRATCH = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+
+
 @pytest.fixture(scope="module")
 def runs() -> Iterator[dict[str, AgentRun]]:
     """Every agent's scripted session plus :data:`AUTOEDIT`, all at once (one thread each)."""
     parent = ROOT / ".agent-tests"
-    parent.mkdir(exist_ok=True)
+    if any(parent.resolve().is_relative_to(scratch) for scratch in SCRATCH):  # a checkout under /tmp
+        parent = Path.home() / ".cache" / "policyd-agent-tests"
+    parent.mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="run-", dir=parent))
     ungoverned = base / "policies-without-modes"
     ungoverned.mkdir()
