@@ -79,7 +79,10 @@ async def _chunks_from_thread(fd: int) -> AsyncIterator[bytes]:
                 chunk = os.read(fd, READ_CHUNK)
             except OSError:
                 chunk = b""
-            loop.call_soon_threadsafe(queue.put_nowait, chunk)
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, chunk)
+            except RuntimeError:  # the proxy finished (loop closed) while this read was waiting
+                return
             if not chunk:
                 return
 
