@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.metadata
 import os
 import stat
 from collections.abc import Sequence
@@ -22,8 +21,10 @@ from pathlib import Path
 from policyd import celcache
 from policyd.core import cel
 from policyd.core.policy import LoadError, PolicyError, PolicySet, build_set
+from policyd.core.shell import catalogue as shell_catalogue
 
 cel.before_parser_build = celcache.install_parser
+shell_catalogue.shipped_loader = celcache.shipped_catalogue
 
 #: Largest policy file read (a policy is text written by people; bigger is a mistake).
 MAX_POLICY_FILE_BYTES = 4 * 1024 * 1024
@@ -149,20 +150,6 @@ def embedded_sources() -> list[tuple[str, str]]:
     return [(f"<embedded>/{n}", (root / n).read_text(encoding="utf-8")) for n in names]
 
 
-def _code_fingerprint() -> str:
-    """What inline example results depend on besides the policy text: policyd's own code
-    and cel-python's version."""
-    global _FINGERPRINT
-    if _FINGERPRINT is None:
-        digest = hashlib.sha256(importlib.metadata.version("cel-python").encode())
-        digest.update(importlib.metadata.version("lark").encode())
-        for path in sorted(Path(__file__).parent.rglob("*.py")):
-            digest.update(path.read_bytes())
-        _FINGERPRINT = digest.hexdigest()
-    return _FINGERPRINT
-
-
-_FINGERPRINT: str | None = None
 #: Validated sets remembered (newest last); each line is one key.
 MAX_VALIDATED = 256
 
@@ -178,7 +165,7 @@ def build_checked(sources: list[tuple[str, str]]) -> PolicySet:
     code (they use no filesystem state), so a set validated once needs no second run; the
     cache (``$XDG_CACHE_HOME/policyd/validated-sets``) is best effort and never weakens a
     rule: rules are always parsed and compiled."""
-    digest = hashlib.sha256(_code_fingerprint().encode())
+    digest = hashlib.sha256(celcache.code_fingerprint().encode())
     for path, text in sources:
         digest.update(path.encode() + b"\0" + text.encode() + b"\0")
     key = digest.hexdigest()

@@ -3,6 +3,7 @@
 Lifecycle (the invariants are the relay's; this module only moves bytes):
 
 - The agent is spawned with policyd's full environment; its stderr is policyd's stderr.
+  ``policyd proxy`` spawns it before its own start-up (:mod:`policyd.spawn`).
 - Lines are split on ``\\n`` from raw reads, so lines of any size pass (no readline limit).
 - Client EOF: the agent's stdin is closed; if the agent has not exited after
   ``kill_grace_s`` it gets SIGTERM, then SIGKILL after another ``kill_grace_s``.
@@ -21,7 +22,8 @@ Lifecycle (the invariants are the relay's; this module only moves bytes):
 - Start-up is hidden behind the agent's: the agent is spawned first and ``startup`` (the
   policy load, on a thread) runs concurrently; the client's lines reach the agent at once,
   the agent's lines wait for the load (a session answer is governed by ``[modes]``, a
-  permission request by the rules). A load that fails stops the agent
+  permission request by the rules) except its answer to ``initialize``
+  (:meth:`Relay.needs_policy`). A load that fails stops the agent
   (SIGTERM, then SIGKILL after ``kill_grace_s``) and the proxy exits 2
   (:data:`LOAD_FAILED`); the caller reports every error.
 """
@@ -43,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from policyd import logs
 from policyd.core.relay import Action, Consult, Log, Relay, RememberChoice, Resolution, SendToAgent, SendToClient
+from policyd.spawn import Spawned, spawn
 
 if TYPE_CHECKING:
     from policyd.reload import Reloader
@@ -195,7 +198,9 @@ class Proxy:
         self.relay = relay
         self.decide = decide
         self.kill_grace_s = kill_grace_s
-        self.proc: asyncio.subprocess.Process | None = None
+        self.proc: Spawned | None = None
+        #: The agent, when the caller spawned it before policyd's own start-up (policyd.spawn).
+        self.spawned: Spawned | None = None
         self.stdout = _Stdout()
         self._agent_broken = False
         self._reload_task: asyncio.Task[bool] | None = None
@@ -213,21 +218,13 @@ class Proxy:
 
     async def run(self) -> int:
         log = logs.get()
-        try:
-            self.proc = await asyncio.create_subprocess_exec(
-                *self.argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=None,  # the agent's stderr is ours
-                limit=READ_CHUNK * 4,
-            )
-        except FileNotFoundError:
-            log.error("agent.spawn_failed", argv=self.argv, error="command not found")
-            return 127
-        except PermissionError:
-            log.error("agent.spawn_failed", argv=self.argv, error="permission denied")
-            return 126
-        log.info("agent.started", argv=self.argv, pid=self.proc.pid)
+        spawned = self.spawned if self.spawned is not None else spawn(self.argv)
+        if spawned.error_code:
+            log.error("agent.spawn_failed", argv=self.argv, error=spawned.error)
+            return spawned.error_code
+        await spawned.attach(READ_CHUNK * 4)
+        self.proc = spawned
+        log.info("agent.started", argv=self.argv, pid=spawned.pid)
         loading = self.startup() if self.startup is not None else None
         if loading is None:
             self._loaded.set()
@@ -444,8 +441,10 @@ class Proxy:
     async def _agent_to_client(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
         async for line in lines(_chunks_from_stream(self.proc.stdout)):
-            if not self._loaded.is_set():  # the agent's lines wait for the policy ([modes] governs
-                await self._loaded.wait()  # session answers); the client's reach the agent at once
+            # until the policy has loaded the agent's lines wait ([modes] governs session
+            # answers), but for the answer to initialize; the client's reach the agent at once
+            if not self._loaded.is_set() and self.relay.needs_policy(line):
+                await self._loaded.wait()
             await self._execute(self.relay.from_agent(line, time.time()))
 
 
@@ -477,10 +476,13 @@ def run_proxy(
     on_remember: Rememberer | None = None,
     local_decision_log: bool = True,
     startup: Callable[[], concurrent.futures.Future[Reloader | None]] | None = None,
+    spawned: Spawned | None = None,
 ) -> int:
     """Run the proxy until the agent exits; returns the exit code for policyd
-    (:data:`LOAD_FAILED` when ``startup`` failed)."""
+    (:data:`LOAD_FAILED` when ``startup`` failed). ``spawned``: the agent, already started
+    (:func:`policyd.spawn.spawn`), else it is started here."""
     proxy = Proxy(argv, relay, decide, kill_grace_s, reloader)
+    proxy.spawned = spawned
     proxy.on_remember = on_remember
     proxy.local_decision_log = local_decision_log
     proxy.startup = startup

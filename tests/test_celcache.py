@@ -63,3 +63,39 @@ def test_private_cache_dir_round_trip(tmp_path: Path) -> None:
     assert 0o700 == d.stat().st_mode & 0o777
     celcache.save_trees("k", {"true": ["BOOL_LIT", "true", 1, 1]}, d)
     assert {"true": ["BOOL_LIT", "true", 1, 1]} == celcache.load_trees("k", d)
+
+
+# ----------------------------------------------------------------------------- shipped catalogue
+
+
+def _eager() -> dict[str, object]:
+    from policyd.catalogue import shipped_files
+    from policyd.core.shell import catalogue
+
+    return {p.path: p for p in catalogue.load(shipped_files(), unique=True).programs()}
+
+
+def test_cached_catalogue_builds_the_same_entries_as_parsing(tmp_path: Path) -> None:
+    """The first load parses the TOML and writes the cache; the second reads the cache and
+    builds each entry on first lookup — equal, field for field, to the parsed entries."""
+    first = celcache.shipped_catalogue(tmp_path)
+    files = list((tmp_path / "catalogue").glob("*.json"))
+    assert len(files) == 1 and files[0].stat().st_mode & 0o777 == 0o600
+    second = celcache.shipped_catalogue(tmp_path)
+    assert second._deferred  # from the cache: nothing built yet
+    git = second.get("GIT")  # case-insensitive, built on demand
+    assert git is not None and git == first.get("git")
+    assert {p.path: p for p in second.programs()} == _eager() == {p.path: p for p in first.programs()}
+    assert not second._deferred
+
+
+def test_corrupt_or_foreign_catalogue_cache_is_parsed_again(tmp_path: Path) -> None:
+    celcache.shipped_catalogue(tmp_path)
+    (cache,) = (tmp_path / "catalogue").glob("*.json")
+    for text in ("{not json", json.dumps([["catalogue/x.toml", {"program": [{"names": 7}]}]])):
+        cache.write_text(text)
+        cat = celcache.shipped_catalogue(tmp_path)
+        assert {p.path: p for p in cat.programs()} == _eager()
+    cache.write_text(json.dumps([["catalogue/x.toml", {"program": [{"names": ["git"], "effects": ["nope"]}]}]]))
+    cache.chmod(0o666)  # writable by others: never trusted, parsed again and rewritten
+    assert celcache.shipped_catalogue(tmp_path).get("git") == _eager()["git"]

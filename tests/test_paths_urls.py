@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from policyd.core import paths, urls
 
@@ -102,3 +104,15 @@ def test_url_invalid_never_raises() -> None:
     assert urls.parse("http://[::1").valid is False
     assert urls.parse("").valid is False
     assert 443 == urls.parse("https://example.com/x").port
+
+
+_GLOB_PARTS = st.sampled_from(["a", "b", ".env", "*", "?", "**", "[ab]", "[!a]", "x.pem", "/", "-", "["])
+_GLOBS = st.lists(_GLOB_PARTS, min_size=1, max_size=6).map("".join)
+_PATHS = st.lists(st.sampled_from(["a", "b", ".env", "x.pem", "ab", "[", "-"]), min_size=1, max_size=5).map(
+    lambda parts: "/" + "/".join(parts))
+
+
+@given(_PATHS, st.lists(_GLOBS, max_size=8))
+def test_glob_any_is_any_glob(path: str, patterns: list[str]) -> None:
+    """The one-regex form of a pattern list decides exactly as the patterns one by one."""
+    assert paths.glob_any(path, tuple(patterns)) == any(paths.glob(path, p) for p in patterns)

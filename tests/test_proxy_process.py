@@ -10,6 +10,8 @@ byte each side sent and received can be compared.
 from __future__ import annotations
 
 import json
+import os
+import select
 import signal
 import subprocess
 import sys
@@ -607,3 +609,51 @@ def test_missing_agent_command_is_usage_error(tmp_path: Path) -> None:
     assert 2 == done.returncode
     assert "missing agent command" in done.stderr.decode()
 
+
+
+def test_the_answer_to_initialize_is_relayed_before_the_policy_has_loaded(tmp_path: Path) -> None:
+    """Start-up is hidden behind the client's next request: the agent's answer to
+    ``initialize`` is relayed while the policy is still loading (no rule, [modes] or
+    [answers] applies to it), the agent's next line waits for the load. The policy file is
+    a FIFO, so the load blocks until the test writes it."""
+    fifo = tmp_path / "policy.toml"
+    os.mkfifo(fifo)
+    answer = {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {}}}
+    hello = {"jsonrpc": "2.0", "method": "x/hello", "params": {}}
+    agent = write_agent(tmp_path, [["recv", 1], ["send", json.dumps(answer)], ["send", json.dumps(hello)],
+                                   ["recv_eof", None]])
+    proc = subprocess.Popen(proxy_argv(["--policy", str(fifo), "--no-watch"], agent.argv), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=policyd_env(tmp_path))
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n')
+        proc.stdin.flush()
+        assert answer == json.loads(_read_line(proc.stdout, 30))
+        assert select.select([proc.stdout], [], [], 0.5)[0] == []  # the notification waits for the load
+        fifo.write_text(write_policy(tmp_path, "ask-all", "ask").read_text())
+        assert hello == json.loads(_read_line(proc.stdout, 30))
+    finally:
+        proc.stdin.close()
+        proc.stdin = None
+        proc.communicate(timeout=30)
+    assert 0 == proc.returncode
+
+
+def _read_line(stream: Any, timeout_s: float) -> bytes:
+    if not select.select([stream], [], [], timeout_s)[0]:
+        raise AssertionError(f"no line within {timeout_s} s")
+    return bytes(stream.readline())
+
+
+def test_bad_settings_stop_the_agent_spawned_before_them(tmp_path: Path) -> None:
+    """The agent is spawned before policyd reads its settings (start-up hidden); settings that
+    do not validate stop it again (no orphan agent) and policyd exits 2 naming the problem."""
+    agent = write_agent(tmp_path, [["recv_eof", None]])
+    env = {**policyd_env(tmp_path), "POLICYD_KILL_GRACE_S": "not-a-number"}
+    done = subprocess.run(proxy_argv([], agent.argv), stdin=subprocess.PIPE, capture_output=True, env=env,
+                          timeout=30, check=False)
+    assert 2 == done.returncode
+    assert "POLICYD_KILL_GRACE_S" in done.stderr.decode()
+    pid = int(agent.pidfile.read_text())  # it did start
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

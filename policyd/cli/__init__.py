@@ -21,9 +21,12 @@ from policyd.cli import author
 
 if TYPE_CHECKING:
     from policyd.settings import Settings
+    from policyd.spawn import Spawned
 
 #: Exit code for usage errors (policyd.cli.common.USAGE_ERROR; not imported: --help stays light).
 USAGE_ERROR = 2
+#: Seconds an agent started before bad settings were found gets after SIGTERM (then SIGKILL).
+STOP_GRACE_S = 2.0
 
 
 def _policy_args(p: argparse.ArgumentParser) -> None:
@@ -155,6 +158,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         shadow = [a for p in args.shadow_policy or [] for a in ("--shadow-policy", str(Path(p).resolve()))]
         return run_demo(args.policy or [], args.decision_log, args.answer, args.script, shadow, args.workspace)
+    spawned = None
+    if args.command == "proxy":
+        # the agent starts now, before policyd's own imports and settings (policyd.spawn)
+        args.agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
+        if not args.agent:
+            print("policyd proxy: missing agent command: policyd proxy [options] -- AGENT [ARGS...]", file=sys.stderr)
+            return USAGE_ERROR
+        from policyd.spawn import spawn
+
+        spawned = spawn(args.agent)
     from policyd import logs
     from policyd.settings import SettingsProblem
 
@@ -165,9 +178,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SettingsProblem, FileNotFoundError, OSError) as exc:
         for line in str(exc).splitlines():
             print(f"policyd: {line}", file=sys.stderr)
+        if spawned is not None:
+            spawned.stop(STOP_GRACE_S)
         return USAGE_ERROR
     if args.command in ("proxy", "serve"):
-        return _run_exporting(args, settings)
+        return _run_exporting(args, settings, spawned)
     if args.command in author.COMMANDS:
         return author.run(args, settings)
     from policyd.cli import admin, evaluate
@@ -185,9 +200,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return admin.remembered(settings, args)
 
 
-def _run_exporting(args: argparse.Namespace, settings: Settings) -> int:
+def _run_exporting(args: argparse.Namespace, settings: Settings, spawned: Spawned | None) -> int:
     """``proxy`` / ``serve`` with OTLP export when configured (``policyd.telemetry``; the
-    OpenTelemetry SDK is imported only then)."""
+    OpenTelemetry SDK is imported only then). ``spawned``: the proxy's agent, already started."""
     from policyd import telemetry
     from policyd.cli import run
 
@@ -195,10 +210,12 @@ def _run_exporting(args: argparse.Namespace, settings: Settings) -> int:
         telemetry.start(telemetry.TelemetryConfig(**settings.telemetry.model_dump()), args.command)
     except telemetry.TelemetryUnavailable as exc:
         print(f"policyd: [telemetry]: {exc}", file=sys.stderr)
+        if spawned is not None:
+            spawned.stop(settings.kill_grace_s)
         return USAGE_ERROR
     try:
         if args.command == "proxy":
-            return run.proxy(settings, args.agent, args.policy, args.config)
+            return run.proxy(settings, args.agent, args.policy, args.config, spawned)
         return run.serve(settings, args.socket, args.policy, args.config)
     finally:
         telemetry.stop()

@@ -7,8 +7,6 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from policyd.core.cases import CASES_HOME
-
 if TYPE_CHECKING:  # --help stays light: pydantic and structlog load only to run a command
     from policyd.settings import Settings
 
@@ -29,7 +27,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     te = sub.add_parser("test", help="run JSON-lines policy test cases; non-zero exit on a failure")
     policy_args(te)
     te.add_argument("files", nargs="+", metavar="CASES.jsonl")
-    te.add_argument("--home", default=CASES_HOME, help=f"home directory of the cases (default {CASES_HOME})")
+    te.add_argument("--home", help="home directory of the cases (default: policyd.core.cases.CASES_HOME, /home/dev)")
     te.add_argument("-v", "--verbose", action="store_true", help="print passing cases too")
     te.add_argument("--json", action="store_true", help="one JSON object per case, then a summary")
 
@@ -63,7 +61,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         case "test":
             from policyd.cli import policytest
 
-            return policytest.run(settings, args.policy, args.files, args.home, args.verbose, args.json)
+            return policytest.run(settings, args.policy, args.files, args.home or policytest.CASES_HOME, args.verbose,
+                                  args.json)
         case "replay":
             from policyd.cli import replay
 

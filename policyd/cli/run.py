@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from policyd.core.policy import PolicySet
     from policyd.reload import Reloader
     from policyd.settings import Settings
+    from policyd.spawn import Spawned
 
 #: Exit code for usage errors (policyd.cli.common.USAGE_ERROR, which imports the engine).
 USAGE_ERROR = 2
@@ -72,7 +73,10 @@ def _local_session_policy(settings: Settings) -> Callable[[], PolicySet | None]:
     return lambda: policy
 
 
-def proxy(settings: Settings, agent: list[str], cli_policy: list[str] | None, config: str | None) -> int:
+def proxy(
+    settings: Settings, agent: list[str], cli_policy: list[str] | None, config: str | None,
+    spawned: Spawned | None = None,
+) -> int:
     from policyd.proxy import run_proxy
 
     if agent and agent[0] == "--":
@@ -96,14 +100,14 @@ def proxy(settings: Settings, agent: list[str], cli_policy: list[str] | None, co
             client = DaemonClient(socket_path, settings.daemon_timeout_s)
             logs.get().info("daemon.consulted", socket=str(socket_path), timeout_s=settings.daemon_timeout_s)
             return run_proxy(agent, relay, client.decide, settings.kill_grace_s, None,
-                             on_remember=client.remember, local_decision_log=False)
+                             on_remember=client.remember, local_decision_log=False, spawned=spawned)
         embedded = _EmbeddedStart(settings, agent, cli_policy, config)
         # [modes], [answers]: the set in force, reloads included (the proxy relays no agent
         # line before the load has finished, so a session answer is never ungoverned)
         relay.policy = lambda: embedded.engine.policy if embedded.engine is not None else None
         try:
             code = run_proxy(agent, relay, embedded.decide, settings.kill_grace_s, None,
-                             on_remember=embedded.remember, startup=embedded.start)
+                             on_remember=embedded.remember, startup=embedded.start, spawned=spawned)
         finally:
             status.remove()
         if embedded.started and embedded.future.exception() is not None:  # waits for a load still running

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from policyd.core import cel
 from policyd.core.model import PeerInfo
+
+if TYPE_CHECKING:
+    from policyd.core import cel
 
 #: Verdicts cached per policy (a few modes per agent; bounded against a hostile agent).
 MAX_CACHED = 1024
@@ -74,6 +76,8 @@ class ModePolicy:
         return seen
 
     def _evaluate(self, mode: Mode, agent: PeerInfo) -> tuple[bool, str]:
+        from policyd.core import cel  # the CEL stack loads with the policy, not with the relay
+
         act = activation(mode, agent)
         for table in self.tables:
             try:
@@ -99,6 +103,8 @@ class ModePolicy:
 
 def activation(mode: Mode, agent: PeerInfo) -> dict[str, Any]:
     """The CEL variables of an ``accept`` condition."""
+    from policyd.core import cel
+
     plain = {"mode": {"id": mode.id, "name": mode.name, "description": mode.description},
              "agent": {"name": agent.name, "version": agent.version}}
     return {k: cel.bound(v) for k, v in plain.items()}
@@ -110,6 +116,8 @@ def parse_table(raw: object, file: str) -> tuple[ModeRules | None, list[str]]:
     Keys: ``accept`` (CEL, required), ``prefer`` (list of strings), ``examples`` with
     ``accept`` / ``refuse`` lists of ``{id, name, description, agent}`` tables.
     """
+    from policyd.core import cel
+
     if not isinstance(raw, Mapping):
         return None, ["[modes] must be a table"]
     errors = [f"unknown key modes.{k}" for k in raw if k not in _TABLE_KEYS]

@@ -99,7 +99,8 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
                 body = pattern[i + 1 : j]
                 if body.startswith("!"):
                     body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
+                # a class body's own syntax stays literal (no nested sets, no set operations)
+                out.append("[" + re.sub(r"([\\\[&~|])", r"\\\1", body) + "]")
                 i = j + 1
         else:
             out.append(re.escape(c))
@@ -110,3 +111,14 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 def glob(path: str, pattern: str) -> bool:
     """True when the absolute ``path`` matches ``pattern`` (see module doc)."""
     return _glob_regex(pattern).match(path) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def _glob_any_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{_glob_regex(p).pattern})" for p in patterns), re.DOTALL)
+
+
+def glob_any(path: str, patterns: tuple[str, ...]) -> bool:
+    """True when ``path`` matches any of ``patterns`` (one regex for the whole list, built
+    once per list: a policy's secret globs are dozens of patterns)."""
+    return bool(patterns) and _glob_any_regex(patterns).match(path) is not None

@@ -511,7 +511,4 @@ def user_catalogue(sources: Sequence[tuple[str, str]], errors: list[LoadError]) 
                                         "shipped catalogue; a policy directory may add programs, not redefine them"))
             else:
                 added.append(program)
-    merged = shell_catalogue.Catalogue()
-    merged.add(shipped.programs())
-    merged.add(added)
-    return merged
+    return shell_catalogue.Catalogue(added, base=shipped)

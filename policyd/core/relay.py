@@ -374,6 +374,18 @@ class Relay:
 
     # ------------------------------------------------------------------ agent -> client
 
+    def needs_policy(self, line: bytes) -> bool:
+        """Whether the agent's ``line`` must wait until the policy has loaded before
+        :meth:`from_agent` handles it. Only the answer to the client's ``initialize`` need
+        not (no rule, ``[modes]`` or ``[answers]`` applies to it): relaying it at once hides
+        policyd's start-up behind the client's next request. Anything else, or a line that
+        is not plainly that answer, waits."""
+        parsed, _ = _parse(line, "agent")
+        if not isinstance(parsed, dict) or "method" in parsed or "id" not in parsed:
+            return True
+        entry = self._client_requests.get(jsonline.id_key(parsed["id"]))
+        return entry is None or entry[0] != "initialize" or self.modes.owns(parsed["id"])
+
     def from_agent(self, line: bytes, now_s: float = 0.0) -> list[Action]:
         """Handle one line the agent wrote; ``now_s`` (epoch seconds) stamps a new query."""
         parsed, log = _parse(line, "agent")

@@ -22,7 +22,6 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from policyd.core.facts import Facts
 from policyd.core.model import PeerInfo, PermissionQuery, SessionInfo
 
 #: Agent -> client requests decided as tool calls, and the ToolKind of each.
@@ -94,6 +93,8 @@ class Coverage:
 
     def allowed(self, query: PermissionQuery) -> None:
         """Record a permission request that was allowed (by policy or by the human)."""
+        from policyd.core.facts import Facts  # the shell stack loads with the policy
+
         facts = Facts(query)
         sid = query.session.session_id
         _add(self._paths, sid, facts.paths)
@@ -103,6 +104,8 @@ class Coverage:
     def covers(self, query: PermissionQuery) -> bool:
         """Every path (reads, writes) or the command (terminals) of the side request
         ``query`` was named by an allowed permission request of its session."""
+        from policyd.core.facts import Facts
+
         facts = Facts(query)
         sid = query.session.session_id
         if facts.kind == "execute":

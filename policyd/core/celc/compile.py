@@ -319,6 +319,9 @@ class Compiler:
 
     def c_list_lit(self, t: Tree[Any], scope: Scope) -> Node:
         items = [self.node(x, scope) for x in (t.children[0].children if t.children else [])]
+        constant = _literal_str_list(t)
+        if constant is not None:  # built once: CEL values are immutable and nothing here mutates a list
+            return lambda a, s: constant
         return lambda a, s: [item(a, s) for item in items]
 
     def c_map_lit(self, t: Tree[Any], scope: Scope) -> Node:

@@ -294,32 +294,55 @@ def bound(value: Any, limits: tuple[int, int, int], cut: list[str] | None = None
     nesting below max depth becomes None; each cut is described in ``cut``. Integers outside
     int64 become double; tuples and sets become lists (sets sorted); anything else becomes
     its ``str``. Timestamps (aware datetimes) pass through.
+
+    Lists and dicts are rebuilt (never shared with the caller); their string items are
+    handled inline, the common case, without a call per item.
     """
     max_chars, max_items, max_depth = limits
     t = type(value)
-    if value is None or t is bool or t is float:
-        return value
     if t is str:
         if len(value) > max_chars:
             if cut is not None:
                 cut.append(f"a string of {len(value)} characters (limit {max_chars})")
             return value[:max_chars]
         return value
+    if value is None or t is bool or t is float:
+        return value
     if t is int:
         return value if INT_MIN <= value <= INT_MAX else float(value)
+    if t is list or t is tuple:
+        if depth >= max_depth:
+            return _too_deep(max_depth, cut)
+        return _bound_items(value, limits, cut, depth)
+    if t is dict:
+        if depth >= max_depth:
+            return _too_deep(max_depth, cut)
+        out = {}
+        for k, item in value.items():
+            key = k if type(k) is str and len(k) <= max_chars else str(k)[:max_chars]
+            out[key] = item if type(item) is str and len(item) <= max_chars else bound(item, limits, cut, depth + 1)
+        return out
     if isinstance(value, datetime.datetime | datetime.timedelta):
         return value
     if depth >= max_depth:
-        if cut is not None:
-            cut.append(f"nesting deeper than {max_depth} levels")
-        return None
+        return _too_deep(max_depth, cut)
     if isinstance(value, Mapping):
         return {str(k)[:max_chars]: bound(v, limits, cut, depth + 1) for k, v in value.items()}
     if isinstance(value, Sequence | Set) and not isinstance(value, bytes | bytearray):
-        items = sorted(value, key=str) if isinstance(value, Set) else value
-        if len(items) > max_items:
-            if cut is not None:
-                cut.append(f"a list of {len(items)} items (limit {max_items})")
-            items = items[:max_items]
-        return [bound(v, limits, cut, depth + 1) for v in items]
+        return _bound_items(sorted(value, key=str) if isinstance(value, Set) else value, limits, cut, depth)
     return str(value)[:max_chars]
+
+
+def _too_deep(max_depth: int, cut: list[str] | None) -> None:
+    if cut is not None:
+        cut.append(f"nesting deeper than {max_depth} levels")
+
+
+def _bound_items(items: Sequence[Any], limits: tuple[int, int, int], cut: list[str] | None, depth: int) -> list[Any]:
+    max_chars, max_items, _ = limits
+    if len(items) > max_items:
+        if cut is not None:
+            cut.append(f"a list of {len(items)} items (limit {max_items})")
+        items = items[:max_items]
+    return [item if type(item) is str and len(item) <= max_chars else bound(item, limits, cut, depth + 1)
+            for item in items]

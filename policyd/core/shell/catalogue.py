@@ -12,7 +12,7 @@ with every problem when any file has one.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,32 +101,72 @@ class Program:
 
 
 class Catalogue:
-    """Entries by lower-case name; later entries replace earlier ones with the same name."""
+    """Entries by lower-case name; later entries replace earlier ones with the same name.
 
-    __slots__ = ("_by_name",)
+    ``base`` is a catalogue consulted for names this one does not define (a policy
+    directory's additions over the shipped catalogue, without copying it). Entries may be
+    *deferred*: raw tables that :func:`load` already checked (same text, same code), built
+    into a :class:`Program` on first lookup (:func:`from_checked`), so start-up does not pay
+    for the ~260 programs a session never runs.
+    """
 
-    def __init__(self, programs: Iterable[Program] = ()) -> None:
+    __slots__ = ("_base", "_by_name", "_deferred")
+
+    def __init__(self, programs: Iterable[Program] = (), base: Catalogue | None = None) -> None:
         self._by_name: dict[str, Program] = {}
+        self._deferred: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._base = base
         self.add(programs)
 
     def add(self, programs: Iterable[Program]) -> None:
         for p in programs:
             for n in p.names:
                 self._by_name[n.lower()] = p
+                self._deferred.pop(n.lower(), None)
 
     def get(self, name: str) -> Program | None:
         """The entry for a program name (already a basename), case-insensitive."""
-        return self._by_name.get(name.lower())
+        key = name.lower()
+        found = self._by_name.get(key)
+        if found is None and self._deferred:
+            found = self._build(key)
+        if found is None and self._base is not None:
+            return self._base.get(key)
+        return found
+
+    def _build(self, key: str) -> Program | None:
+        raw = self._deferred.get(key)
+        if raw is None:
+            return None
+        origin, table = raw
+        ck = _Checker(origin)
+        program = ck.program("file", table)
+        if program is None or ck.problems:  # cannot happen for checked tables; never guess
+            raise CatalogueError(ck.problems or [f"{origin}: {key}: entry does not build"])
+        for n in program.names:
+            if self._deferred.get(n.lower()) is raw:
+                del self._deferred[n.lower()]
+                self._by_name[n.lower()] = program
+        return program
 
     def names(self) -> frozenset[str]:
-        return frozenset(self._by_name)
+        own = frozenset(self._by_name) | frozenset(self._deferred)
+        return own | self._base.names() if self._base is not None else own
 
     def programs(self) -> list[Program]:
-        """Every entry once, in the order first added."""
-        return list({id(p): p for p in self._by_name.values()}.values())
+        """Every entry once, in the order first added (the base's first, minus those this
+        catalogue redefines)."""
+        for key in list(self._deferred):
+            self._build(key)
+        own = list({id(p): p for p in self._by_name.values()}.values())
+        if self._base is None:
+            return own
+        mine = set(self._by_name)
+        kept = [p for p in self._base.programs() if not any(n.lower() in mine for n in p.names)]
+        return kept + own
 
     def __len__(self) -> int:
-        return len({id(p) for p in self._by_name.values()})
+        return len(self.programs())
 
 
 # --------------------------------------------------------------------------- checking
@@ -333,7 +373,25 @@ def load(files: Iterable[tuple[str, str]], unique: bool = False) -> Catalogue:
     return cat
 
 
+def from_checked(docs: Iterable[tuple[str, Mapping[str, Any]]]) -> Catalogue:
+    """A catalogue of deferred entries from ``(origin, parsed TOML document)`` pairs that
+    :func:`load` accepted before (the same text checked by the same code: the I/O shell's
+    cache, ``policyd.celcache``). Each entry is built and checked again on first lookup."""
+    cat = Catalogue()
+    for origin, doc in docs:
+        for table in doc.get("program", []):
+            raw = (origin, table)
+            for n in table["names"]:
+                cat._by_name.pop(n.lower(), None)
+                cat._deferred[n.lower()] = raw
+    return cat
+
+
 _DEFAULT: list[Catalogue] = []
+
+#: Set by the I/O shell to supply the shipped catalogue from its cache (``policyd.celcache``);
+#: called once, on first use, instead of parsing the shipped TOML.
+shipped_loader: Callable[[], Catalogue] | None = None
 
 
 def default() -> Catalogue:
@@ -343,7 +401,10 @@ def default() -> Catalogue:
     a shipped file that fails the schema check raises :class:`CatalogueError`.
     """
     if not _DEFAULT:
-        from policyd.catalogue import shipped_files  # package data, read once
+        if shipped_loader is not None:
+            _DEFAULT.append(shipped_loader())
+        else:
+            from policyd.catalogue import shipped_files  # package data, read once
 
-        _DEFAULT.append(load(shipped_files(), unique=True))
+            _DEFAULT.append(load(shipped_files(), unique=True))
     return _DEFAULT[0]

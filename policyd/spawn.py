@@ -1,0 +1,135 @@
+"""Spawning the agent before policyd's own start-up (``policyd proxy``), and adopting it into
+asyncio afterwards.
+
+``policyd proxy`` spawns the agent right after its command line is parsed, before settings,
+logging and the relay are imported (~0.2 s of Python imports), so the agent's own start-up
+runs concurrently with policyd's. Everything the agent sends waits in its pipe until the
+relay reads it; nothing is relayed before the proxy runs. When policyd then cannot run
+(bad settings) the agent is stopped (:meth:`Spawned.stop`) and policyd exits 2.
+
+:class:`Spawned` wraps the ``subprocess.Popen`` in the subset of
+``asyncio.subprocess.Process`` the proxy uses (``pid``, ``stdin``/``stdout`` streams,
+``wait``, ``send_signal``, ``kill``, ``returncode``); the exit is awaited by one thread
+blocked in ``waitpid`` (``Popen.wait``).
+
+Only the standard library is imported here (this module is on the start-up path).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # asyncio costs ~20 ms to import: only once the proxy runs
+    import asyncio
+
+
+class Spawned:
+    """An agent process started by :func:`spawn`; ``error_code`` is 127 (command not found)
+    or 126 (not executable) when it could not start, with ``error`` saying why."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.argv = list(argv)
+        self.popen: subprocess.Popen[bytes] | None = None
+        self.error_code = 0
+        self.error = ""
+        self.stdin: asyncio.StreamWriter | None = None
+        self.stdout: asyncio.StreamReader | None = None
+        self._exited: asyncio.Future[int] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.popen is not None
+        return self.popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.popen is None else self.popen.returncode
+
+    async def attach(self, limit: int) -> None:
+        """Connect the pipes to the running loop and start waiting for the exit."""
+        import asyncio
+
+        assert self.popen is not None and self.popen.stdin is not None and self.popen.stdout is not None
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=limit, loop=loop)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), self.popen.stdout)
+        transport, protocol = await loop.connect_write_pipe(_write_protocol(), self.popen.stdin)
+        self.stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+        self.stdout = reader
+        exited: asyncio.Future[int] = loop.create_future()
+        self._exited = exited
+        popen = self.popen
+
+        def settle(code: int) -> None:
+            if not exited.done():
+                exited.set_result(code)
+
+        def wait() -> None:
+            code = popen.wait()
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+                loop.call_soon_threadsafe(settle, code)
+
+        threading.Thread(target=wait, name="policyd-agent-wait", daemon=True).start()
+
+    async def wait(self) -> int:
+        """The exit status (negative: killed by that signal), as ``Process.wait``."""
+        import asyncio
+
+        assert self._exited is not None
+        return await asyncio.shield(self._exited)
+
+    def send_signal(self, sig: int) -> None:
+        """Signal the agent; raises ProcessLookupError once it has exited."""
+        assert self.popen is not None
+        if self.popen.returncode is not None:
+            raise ProcessLookupError(self.popen.pid)
+        self.popen.send_signal(sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def stop(self, grace_s: float) -> None:
+        """Before the loop runs: close the agent's stdin, SIGTERM, SIGKILL after ``grace_s``."""
+        if self.popen is None:
+            return
+        for stream in (self.popen.stdin, self.popen.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError):
+                self.popen.send_signal(sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.popen.wait(grace_s)
+                return
+
+
+def _write_protocol() -> Any:
+    """Flow control for the agent's stdin (what asyncio's own subprocess streams use)."""
+    import asyncio
+
+    class WriteProtocol(asyncio.streams.FlowControlMixin, asyncio.Protocol):
+        def _get_close_waiter(self, stream: Any) -> asyncio.Future[None]:
+            return asyncio.get_running_loop().create_future()
+
+    return WriteProtocol
+
+
+def spawn(argv: Sequence[str]) -> Spawned:
+    """Start ``argv`` with pipes on stdin and stdout, stderr inherited, policyd's environment.
+    Never raises for a missing or non-executable command (see :attr:`Spawned.error_code`)."""
+    spawned = Spawned(argv)
+    try:
+        spawned.popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    except FileNotFoundError:
+        spawned.error_code, spawned.error = 127, "command not found"
+    except PermissionError:
+        spawned.error_code, spawned.error = 126, "permission denied"
+    except OSError as exc:  # ENOEXEC, E2BIG, ...: not executable as given
+        spawned.error_code, spawned.error = 126, exc.strerror or str(exc)
+    return spawned
