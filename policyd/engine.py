@@ -12,8 +12,8 @@ rules and hash) and ``shadow_differs``; the shadow never changes the answer.
 
 from __future__ import annotations
 
-import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from policyd import logs
@@ -23,8 +23,9 @@ from policyd.core.model import Decision, PermissionQuery, RuleMatch, Verdict
 from policyd.core.policy import PolicySet
 from policyd.core.record import decision_record
 from policyd.core.relay import RememberChoice, Resolution
-from policyd.core.remember import combine, explain_spec, spec_for
+from policyd.core.remember import RememberSpec, combine, explain_spec, spec_for
 from policyd.memory import Memory
+from policyd.realpaths import Resolver, realpath  # noqa: F401 - realpath re-exported
 
 #: Characters of a command kept in a decision-log line.
 LOG_COMMAND_CHARS = 2000
@@ -32,16 +33,14 @@ LOG_COMMAND_CHARS = 2000
 EVAL_BUDGET_S = 0.1
 
 
-def realpath(path: str) -> str:
-    """``os.path.realpath`` for any string a peer may send: a lone surrogate is resolved as
-    U+FFFD (what a JavaScript peer's UTF-8 encoder writes for it); a path containing NUL
-    names no file (no peer can open it) and is only normalised."""
-    try:
-        return os.path.realpath(path)
-    except UnicodeEncodeError:
-        return realpath(path.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
-    except ValueError:  # embedded null byte
-        return os.path.normpath(path)
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A request judged by the policy, not yet by the remembered choices (:meth:`Engine.recall`)."""
+
+    query: PermissionQuery
+    verdict: Verdict
+    fields: dict[str, Any]
+    spec: RememberSpec | None
 
 
 class Engine:
@@ -66,24 +65,39 @@ class Engine:
         ``policy`` (default: the set in force, read once)."""
         policy = policy or self.policy
         start = time.perf_counter_ns()
-        facts = Facts(query, realpath=realpath, catalogue=policy.catalogue)
+        facts = Facts(query, realpath=Resolver(), catalogue=policy.catalogue)
         verdict = decide(policy, facts, self.eval_budget_s, time.perf_counter)
         return verdict, facts, (time.perf_counter_ns() - start) // 1000
 
     def decide(self, query: PermissionQuery) -> Resolution:
+        """The whole decision: :meth:`judge` then :meth:`recall` (which may wait for the store)."""
+        return self.recall(self.judge(query))
+
+    def judge(self, query: PermissionQuery) -> Judged:
+        """The policy's verdict and the decision record (CPU only: facts, rules; the
+        filesystem only for symlinks)."""
         policy = self.policy  # one set for the whole decision, even if a reload swaps it
         verdict, facts, eval_us = self.evaluate(query, policy)
         fields = decision_record(query, log_fields(verdict, facts, eval_us, policy), self.redact)
         fields.update(query.context_fields())
         if self.shadow is not None:
             fields.update(shadow_fields(self.shadow, verdict, facts))
-        if self.memory is None or verdict.decision is Decision.DENY:
+        spec = None
+        if self.memory is not None and verdict.decision is not Decision.DENY:
+            spec = spec_for(facts, verdict, policy.remember_rules, policy.remember)
+            if spec is None:
+                fields["remember"] = "off"
+        return Judged(query, verdict, fields, spec)
+
+    def recall(self, judged: Judged, wait: bool = True) -> Resolution:
+        """The verdict combined with the remembered choices (``core.remember.combine``).
+        With ``wait=False`` raises :class:`policyd.memory.MemoryBusy` rather than wait for
+        the store (then call it again on a worker thread)."""
+        verdict, fields, spec = judged.verdict, judged.fields, judged.spec
+        if self.memory is None or spec is None:
             return Resolution(verdict.decision, fields)
-        spec = spec_for(facts, verdict, policy.remember_rules, policy.remember)
-        if spec is None:
-            fields["remember"] = "off"
-            return Resolution(verdict.decision, fields)
-        remembered, failed = self.memory.lookup(spec.key, query.session, time.time())
+        remembered, failed = self.memory.lookup(spec.key, judged.query.session, time.time(), wait=wait)
+        fields = dict(fields)
         decision, source = combine(verdict, remembered, failed)
         fields["source"] = source
         fields["policy_decision"] = verdict.decision.value  # before memory: what replay compares

@@ -9,7 +9,9 @@ replaced file is such an error (``store.check_header``), before start and while 
 
 Threads: callers run lookups and writes off the event loop (``asyncio.to_thread``) so a
 locked store never freezes relaying; each thread gets its own SQLite connection (opened on
-first use), so a lookup waiting for a lock delays no other thread's.
+first use), so a lookup waiting for a lock delays no other thread's. The daemon looks up on
+its event loop first with ``wait=False`` (a WAL read almost never waits; a thread hop costs
+more than the lookup) and moves to a thread only on :class:`MemoryBusy`.
 """
 
 from __future__ import annotations
@@ -22,12 +24,16 @@ from pathlib import Path
 from policyd import logs
 from policyd.core.model import Decision, SessionInfo
 from policyd.core.remember import Remembered, RememberSpec
-from policyd.store import Store, StoreError
+from policyd.store import Store, StoreBusy, StoreError
 
 #: Seconds between attempts to (re)open a store that failed.
 REOPEN_S = 5.0
 #: Session-scoped choices kept per process.
 MAX_SESSION_ENTRIES = 4096
+
+
+class MemoryBusy(Exception):
+    """A lookup that may not wait (``wait=False``) would have: see :meth:`Memory.lookup`."""
 
 
 class Memory:
@@ -88,11 +94,15 @@ class Memory:
             self._stores.clear()
         self._local = threading.local()
 
-    def lookup(self, key: str, session: SessionInfo, now: float) -> tuple[Remembered | None, bool]:
-        """The remembered choice for ``key``, and whether the lookup failed."""
+    def lookup(self, key: str, session: SessionInfo, now: float, wait: bool = True) -> tuple[Remembered | None, bool]:
+        """The remembered choice for ``key``, and whether the lookup failed. With
+        ``wait=False`` (on an event loop) raises :class:`MemoryBusy` instead of opening the
+        store or waiting for a lock: run it again with ``wait=True`` on a worker thread."""
         found = self._session.get((key, session.session_id))
         if found is not None and found[1] is Decision.DENY:
             return Remembered(found[0], found[1]), False
+        if not wait and self.store is None:
+            raise MemoryBusy("this thread has no store connection open")
         store = self.open_store()
         if store is None:
             return None, True
@@ -100,8 +110,14 @@ class Memory:
         if session.cwd:
             scopes["workspace"] = session.cwd
         try:
-            entry = store.lookup(key, scopes, now)
+            entry = store.lookup(key, scopes, now, wait=wait)
+        except StoreBusy as exc:
+            raise MemoryBusy(str(exc)) from exc
         except StoreError as exc:
+            if not wait:  # reported (and the connection dropped) by the waiting lookup: this
+                # connection stays open, so closing the last one never checkpoints the WAL into
+                # a damaged file (SQLite writes the log back into the database on last close)
+                raise MemoryBusy(str(exc)) from exc
             logs.get().error("remember.lookup_failed", error=str(exc))
             self._drop(exc)
             return None, True

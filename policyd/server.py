@@ -22,9 +22,11 @@ most :data:`MAX_CONNECTIONS` connections, :data:`MAX_CONNECTIONS_PER_UID` per pe
 any bound that connection gets a JSON-RPC error naming the limit and is closed
 (``peer.limited`` logged); the others are unaffected.
 
-Blocking work — the engine's decision with its store lookup, remembering, listing and
-forgetting — runs on worker threads (``asyncio.to_thread``), so a store lock held by
-another process (SQLite's busy timeout) never stops the daemon answering other clients.
+Blocking work — a store lookup that has to wait for a lock, remembering, listing and
+forgetting, judging a large request — runs on worker threads (``asyncio.to_thread``), so a
+store lock held by another process (SQLite's busy timeout) or a long command never stops
+the daemon answering other clients. A small request is judged on the event loop and its
+lookup tried there without waiting (see :meth:`Daemon.decide`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from policyd.core import wire
 from policyd.core.decide import choose_outcome
 from policyd.core.model import Decision
 from policyd.core.relay import RememberChoice
+from policyd.memory import MemoryBusy
 from policyd.store import Store, StoreError
 
 if TYPE_CHECKING:  # a proxy imports this module for default_socket_path: no engine, no CEL
@@ -72,6 +75,9 @@ READ_CHUNK = 64 * 1024
 SHUTDOWN_GRACE_S = 5.0
 #: Seconds a write to a client may block before that client is dropped.
 WRITE_TIMEOUT_S = 10.0
+#: Largest v1/decide request line (bytes) judged on the event loop; larger ones (long
+#: commands: analysis grows with their length) go to a worker thread.
+INLINE_MAX_BYTES = 4 * 1024
 _MUTATING = frozenset({"v1/remember", "v1/remembered/forget", "v1/reload"})
 
 
@@ -341,7 +347,8 @@ class Daemon:
     async def _send(self, writer: asyncio.StreamWriter, payload: dict[str, Any]) -> bool:
         try:
             writer.write(json.dumps(payload, separators=(",", ":"), allow_nan=False).encode() + b"\n")
-            await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
+            if writer.transport.get_write_buffer_size():  # the peer is not reading yet: bounded wait
+                await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
             return True
         except (TimeoutError, ConnectionResetError, BrokenPipeError, ValueError):
             return False
@@ -365,10 +372,12 @@ class Daemon:
         if not notification and not _valid_id(rid):
             self.counters["errors"] += 1
             return _error(None, wire.INVALID_REQUEST, "id must be a string, a finite number or null")
-        response = await self._dispatch(rid, method, params, may_change, uid)
+        response = await self._dispatch(rid, method, params, may_change, uid, len(line))
         return None if notification else response
 
-    async def _dispatch(self, rid: Any, method: str, params: Any, may_change: bool, uid: int) -> dict[str, Any]:
+    async def _dispatch(
+        self, rid: Any, method: str, params: Any, may_change: bool, uid: int, request_bytes: int = 0
+    ) -> dict[str, Any]:
         if method in _MUTATING and not may_change:
             self.counters["refused"] += 1
             logs.get().warning("peer.refused", uid=uid, method=method)
@@ -378,7 +387,7 @@ class Daemon:
             self.counters["errors"] += 1
             return _error(rid, wire.METHOD_NOT_FOUND, f"unknown method {method!r}; this is protocol v1")
         try:
-            result = handler(self, params)
+            result = self.decide(params, request_bytes) if method == "v1/decide" else handler(self, params)
             if inspect.isawaitable(result):
                 result = await result
         except ValueError as exc:
@@ -389,13 +398,26 @@ class Daemon:
             return _error(rid, -32000, str(exc))
         return {"jsonrpc": "2.0", "id": rid, "result": result}
 
-    async def decide(self, params: Any) -> dict[str, Any]:
+    async def decide(self, params: Any, request_bytes: int = 0) -> dict[str, Any]:
         """``v1/decide``. The decision is logged as given, except: past the proxy's
         ``deadline`` (see :mod:`policyd.core.wire`) the proxy has stopped waiting and
         answered the agent itself, so it is logged ``permission.abandoned`` (answer
-        ``none``); and an allow whose record cannot be written is answered ask."""
+        ``none``); and an allow whose record cannot be written is answered ask.
+
+        Where it runs: a request of at most :data:`INLINE_MAX_BYTES` is judged on the event
+        loop (a fraction of a millisecond; a thread hop costs more and, holding the GIL,
+        slows the loop's own I/O), a larger one on a worker thread, so a long analysis never
+        holds up other peers. The store is read on the loop without waiting for a lock
+        (``Memory.lookup(wait=False)``), else on a worker thread."""
         query = wire.query_from_wire(params, time.time())
-        resolution = await asyncio.to_thread(self.engine.decide, query)
+        if request_bytes and request_bytes <= INLINE_MAX_BYTES:
+            judged = self.engine.judge(query)
+        else:
+            judged = await asyncio.to_thread(self.engine.judge, query)
+        try:
+            resolution = self.engine.recall(judged, wait=False)
+        except MemoryBusy:
+            resolution = await asyncio.to_thread(self.engine.recall, judged)
         decision = resolution.decision or Decision.ASK
         outcome = choose_outcome(decision, query.options, self.engine.policy.answer_prefer)
         fields = dict(resolution.fields)

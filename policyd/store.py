@@ -76,6 +76,11 @@ class StoreError(RuntimeError):
     """The store cannot be opened, read or written; the message names the file."""
 
 
+class StoreBusy(StoreError):
+    """A lookup with ``wait=False`` would have waited for a lock: nothing is wrong, ask
+    again where waiting is allowed (a worker thread)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One remembered choice (times in seconds since the epoch; ``expires_at`` None = never)."""
@@ -190,6 +195,10 @@ class Store:
             self._wal(LOOKUP_BUSY_TIMEOUT_MS)
             self._migrate()
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            # lookups (on a decision's path) have their own connection and shorter busy timeout;
+            # lookups that may not wait at all (on an event loop) another, opened on first use
+            self._reader = self._connect(self.path, LOOKUP_BUSY_TIMEOUT_MS)
+            self._nowait: sqlite3.Connection | None = None
         except BaseException as exc:
             if hasattr(self, "_db"):
                 self._db.close()
@@ -201,9 +210,9 @@ class Store:
             raise
 
     @staticmethod
-    def _connect(path: Path) -> sqlite3.Connection:
-        db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
-        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    def _connect(path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+        db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
+        db.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
         return db
 
     def _create(self) -> None:
@@ -278,15 +287,20 @@ class Store:
         """Close the connection (again: no effect)."""
         if not self._closed:
             self._closed = True
+            self._reader.close()
+            if self._nowait is not None:
+                self._nowait.close()
             self._db.close()
             _DESCRIPTORS.release(self._identity)
 
     # ------------------------------------------------------------------ operations
 
-    def lookup(self, key: str, scope_values: dict[str, str], now: float) -> Entry | None:
+    def lookup(self, key: str, scope_values: dict[str, str], now: float, wait: bool = True) -> Entry | None:
         """The choice for ``key`` in any of the given scopes (``{"workspace": cwd,
         "global": ""}``), a reject before an allow; expired entries are ignored.
-        Raises StoreError."""
+        Raises StoreError; with ``wait=False``, StoreBusy instead of waiting for a lock (a
+        WAL reader almost never waits: only while another process recovers or resets the
+        log)."""
         clauses = " OR ".join("(scope = ? AND scope_value = ?)" for _ in scope_values)
         params: list[Any] = [key]
         for scope, value in scope_values.items():
@@ -298,12 +312,18 @@ class Store:
         )
         self.verify()
         try:
-            self._db.execute(f"PRAGMA busy_timeout = {LOOKUP_BUSY_TIMEOUT_MS}")
-            try:
-                rows = self._db.execute(sql, params).fetchall()  # run to the end: no read
-                # transaction stays open on an unfinished statement (a stale snapshot)
-            finally:
-                self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if wait:
+                db = self._reader
+            else:
+                if self._nowait is None:
+                    self._nowait = self._connect(self.path, 0)
+                db = self._nowait
+            rows = db.execute(sql, params).fetchall()  # run to the end: no read
+            # transaction stays open on an unfinished statement (a stale snapshot)
+        except sqlite3.OperationalError as exc:
+            if not wait and (exc.sqlite_errorcode & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise StoreBusy(f"{self.path}: {exc}") from exc
+            raise StoreError(f"{self.path}: {exc}") from exc
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
         return Entry(*rows[0]) if rows else None

@@ -206,3 +206,21 @@ def test_has_macro_yields_a_usable_bool() -> None:
     p = load(HEADER + rule("desc", "has(tool.raw_input.description)", "allow"))
     assert Decision.ALLOW == decide_on(p, kind="execute", raw_input={"command": "ls", "description": "list"})
     assert Decision.ASK == decide_on(p, kind="execute", raw_input={"command": "ls"})
+
+
+def test_rules_by_kind_are_computed_per_set_never_shared_by_a_copy() -> None:
+    """``PolicySet.for_kind`` caches per set; a copy made with ``dataclasses.replace`` (as the
+    benchmarks' cel-python reference set is) computes its own."""
+    import dataclasses
+
+    from policyd.core.policy import build_set
+
+    text = ('[policy]\nname = "k"\ndefault = "ask"\n\n[[rule]]\nid = "r"\nkinds = ["read"]\n'
+            "when = 'size(tool.paths) > 0'"
+            '\ndecision = "deny"\nreason = "x"\n')
+    ps = build_set([("k.toml", text)], check_examples=False)
+    assert ([r.id for r in ps.for_kind("read")[0]], ps.for_kind("read")[1]) == (["r"], frozenset({"paths"}))
+    assert ps.for_kind("edit") == ((), frozenset())
+    copy = dataclasses.replace(ps, rules=())
+    assert copy.for_kind("read") == ((), frozenset())
+    assert [r.id for r in ps.for_kind("read")[0]] == ["r"]

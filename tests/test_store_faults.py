@@ -295,3 +295,44 @@ def test_daemon_lookup_on_a_locked_store_asks_then_recovers(
     while result(d.socket, "v1/decide", npm)["decision"] != "allow":
         assert time.monotonic() < deadline, "memory never came back"
         time.sleep(0.2)
+
+
+# ============================================================================ lookups on the event loop
+
+
+def test_a_lookup_that_may_not_wait_never_opens_the_store_and_the_waiting_one_answers(tmp_path: Path) -> None:
+    """The daemon looks up on its event loop with ``wait=False``: on a thread with no store
+    connection yet it gives up at once (MemoryBusy: opening may wait for a lock), not an
+    answer and not a failure; the waiting lookup (a worker thread's) then answers. A damaged
+    store seen by a lookup that may not wait is also handed over (MemoryBusy), leaving the
+    report and the dropped connection to the waiting lookup."""
+    from policyd.memory import MemoryBusy
+
+    path = tmp_path / "s.sqlite3"
+    memory = Memory(path, None)
+    spec = RememberSpec("execute:make", "global", "")
+    assert memory.remember(spec, Decision.ALLOW, now=1.0, option_id="a", option_name="A", agent="t", title="make")
+    session = SessionInfo("s1", "/w")
+    outcome: list[Any] = []
+
+    def other_thread() -> None:
+        try:
+            memory.lookup("execute:make", session, 2.0, wait=False)
+            outcome.append("answered")
+        except MemoryBusy:
+            outcome.append("busy")
+        outcome.append(memory.lookup("execute:make", session, 2.0))
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    worker.join(30)
+    assert outcome[0] == "busy"
+    found, failed = outcome[1]
+    assert not failed and found is not None and found.decision is Decision.ALLOW
+    assert memory.lookup("execute:make", session, 2.0, wait=False)[0] is not None  # this thread has one open
+    os.truncate(path, 0)
+    with pytest.raises(MemoryBusy):
+        memory.lookup("execute:make", session, 2.0, wait=False)
+    assert memory.error is None  # not reported by the lookup that may not wait
+    assert memory.lookup("execute:make", session, 2.0) == (None, True)
+    assert memory.error is not None and "empty" in memory.error

@@ -52,12 +52,10 @@ def decide(
     from policyd.core import cel
     from policyd.core.policy import rule_outcome
 
-    kind = facts.kind
-    applicable = [r for r in policy.rules if r.applies_to(kind)]
+    applicable, needs = policy.for_kind(facts.kind)
     matches: list[RuleMatch] = []
     errors: list[str] = []
     if applicable:
-        needs = frozenset().union(*(r.needs for r in applicable))
         activation = facts.activation(needs)
         deadline = clock() + budget_s if clock is not None and budget_s is not None else None
         budget = cel.Budget(clock=clock, deadline=deadline)

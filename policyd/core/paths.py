@@ -76,7 +76,7 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
     while i < n:
         c = pattern[i]
         if pattern.startswith("**/", i):
-            out.append("(?:[^/]*/)*" if i == 0 else "(?:[^/]+/)*")
+            out.append(_ANY_DEPTH if i == 0 else "(?:[^/]+/)*")
             i += 3
         elif pattern.startswith("/**", i) and i + 3 == n:
             out.append("(?:/.*)?")
@@ -114,11 +114,26 @@ def glob(path: str, pattern: str) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def _glob_any_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{_glob_regex(p).pattern})" for p in patterns), re.DOTALL)
+def glob_any_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One regex that matches (``.match``) a path matching any of ``patterns``. The
+    any-depth patterns (``**/x``, ``x``) share one ``(?:[^/]*/)*`` prefix, so the engine
+    walks the path's components once, not once per pattern."""
+    shared: list[str] = []
+    other: list[str] = []
+    for p in patterns:
+        rx = _glob_regex(p).pattern
+        if rx.startswith(_ANY_DEPTH):
+            shared.append(rx[len(_ANY_DEPTH) :])
+        else:
+            other.append(rx)
+    parts = ([f"{_ANY_DEPTH}(?:{'|'.join(shared)})"] if shared else []) + other
+    return re.compile("|".join(f"(?:{part})" for part in parts), re.DOTALL)
+
+
+_ANY_DEPTH = "(?:[^/]*/)*"
 
 
 def glob_any(path: str, patterns: tuple[str, ...]) -> bool:
     """True when ``path`` matches any of ``patterns`` (one regex for the whole list, built
     once per list: a policy's secret globs are dozens of patterns)."""
-    return bool(patterns) and _glob_any_regex(patterns).match(path) is not None
+    return bool(patterns) and glob_any_regex(patterns).match(path) is not None

@@ -137,10 +137,21 @@ class PolicySet:
     #: The command catalogue: the shipped one plus the programs of the set's
     #: ``*.catalogue.toml`` files (None: the shipped one alone).
     catalogue: shell_catalogue.Catalogue | None = None
+    _by_kind: dict[str, tuple[tuple[Rule, ...], frozenset[str]]] = field(default_factory=dict, init=False, repr=False,
+                                                                          compare=False)
 
     @property
     def short_hash(self) -> str:
         return self.hash[:12]
+
+    def for_kind(self, kind: str) -> tuple[tuple[Rule, ...], frozenset[str]]:
+        """The rules whose ``kinds`` admit ``kind``, in order, and the ``tool.*`` fields
+        they read (computed once per kind)."""
+        found = self._by_kind.get(kind)
+        if found is None:
+            rules = tuple(r for r in self.rules if r.applies_to(kind))
+            found = self._by_kind[kind] = (rules, frozenset().union(*(r.needs for r in rules)))
+        return found
 
 
 @dataclass(frozen=True, slots=True)

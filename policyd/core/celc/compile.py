@@ -20,6 +20,7 @@ from typing import Any
 
 from lark import Token, Tree
 
+from policyd.core import paths
 from policyd.core.celc import functions as fns
 from policyd.core.celc import values as v
 from policyd.core.celc.trees import DECODED_STRING
@@ -247,6 +248,11 @@ class Compiler:
             pattern = _literal_value(args[1])
             if type(pattern) is str:
                 return self._literal_regex(self.node(args[0], scope), pattern, args[1])
+        if name == "glob":
+            pattern = _literal_value(args[1])
+            patterns = (pattern,) if type(pattern) is str else _literal_str_list(args[1])
+            if patterns is not None:
+                return _literal_glob(self.node(args[0], scope), tuple(patterns))
         return _call(fn, [self.node(x, scope) for x in args])
 
     def _literal_regex(self, text: Node, pattern: str, at: Tree[Any]) -> Node:
@@ -414,6 +420,18 @@ def _literal_str_list(t: Any) -> list[str] | None:
         return None
     items = [_literal_value(x) for x in node.children[0].children]
     return items if all(type(x) is str for x in items) else None
+
+
+def _literal_glob(path: Node, patterns: tuple[str, ...]) -> Node:
+    """``glob(p, "pat")`` / ``glob(p, ["a", "b", ...])`` with literal patterns: one regex,
+    built at compile time (a policy's secret globs are dozens of patterns)."""
+    rx = paths.glob_any_regex(patterns) if patterns else None
+
+    def glob(a: Mapping[str, Any], s: list[Any]) -> Any:
+        p = fns._str(path(a, s), "glob")
+        return rx is not None and rx.match(p) is not None
+
+    return glob
 
 
 def _eq_str(left: Node, lit: str, negate: bool) -> Node:

@@ -298,7 +298,7 @@ def bound(value: Any, limits: tuple[int, int, int], cut: list[str] | None = None
     Lists and dicts are rebuilt (never shared with the caller); their string items are
     handled inline, the common case, without a call per item.
     """
-    max_chars, max_items, max_depth = limits
+    max_chars, _, max_depth = limits
     t = type(value)
     if t is str:
         if len(value) > max_chars:
@@ -318,9 +318,16 @@ def bound(value: Any, limits: tuple[int, int, int], cut: list[str] | None = None
         if depth >= max_depth:
             return _too_deep(max_depth, cut)
         out = {}
+        inner = depth + 1
         for k, item in value.items():
             key = k if type(k) is str and len(k) <= max_chars else str(k)[:max_chars]
-            out[key] = item if type(item) is str and len(item) <= max_chars else bound(item, limits, cut, depth + 1)
+            ti = type(item)
+            if (ti is str and len(item) <= max_chars) or ti is bool or item is None:
+                out[key] = item
+            elif ti is list and inner < max_depth:
+                out[key] = _bound_items(item, limits, cut, inner)
+            else:
+                out[key] = bound(item, limits, cut, inner)
         return out
     if isinstance(value, datetime.datetime | datetime.timedelta):
         return value

@@ -1,0 +1,130 @@
+"""Symlink resolution for ``tool.real_paths`` and ``session.real_roots`` (the filesystem
+half of :mod:`policyd.core.paths`): every result equals ``os.path.realpath``'s, found with
+fewer system calls.
+
+- :func:`realpath`: any string a peer may send (a lone surrogate is resolved as U+FFFD, what
+  a JavaScript peer's UTF-8 encoder writes for it; a path with NUL names no file and is only
+  normalised). An existing path, or a file not yet created in an existing directory, is
+  resolved by the kernel (:func:`_kernel_realpath`: ``open(O_PATH)`` + ``readlink`` of
+  ``/proc/self/fd/N``, proc(5)); anything else by ``os.path.realpath`` (an ``lstat`` per
+  component, in Python).
+- :class:`Resolver`: :func:`realpath` for one decision, remembering each path and each
+  directory it resolved: a request's paths share their directories, and below a directory
+  that does not exist nothing can be a link (``os.path.realpath`` appends such components as
+  written). Made per decision, so a link changed between decisions is seen by the next one.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: Paths with more components than this are resolved without the per-decision memo.
+MAX_MEMO_DEPTH = 64
+
+
+def realpath(path: str) -> str:
+    """``os.path.realpath(path)`` (see the module doc)."""
+    try:
+        found = _kernel_realpath(path)
+        return found if found is not None else os.path.realpath(path)
+    except UnicodeEncodeError:
+        return realpath(path.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+    except ValueError:  # embedded null byte
+        return os.path.normpath(path)
+
+
+def _kernel_realpath(path: str) -> str | None:
+    """``os.path.realpath(path)`` of an absolute path, resolved by the kernel where the path
+    exists: the path (or, for a file not yet created, its directory) is opened with
+    ``O_PATH`` (nothing is read, a device or FIFO is not opened) and named by
+    ``/proc/self/fd`` (proc(5)); a missing last component is appended as written, as
+    ``os.path.realpath`` does for components that do not exist. None when that does not
+    apply (a relative path, a leading ``//``, a dangling link or loop, no /proc, a deleted
+    file, a missing directory): then ``os.path.realpath`` decides."""
+    if not path.startswith("/") or path.startswith("//"):
+        return None
+    parts = [p for p in path.split("/") if p]
+    for k in range(len(parts), max(len(parts) - 2, -1), -1):  # the path, or its directory
+        prefix = "/" + "/".join(parts[:k])
+        try:
+            fd = os.open(prefix, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            found = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if not found.startswith("/") or found.endswith(" (deleted)"):
+            return None
+        rest = parts[k:]
+        if not rest:
+            return found
+        if rest[0] in (".", ".."):
+            return None
+        try:
+            os.lstat(f"{prefix}/{rest[0]}")
+        except (FileNotFoundError, NotADirectoryError):
+            return found.rstrip("/") + "/" + rest[0]  # does not exist: not a link
+        except OSError:
+            return None
+        return None  # exists but cannot be opened (a dangling link, a loop): Python's walk
+    return None
+
+
+def _encodable(path: str) -> bool:
+    try:
+        path.encode()
+    except UnicodeEncodeError:  # a lone surrogate: realpath() spells it U+FFFD
+        return False
+    return True
+
+
+class Resolver:
+    """:func:`realpath` with the results of one decision remembered (see the module doc)."""
+
+    __slots__ = ("_dirs", "_paths")
+
+    def __init__(self) -> None:
+        self._paths: dict[str, str] = {}
+        #: directory -> (its real path, whether it exists as something openable)
+        self._dirs: dict[str, tuple[str, bool]] = {}
+
+    def __call__(self, path: str) -> str:
+        found = self._paths.get(path)
+        if found is None:
+            found = self._paths[path] = self._resolve(path)
+        return found
+
+    def _resolve(self, path: str) -> str:
+        head, _, base = path.rpartition("/")
+        if (not head or not path.startswith("/") or path.startswith("//") or base in ("", ".", "..")
+                or "\0" in path or not _encodable(path) or path.count("/") > MAX_MEMO_DEPTH):
+            return realpath(path)
+        real_dir, exists = self._directory(head)
+        if exists:
+            return realpath(path)
+        # the directory does not exist (or is no directory): nothing below it does, and
+        # os.path.realpath appends a component that does not exist as written
+        return real_dir.rstrip("/") + "/" + base
+
+    def _directory(self, d: str) -> tuple[str, bool]:
+        """(real path of directory ``d``, whether ``d`` can be opened); a directory below
+        one that cannot be is not looked at."""
+        known = self._dirs.get(d)
+        if known is not None:
+            return known
+        parent, _, name = d.rpartition("/")
+        if parent and name not in (".", ".."):
+            real_parent, parent_exists = self._directory(parent)
+            if not parent_exists:
+                known = self._dirs[d] = (real_parent.rstrip("/") + "/" + name, False)
+                return known
+        try:
+            os.close(os.open(d, os.O_PATH | os.O_CLOEXEC))
+            exists = True
+        except OSError:
+            exists = False
+        known = self._dirs[d] = (realpath(d), exists)
+        return known

@@ -1,0 +1,56 @@
+"""``policyd.engine.realpath``: the kernel's resolution of an existing path (O_PATH +
+/proc/self/fd) must equal ``os.path.realpath`` on every path, existing or not."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from policyd.engine import realpath
+from policyd.realpaths import Resolver, _kernel_realpath
+
+COMPONENTS = st.sampled_from(["real", "sub", "link", "up", "loop", "dangling", "f", "missing", "..", ".", "", "fifo"])
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("rp")
+    (root / "real" / "sub").mkdir(parents=True)
+    (root / "real" / "f").write_text("x")
+    (root / "link").symlink_to(root / "real")
+    (root / "real" / "up").symlink_to("..")
+    (root / "real" / "sub" / "link").symlink_to("../f")
+    (root / "loop").symlink_to("loop")
+    (root / "dangling").symlink_to(root / "nowhere")
+    os.mkfifo(root / "real" / "fifo")
+    return root
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(COMPONENTS, min_size=0, max_size=6), st.booleans())
+def test_realpath_equals_os_path_realpath(tree: Path, parts: list[str], trailing_slash: bool) -> None:
+    path = str(tree) + "/" + "/".join(parts) + ("/" if trailing_slash else "")
+    assert realpath(path) == os.path.realpath(path)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.lists(COMPONENTS, max_size=6), st.booleans()), min_size=1, max_size=6))
+def test_one_decisions_resolver_equals_os_path_realpath(tree: Path, paths: list[tuple[list[str], bool]]) -> None:
+    """The per-decision memo (directories that do not exist, paths seen before) changes no result."""
+    resolve = Resolver()
+    for parts, trailing_slash in paths + paths:
+        path = str(tree) + "/" + "/".join(parts) + ("/" if trailing_slash else "")
+        assert resolve(path) == os.path.realpath(path)
+    assert resolve("/nonexistent-dir-policyd/x\udc80") == realpath("/nonexistent-dir-policyd/x\udc80")
+
+
+def test_kernel_resolution_is_used_for_an_existing_path(tree: Path) -> None:
+    assert _kernel_realpath(str(tree / "link" / "sub" / "link")) == str(tree / "real" / "f")
+    assert _kernel_realpath(str(tree / "link" / "new")) == str(tree / "real" / "new")  # a file to create
+    assert _kernel_realpath(str(tree / "missing" / "deeper" / "x")) is None  # os.path.realpath decides
+    assert _kernel_realpath(str(tree / "dangling" / "x")) is None
+    assert _kernel_realpath("//etc") is None
