@@ -60,24 +60,28 @@ class Engine:
         #: Seconds one decision's rule evaluation may take before it answers ask.
         self.eval_budget_s = eval_budget_s
 
-    def evaluate(self, query: PermissionQuery, policy: PolicySet | None = None) -> tuple[Verdict, Facts, int]:
+    def evaluate(
+        self, query: PermissionQuery, policy: PolicySet | None = None, budget_s: float | None = None
+    ) -> tuple[Verdict, Facts, int]:
         """Verdict, the facts it used, and the evaluation time in microseconds, under
-        ``policy`` (default: the set in force, read once)."""
+        ``policy`` (default: the set in force, read once) within ``budget_s`` seconds
+        (default: :attr:`eval_budget_s`)."""
         policy = policy or self.policy
         start = time.perf_counter_ns()
         facts = Facts(query, realpath=Resolver(), catalogue=policy.catalogue)
-        verdict = decide(policy, facts, self.eval_budget_s, time.perf_counter)
+        verdict = decide(policy, facts, budget_s or self.eval_budget_s, time.perf_counter)
         return verdict, facts, (time.perf_counter_ns() - start) // 1000
 
     def decide(self, query: PermissionQuery) -> Resolution:
         """The whole decision: :meth:`judge` then :meth:`recall` (which may wait for the store)."""
         return self.recall(self.judge(query))
 
-    def judge(self, query: PermissionQuery) -> Judged:
+    def judge(self, query: PermissionQuery, budget_s: float | None = None) -> Judged:
         """The policy's verdict and the decision record (CPU only: facts, rules; the
-        filesystem only for symlinks)."""
+        filesystem only for symlinks), evaluated within ``budget_s`` (default: the
+        engine's budget; a caller trying a shorter one first checks ``verdict.over_budget``)."""
         policy = self.policy  # one set for the whole decision, even if a reload swaps it
-        verdict, facts, eval_us = self.evaluate(query, policy)
+        verdict, facts, eval_us = self.evaluate(query, policy, budget_s)
         fields = decision_record(query, log_fields(verdict, facts, eval_us, policy), self.redact)
         fields.update(query.context_fields())
         if self.shadow is not None:

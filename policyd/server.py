@@ -78,6 +78,9 @@ WRITE_TIMEOUT_S = 10.0
 #: Largest v1/decide request line (bytes) judged on the event loop; larger ones (long
 #: commands: analysis grows with their length) go to a worker thread.
 INLINE_MAX_BYTES = 4 * 1024
+#: Seconds of rule evaluation a request judged on the event loop may take before it is
+#: judged again on a worker thread (with the engine's whole budget).
+INLINE_BUDGET_S = 0.005
 _MUTATING = frozenset({"v1/remember", "v1/remembered/forget", "v1/reload"})
 
 
@@ -405,14 +408,19 @@ class Daemon:
         ``none``); and an allow whose record cannot be written is answered ask.
 
         Where it runs: a request of at most :data:`INLINE_MAX_BYTES` is judged on the event
-        loop (a fraction of a millisecond; a thread hop costs more and, holding the GIL,
-        slows the loop's own I/O), a larger one on a worker thread, so a long analysis never
-        holds up other peers. The store is read on the loop without waiting for a lock
-        (``Memory.lookup(wait=False)``), else on a worker thread."""
+        loop within :data:`INLINE_BUDGET_S` (a fraction of a millisecond, typically; a thread
+        hop costs more and, holding the GIL, slows the loop's own I/O); a larger one, or one
+        whose rules ran past that, on a worker thread with the engine's whole budget, so a
+        long evaluation holds up other peers at most ``INLINE_BUDGET_S``. The store is read
+        on the loop without waiting for a lock (``Memory.lookup(wait=False)``), else on a
+        worker thread."""
         query = wire.query_from_wire(params, time.time())
+        judged = None
         if request_bytes and request_bytes <= INLINE_MAX_BYTES:
-            judged = self.engine.judge(query)
-        else:
+            judged = self.engine.judge(query, INLINE_BUDGET_S)
+            if judged.verdict.over_budget and self.engine.eval_budget_s > INLINE_BUDGET_S:
+                judged = None  # the full budget, off the loop
+        if judged is None:
             judged = await asyncio.to_thread(self.engine.judge, query)
         try:
             resolution = self.engine.recall(judged, wait=False)

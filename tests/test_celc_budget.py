@@ -3,6 +3,7 @@ deny that already matched stands); the daemon keeps answering other peers meanwh
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -77,3 +78,15 @@ def test_daemon_keeps_answering_others_while_a_decision_runs_out(tmp_path: Path,
     assert all("allow" == r["decision"] for r in fast)
     assert "ask" == slow["decision"]
     assert "budget exceeded" in slow["fields"]["reason"]
+
+
+def test_daemon_moves_a_small_request_whose_rules_run_long_off_its_loop(tmp_path: Path, daemons: Any) -> None:
+    """A small request is judged on the daemon's event loop with a short budget; when its
+    rules run past it, it is judged again on a worker thread with the whole budget (the
+    answer is the full evaluation's, not the short budget's ask) while others are answered."""
+    text = policy(("slowish", COSTLY, "allow"))  # 22 paths: ~11,000 steps, ~10 ms here: > 5 ms, < 100 ms
+    d: Daemon = daemons(tmp_path, write_policy(tmp_path / "p.toml", text)).start()
+    params = decide_params("s", kind="read", locations=[{"path": f"/w/{i}"} for i in range(22)])
+    assert len(json.dumps(params)) < 4096  # judged on the loop first
+    decided = result(d.socket, "v1/decide", params)
+    assert "allow" == decided["decision"], decided["fields"]

@@ -55,6 +55,7 @@ def decide(
     applicable, needs = policy.for_kind(facts.kind)
     matches: list[RuleMatch] = []
     errors: list[str] = []
+    over_budget = False
     if applicable:
         activation = facts.activation(needs)
         deadline = clock() + budget_s if clock is not None and budget_s is not None else None
@@ -71,6 +72,7 @@ def decide(
                     budget.check()
                     outcome = rule_outcome(rule, activation, budget)
                 except cel.BudgetExceeded as exc:
+                    over_budget = True
                     message = f"{exc}: asking instead"
                     errors.append(f"{rule.id}: {message}")
                     matches.append(RuleMatch(rule.id, Decision.ASK, message, str(exc)))
@@ -86,7 +88,7 @@ def decide(
     decision = Decision.strictest([m.decision for m in matches]) if matches else policy.default
     if facts.cut and decision is Decision.ALLOW:
         decision = Decision.ASK
-    return Verdict(decision, tuple(matches), tuple(errors), not matches, policy.hash)
+    return Verdict(decision, tuple(matches), tuple(errors), not matches, policy.hash, over_budget)
 
 
 def choose_outcome(

@@ -148,7 +148,8 @@ class Verdict:
     errored toward safety); ``errors`` every evaluation error as ``"rule_id: message"``;
     ``defaulted`` is True when no rule matched and the set's default applied;
     ``eval_us`` is the evaluation time in microseconds (filled in by the caller that owns
-    the clock, 0 in the core).
+    the clock, 0 in the core); ``over_budget`` is True when evaluation stopped at its
+    budget (the decision is then ask, unless a deny had matched).
     """
 
     decision: Decision
@@ -156,6 +157,7 @@ class Verdict:
     errors: tuple[str, ...] = ()
     defaulted: bool = False
     policy_hash: str = ""
+    over_budget: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
