@@ -4,11 +4,12 @@
   cel-python's ``debug=True`` uncached build. Lark's cache file is a pickle, so it is used
   only from a directory owned by this user or root and writable by nobody else
   (:func:`secure_dir`); anywhere else the parser is built without a cache.
-- The shipped command catalogue (``policyd/catalogue/*.toml``) as the JSON of its parsed
-  TOML documents, keyed by the files' content and the code fingerprint, written only after
-  the whole catalogue passed its schema check; entries are built (and checked again) on
-  first lookup (:func:`policyd.core.shell.catalogue.from_checked`). tomllib is pure Python:
-  parsing ~900 KB of TOML costs ~0.4 s, the JSON ~10 ms.
+- The shipped command catalogue (``policyd/catalogue/*.toml``) as JSON: each program's
+  table as compact JSON text (:func:`policyd.core.shell.catalogue.checked_entries`), keyed
+  by the files' content and the code fingerprint, written only after the whole catalogue
+  passed its schema check; entries are parsed, built and checked again on first lookup
+  (:func:`policyd.core.shell.catalogue.from_checked`). tomllib is pure Python: parsing
+  ~900 KB of TOML costs ~0.4 s; reading the cache ~5 ms and ~1 MB.
 - Parsed rules (cel-python parse trees as JSON, :mod:`policyd.core.celc.trees`) per policy
   set, keyed by the set's content and the code fingerprint (policyd's code, cel-python's and
   Lark's versions): the same text parsed by the same code gives the same tree. JSON cannot
@@ -21,15 +22,17 @@ error and never a weaker rule (rules are always compiled and checked).
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import gc
 import hashlib
 import json
 import os
 import re
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
+from policyd.core import cel
 from policyd.core.shell import catalogue
 from policyd.core.shell.catalogue import Catalogue
 
@@ -108,6 +111,16 @@ def install_parser(directory: Path | None = None) -> bool:
     return True
 
 
+def release_memory() -> None:
+    """After loading a policy in a long-running process (the daemon): drop cel-python's
+    parser (:func:`policyd.core.cel.release_parser`), collect garbage and return freed heap
+    to the operating system (glibc's malloc_trim(3); nothing elsewhere)."""
+    cel.release_parser()
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
 def dist_version(name: str) -> str:
     """The installed version of distribution ``name``: read from its ``*.dist-info``
     directory name on ``sys.path`` (importing importlib.metadata costs ~15 ms of start-up),
@@ -158,14 +171,13 @@ def shipped_catalogue(directory: Path | None = None) -> Catalogue:
     path = d / f"{key}.json" if d else None
     if path is not None and path.exists() and _trusted_file(path):
         try:
-            docs = json.loads(path.read_text())
-            return catalogue.from_checked((origin, doc) for origin, doc in docs)
+            return catalogue.from_checked(json.loads(path.read_text()))
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             pass  # unreadable or not ours: parse the TOML
     checked = catalogue.load(files, unique=True)
     if path is not None:
         with contextlib.suppress(OSError, TypeError, ValueError):
-            data = json.dumps([[origin, tomllib.loads(text)] for origin, text in files], separators=(",", ":"))
+            data = json.dumps(catalogue.checked_entries(files), separators=(",", ":"))
             tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:

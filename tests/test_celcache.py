@@ -99,3 +99,18 @@ def test_corrupt_or_foreign_catalogue_cache_is_parsed_again(tmp_path: Path) -> N
     cache.write_text(json.dumps([["catalogue/x.toml", {"program": [{"names": ["git"], "effects": ["nope"]}]}]]))
     cache.chmod(0o666)  # writable by others: never trusted, parsed again and rewritten
     assert celcache.shipped_catalogue(tmp_path).get("git") == _eager()["git"]
+
+
+def test_released_parser_is_built_again_when_something_must_be_parsed(tmp_path: Path) -> None:
+    """The daemon drops cel-python's parser after loading (memory); a reload that parses a
+    new rule builds it again and parses as before."""
+    from policyd.core import cel
+
+    assert cel.compile_expr('tool.kind == "read"').evaluate_bool({"tool": {"kind": "read"}})
+    celcache.release_memory()
+    from celpy.celparser import CELParser
+
+    assert CELParser.CEL_PARSER is None
+    program = cel.compile_expr('tool.kind == "edit" && size(tool.paths) > 1')  # parsed anew
+    assert not program.evaluate_bool({"tool": {"kind": "edit", "paths": ["/a"]}})
+    assert CELParser.CEL_PARSER is not None

@@ -205,6 +205,9 @@ def serve(settings: Settings, socket_path: str | None, cli_policy: list[str] | N
         engine = build_engine(settings, load_policy(settings, secure=True), secure=True)
     except PolicyError as exc:
         return report_load_error(exc)
+    from policyd import celcache
+
+    celcache.release_memory()  # what loading needed and serving does not
     _observe_memory(engine)
     reloader = build_reloader(engine, settings, cli_policy, config, secure=True)
     path = Path(socket_path or settings.daemon_socket or default_socket_path())

@@ -87,6 +87,17 @@ def _parser() -> Any:
     return CELParser(tree_class=TranspilerTree)
 
 
+def release_parser() -> None:
+    """Drop cel-python's parser (several MB in a long-running process) until something must
+    be parsed again (it is then built anew, through ``before_parser_build``)."""
+    if _parser.cache_info().currsize:
+        from celpy.celparser import CELParser
+
+        with _LOCK:
+            CELParser.CEL_PARSER = None
+            _parser.cache_clear()
+
+
 # ---------------------------------------------------------------------------- compile
 
 
