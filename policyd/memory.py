@@ -32,7 +32,7 @@ REOPEN_S = 5.0
 MAX_SESSION_ENTRIES = 4096
 
 
-class MemoryBusy(Exception):
+class MemoryBusy(StoreBusy):
     """A lookup that may not wait (``wait=False``) would have: see :meth:`Memory.lookup`."""
 
 

@@ -52,8 +52,7 @@ from policyd.core import wire
 from policyd.core.decide import choose_outcome
 from policyd.core.model import Decision
 from policyd.core.relay import RememberChoice
-from policyd.memory import MemoryBusy
-from policyd.store import Store, StoreError
+from policyd.store import Store, StoreBusy, StoreError
 
 if TYPE_CHECKING:  # a proxy imports this module for default_socket_path: no engine, no CEL
     from policyd.engine import Engine
@@ -424,7 +423,7 @@ class Daemon:
             judged = await asyncio.to_thread(self.engine.judge, query)
         try:
             resolution = self.engine.recall(judged, wait=False)
-        except MemoryBusy:
+        except StoreBusy:  # policyd.memory.MemoryBusy: the lookup would wait
             resolution = await asyncio.to_thread(self.engine.recall, judged)
         decision = resolution.decision or Decision.ASK
         outcome = choose_outcome(decision, query.options, self.engine.policy.answer_prefer)

@@ -20,3 +20,13 @@ def imported_by(code: str, env: dict[str, str] | None = None) -> set[str]:
 def test_help_imports_nothing_heavy() -> None:
     mods = imported_by("from policyd.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass")
     assert [] == [m for m in HEAVY if m in mods]
+
+
+def test_what_a_proxy_imports_before_relaying_leaves_out_the_policy_stack() -> None:
+    """Between spawning the agent and relaying its answer to initialize, a proxy imports its
+    settings, logging, the relay and the daemon's socket location (policyd.server); none of
+    them may pull in the CEL or shell stack, which the policy load imports on its thread."""
+    mods = imported_by("import policyd.settings, policyd.logs, policyd.cli.run, policyd.proxy, policyd.server,"
+                       " policyd.spawn")
+    heavy = ("celpy", "lark", "policyd.core.cel", "policyd.core.shell", "policyd.core.facts", "tree_sitter")
+    assert [] == [m for m in heavy if m in mods]
