@@ -215,8 +215,11 @@ def save_trees(key: str, trees: dict[str, Any], directory: Path | None = None) -
     with contextlib.suppress(OSError):
         tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # each tree as JSON text: loading the file then holds strings, and each rule's tree is
+        # decoded only while it is compiled (less memory left behind than one big document)
+        texts = {k: v if isinstance(v, str) else json.dumps(v, separators=(",", ":")) for k, v in trees.items()}
         with os.fdopen(fd, "w") as f:
-            json.dump(trees, f, separators=(",", ":"))
+            json.dump(texts, f, separators=(",", ":"))
         os.replace(tmp, path)
         files = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime)
         for old in files[:-MAX_TREE_FILES]:

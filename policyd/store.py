@@ -46,6 +46,8 @@ BUSY_TIMEOUT_MS = 5000
 #: Milliseconds a lookup waits for a lock: below the proxy's daemon deadline (2 s), so a
 #: locked store yields an answer (ask) rather than a timeout.
 LOOKUP_BUSY_TIMEOUT_MS = 1000
+#: Page cache of a lookup connection, KiB (SQLite's default is 2,000 KiB per connection).
+LOOKUP_CACHE_KIB = 256
 #: The first bytes of every SQLite 3 database file (https://www.sqlite.org/fileformat.html).
 SQLITE_HEADER = b"SQLite format 3\x00"
 #: Default lifetime of a remembered choice: 30 days, in seconds.
@@ -197,7 +199,7 @@ class Store:
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             # lookups (on a decision's path) have their own connection and shorter busy timeout;
             # lookups that may not wait at all (on an event loop) another, opened on first use
-            self._reader = self._connect(self.path, LOOKUP_BUSY_TIMEOUT_MS)
+            self._reader = self._lookup_connection(LOOKUP_BUSY_TIMEOUT_MS)
             self._nowait: sqlite3.Connection | None = None
         except BaseException as exc:
             if hasattr(self, "_db"):
@@ -213,6 +215,13 @@ class Store:
     def _connect(path: Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
         db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
         db.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+        return db
+
+    def _lookup_connection(self, busy_timeout_ms: int) -> sqlite3.Connection:
+        """A connection for lookups: a lookup reads a few index pages, so its page cache is
+        kept small (:data:`LOOKUP_CACHE_KIB`; the OS caches the file anyway)."""
+        db = self._connect(self.path, busy_timeout_ms)
+        db.execute(f"PRAGMA cache_size = -{LOOKUP_CACHE_KIB}")
         return db
 
     def _create(self) -> None:
@@ -316,7 +325,7 @@ class Store:
                 db = self._reader
             else:
                 if self._nowait is None:
-                    self._nowait = self._connect(self.path, 0)
+                    self._nowait = self._lookup_connection(0)
                 db = self._nowait
             rows = db.execute(sql, params).fetchall()  # run to the end: no read
             # transaction stays open on an unfinished statement (a stale snapshot)

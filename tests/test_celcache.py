@@ -40,10 +40,11 @@ def test_second_load_uses_cached_trees_without_cel_python(tmp_path: Path) -> Non
 
 def test_corrupt_tree_cache_is_parsed_again(tmp_path: Path) -> None:
     run_probe(tmp_path)
-    for f in (tmp_path / "policyd" / "parsed").glob("*.json"):
-        data = json.loads(f.read_text())
-        f.write_text(json.dumps({k: {"d": "garbage"} for k in data}))
-    assert (SHIPPED_RULES, True) == run_probe(tmp_path)
+    for garbage in ({"d": "garbage"}, "{not json", '{"d": "x"}'):
+        for f in (tmp_path / "policyd" / "parsed").glob("*.json"):
+            data = json.loads(f.read_text())
+            f.write_text(json.dumps({k: garbage for k in data}))
+        assert (SHIPPED_RULES, True) == run_probe(tmp_path)
 
 
 def test_cache_dir_writable_by_others_is_not_used(tmp_path: Path) -> None:
@@ -62,7 +63,9 @@ def test_private_cache_dir_round_trip(tmp_path: Path) -> None:
     assert celcache.secure_dir(d) == d
     assert 0o700 == d.stat().st_mode & 0o777
     celcache.save_trees("k", {"true": ["BOOL_LIT", "true", 1, 1]}, d)
-    assert {"true": ["BOOL_LIT", "true", 1, 1]} == celcache.load_trees("k", d)
+    stored = celcache.load_trees("k", d)
+    assert {"true": '["BOOL_LIT","true",1,1]'} == stored  # each tree kept as JSON text
+    assert ["BOOL_LIT", "true", 1, 1] == json.loads(stored["true"])
 
 
 # ----------------------------------------------------------------------------- shipped catalogue

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import json
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -198,8 +199,8 @@ def parse(source: str) -> Any:
     """cel-python's parse tree of ``source``; raises CelCompileError with its message."""
     cached = _PRELOADED.get(source) or _PARSED.get(source)
     if cached is not None:
-        try:
-            return trees.from_data(cached)
+        try:  # the I/O layer's cache keeps each tree as JSON text (decoded one rule at a time)
+            return trees.from_data(json.loads(cached) if isinstance(cached, str) else cached)
         except (ValueError, TypeError, KeyError):
             _PRELOADED.pop(source, None)
     tree = _parse(source)
