@@ -80,6 +80,10 @@ class SessionInfo:
     session_id: str
     cwd: str
     additional_directories: tuple[str, ...] = ()
+    _roots: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_roots", tuple(paths.resolve(r, "/", "") for r in self.raw_roots))
 
     @property
     def raw_roots(self) -> tuple[str, ...]:
@@ -87,7 +91,7 @@ class SessionInfo:
 
     @property
     def roots(self) -> tuple[str, ...]:
-        return tuple(paths.resolve(r, "/", "") for r in self.raw_roots)
+        return self._roots
 
 
 @dataclass(frozen=True, slots=True)
