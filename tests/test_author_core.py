@@ -4,6 +4,7 @@ redaction, transition grouping, replay keys, policy-test cases and virtual symli
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -150,3 +151,32 @@ def test_case_query_shapes() -> None:
     assert passed({"expected": "deny", "acceptable": ["ask"]}, K) and not passed({"expected": "deny"}, A)
     with pytest.raises(ValueError, match="expected"):
         case_query({"id": "c", "expected": "maybe"})
+
+
+def test_replay_decides_distinct_requests_in_worker_processes_as_in_one(tmp_path: Path) -> None:
+    """Many distinct requests are decided in forked worker processes (``--jobs``); the
+    replayed decisions, rules and order are exactly those of one process."""
+    from policyd.cli import replay as replay_cli
+    from policyd.core.cases import case_query
+    from policyd.engine import Engine
+
+    policy = build_set([("p.toml", '[policy]\nname = "p"\ndefault = "ask"\n\n[[rule]]\nid = "no-rm"\n'
+                                   'kinds = ["execute"]\nwhen = \'tool.commands.exists(c, c.name == "rm")\'\n'
+                                   'decision = "deny"\nreason = "x"\n')], check_examples=False)
+    engine = Engine(policy)
+    log = tmp_path / "decisions.jsonl"
+    n = replay_cli.PARALLEL_FROM + 50
+    with log.open("w") as f:
+        for i in range(n):
+            command = f"rm -rf build{i}" if i % 3 == 0 else f"ls dir{i}"
+            res = engine.decide(case_query({"id": f"c{i}", "kind": "execute", "command": command, "expected": "ask"}))
+            f.write(json.dumps({"event": "permission.decided", "decision": res.decision.value if res.decision
+                                else "ask", **res.fields}) + "\n")
+    draft = build_set([("d.toml", '[policy]\nname = "d"\ndefault = "ask"\n\n[[rule]]\nid = "ls-ok"\n'
+                                  'kinds = ["execute"]\nwhen = \'tool.commands.all(c, c.name == "ls")\'\n'
+                                  'decision = "allow"\nreason = "x"\n')], check_examples=False)
+    one = list(replay_cli.replayed(draft, [str(log)], "/home/dev", [], jobs=1))
+    two = list(replay_cli.replayed(draft, [str(log)], "/home/dev", [], jobs=2))
+    assert len(one) == n and one == two
+    assert [r.draft.value for r in one[:3]] == ["ask", "allow", "allow"]
+    assert one[1].rules == ("ls-ok",)

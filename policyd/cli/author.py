@@ -36,6 +36,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     rp.add_argument("--policy", action="append", metavar="PATH", help="the draft policy (repeatable)")
     rp.add_argument("--fail-on", choices=["allow-widening", "any-change"], help="exit 1 on such a difference")
     rp.add_argument("--json", action="store_true", help="the report as one JSON object")
+    rp.add_argument("--jobs", type=int, default=0, metavar="N",
+                    help="processes deciding the distinct requests (default: one per CPU)")
     rp.add_argument("--config", metavar="FILE")
     rp.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
 
@@ -66,7 +68,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         case "replay":
             from policyd.cli import replay
 
-            return replay.run(args.policy, args.logs, settings.home, args.json, args.fail_on)
+            return replay.run(args.policy, args.logs, settings.home, args.json, args.fail_on, args.jobs)
         case _:
             from policyd.cli import suggest
 
