@@ -451,6 +451,23 @@ class Facts:
 
     # ------------------------------------------------------------------ CEL
 
+    @functools.cached_property
+    def _unions(self) -> tuple[list[str], ...]:
+        """Tool-level unions of the commands' reads, deletes, discards, cwds, creates and
+        execs (first occurrence order, empty strings dropped), built in one pass."""
+        found: tuple[dict[str, None], ...] = ({}, {}, {}, {}, {}, {})
+        reads, deletes, discards, cwds, creates, execs = found
+        for cf in self.shell_facts:
+            reads.update(dict.fromkeys(cf.reads))
+            deletes.update(dict.fromkeys(cf.deletes))
+            discards.update(dict.fromkeys(cf.discards))
+            cwds.update(dict.fromkeys(cf.cwds))
+            creates.update(dict.fromkeys(cf.creates))
+            execs.update(dict.fromkeys(cf.judgement.execs))
+        for d in found:
+            d.pop("", None)
+        return tuple(list(d) for d in found)
+
     def tool_field(self, name: str) -> Any:
         """The plain-Python value of ``tool.<name>``; raises KeyError for unknown names."""
         a = self.analysis
@@ -505,21 +522,21 @@ class Facts:
             case "effects":
                 return sorted(self.effects)
             case "reads":
-                return list(_unique(r for cf in self.shell_facts for r in cf.reads))
+                return list(self._unions[0])
             case "writes":
                 return list(self.write_paths) if self.kind != "execute" or a else []
             case "names":
                 return list(_unique(c.name.lower() for c in a.commands)) if a else []
             case "deletes":
-                return list(_unique(r for cf in self.shell_facts for r in cf.deletes))
+                return list(self._unions[1])
             case "discards":
-                return list(_unique(d for cf in self.shell_facts for d in cf.discards))
+                return list(self._unions[2])
             case "cwds":
-                return list(_unique(d for cf in self.shell_facts for d in cf.cwds))
+                return list(self._unions[3])
             case "creates":
-                return list(_unique(r for cf in self.shell_facts for r in cf.creates))
+                return list(self._unions[4])
             case "execs":
-                return list(_unique(x for cf in self.shell_facts for x in cf.judgement.execs))
+                return list(self._unions[5])
             case "unknown":
                 return list(self.unknown)
             case "url":
@@ -735,4 +752,6 @@ def _add_path(found: list[str], value: object) -> None:
 
 
 def _unique(items: Iterable[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(i for i in items if i))
+    found = dict.fromkeys(items)
+    found.pop("", None)
+    return tuple(found)
