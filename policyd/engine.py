@@ -25,7 +25,7 @@ from policyd.core.record import decision_record
 from policyd.core.relay import RememberChoice, Resolution
 from policyd.core.remember import RememberSpec, combine, explain_spec, spec_for
 from policyd.memory import Memory
-from policyd.realpaths import Resolver, realpath  # noqa: F401 - realpath re-exported
+from policyd.realpaths import Resolver
 
 #: Characters of a command kept in a decision-log line.
 LOG_COMMAND_CHARS = 2000
@@ -69,7 +69,8 @@ class Engine:
         policy = policy or self.policy
         start = time.perf_counter_ns()
         facts = Facts(query, realpath=Resolver(), catalogue=policy.catalogue)
-        verdict = decide(policy, facts, budget_s or self.eval_budget_s, time.perf_counter)
+        budget = self.eval_budget_s if budget_s is None else budget_s
+        verdict = decide(policy, facts, budget, time.perf_counter)
         return verdict, facts, (time.perf_counter_ns() - start) // 1000
 
     def decide(self, query: PermissionQuery) -> Resolution:

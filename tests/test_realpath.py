@@ -1,4 +1,4 @@
-"""``policyd.engine.realpath``: the kernel's resolution of an existing path (O_PATH +
+"""``policyd.realpaths.realpath``: the kernel's resolution of an existing path (O_PATH +
 /proc/self/fd) must equal ``os.path.realpath`` on every path, existing or not."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policyd.engine import realpath
-from policyd.realpaths import Resolver, _kernel_realpath
+from policyd.realpaths import Resolver, _kernel_realpath, realpath
 
 COMPONENTS = st.sampled_from(["real", "sub", "link", "up", "loop", "dangling", "f", "missing", "..", ".", "", "fifo"])
 
