@@ -19,6 +19,27 @@ def test_shipped_catalogue_passes_the_schema_check() -> None:
     assert c.get("rm") is not None and c.get("git") is not None
 
 
+def test_equal_options_are_built_once() -> None:
+    """An entry holds each distinct option (and effect set) once, whether built from the
+    TOML or from the checked cache: git's 2,886 options across its 107 subcommands are
+    822 distinct values (2.1 MB built separately, 0.3 MB shared)."""
+    files = shipped_files()
+    for c in (cat.load(files, unique=True), cat.from_checked(cat.checked_entries(files))):
+        for name in ("git", "npm"):
+            options: list[cat.Option] = []
+            todo, seen = [c.get(name)], set()
+            while todo:
+                p = todo.pop()
+                if p is None or id(p) in seen:
+                    continue
+                seen.add(id(p))
+                options.extend(p.options)
+                todo.extend(p.subcommands.values())
+            assert len(options) > 2 * len(set(options)), name  # the catalogue does repeat options
+            assert len({id(o) for o in options}) == len(set(options)), name
+            assert len({id(o.effects) for o in options}) == len({o.effects for o in options}), name
+
+
 def test_lookup_is_case_insensitive_and_later_entries_replace() -> None:
     """A user file's entry with the same name replaces the shipped one (later wins)."""
     first = 'schema = 1\n[[program]]\nnames = ["tool"]\neffects = ["read"]\n'
