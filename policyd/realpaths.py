@@ -99,19 +99,22 @@ class Resolver:
 
     def _resolve(self, path: str) -> str:
         head, _, base = path.rpartition("/")
-        if (not head or not path.startswith("/") or path.startswith("//") or base in ("", ".", "..")
+        if (not head or not path.startswith("/") or "//" in path or base in ("", ".", "..")
                 or "\0" in path or not _encodable(path) or path.count("/") > MAX_MEMO_DEPTH):
-            return realpath(path)
+            return realpath(path)  # "//": os.path.realpath has its own answers after a link loop
         real_dir, exists = self._directory(head)
         if exists:
             return realpath(path)
-        # the directory does not exist (or is no directory): nothing below it does, and
-        # os.path.realpath appends a component that does not exist as written
+        # the directory's real path does not exist (or is no directory): nothing below it
+        # does, and os.path.realpath appends a component that does not exist as written
         return real_dir.rstrip("/") + "/" + base
 
     def _directory(self, d: str) -> tuple[str, bool]:
-        """(real path of directory ``d``, whether ``d`` can be opened); a directory below
-        one that cannot be is not looked at."""
+        """(real path of directory ``d``, whether that real path can be opened); a directory
+        below one whose real path cannot be is not looked at. The real path, not ``d``:
+        os.path.realpath takes ``..`` after a missing component lexically, so
+        ``/w/missing/../link`` is ``/w/link`` resolved, though ``/w/missing/..`` cannot be
+        opened."""
         known = self._dirs.get(d)
         if known is not None:
             return known
@@ -121,10 +124,11 @@ class Resolver:
             if not parent_exists:
                 known = self._dirs[d] = (real_parent.rstrip("/") + "/" + name, False)
                 return known
+        real = realpath(d)
         try:
-            os.close(os.open(d, os.O_PATH | os.O_CLOEXEC))
+            os.close(os.open(real, os.O_PATH | os.O_CLOEXEC))
             exists = True
         except OSError:
             exists = False
-        known = self._dirs[d] = (realpath(d), exists)
+        known = self._dirs[d] = (real, exists)
         return known
