@@ -44,7 +44,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from policyd import logs
-from policyd.core.relay import Action, Consult, Log, Relay, RememberChoice, Resolution, SendToAgent, SendToClient
+from policyd.core.relay import (
+    Action,
+    Consult,
+    Log,
+    Relay,
+    RememberChoice,
+    Resolution,
+    SendToAgent,
+    SendToClient,
+    Timer,
+)
 from policyd.spawn import Spawned, spawn
 
 if TYPE_CHECKING:
@@ -215,6 +225,7 @@ class Proxy:
         self._watcher: asyncio.Task[None] | None = None
         self._loaded = asyncio.Event()  # set once ``startup`` finished (at once without one)
         self._remembering: set[asyncio.Task[None]] = set()  # human choices being stored
+        self._timers: set[asyncio.Task[None]] = set()  # fired Timer actions being executed
 
     async def run(self) -> int:
         log = logs.get()
@@ -397,6 +408,13 @@ class Proxy:
                 task = asyncio.create_task(self._remember(action))
                 self._remembering.add(task)
                 task.add_done_callback(self._remembering.discard)
+            elif isinstance(action, Timer):
+                asyncio.get_running_loop().call_later(action.after_s, self._timer_fired, action.token)
+
+    def _timer_fired(self, token: str) -> None:
+        task = asyncio.create_task(self._execute(self.relay.expire(token)))
+        self._timers.add(task)
+        task.add_done_callback(self._timers.discard)
 
     async def _remember(self, choice: RememberChoice) -> None:
         assert self.on_remember is not None

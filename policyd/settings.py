@@ -114,6 +114,7 @@ class Settings(BaseSettings):
     daemon: Literal["auto", "require", "off"] = "auto"
     daemon_socket: str | None = None
     daemon_timeout_s: float = Field(2.0, gt=0)
+    mode_switch_timeout_s: float = Field(30.0, gt=0)
     group: str | None = None
     watch: bool = True
     rehash_s: float = Field(30.0, gt=0)
@@ -172,6 +173,7 @@ FLAGS: dict[str, str] = {
     "daemon": "--require-daemon/--no-daemon",
     "daemon_socket": "--daemon",
     "daemon_timeout_s": "--daemon-timeout",
+    "mode_switch_timeout_s": "--mode-switch-timeout",
 }
 
 

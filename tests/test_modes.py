@@ -17,7 +17,7 @@ from policyd.core.model import PeerInfo
 from policyd.core.modes import Mode
 from policyd.core.modeswitch import offered_modes
 from policyd.core.policy import PolicyError, PolicySet, build_set
-from policyd.core.relay import Log, Relay, SendToAgent, SendToClient
+from policyd.core.relay import Log, Relay, SendToAgent, SendToClient, Timer
 
 TRANSCRIPTS = Path(__file__).resolve().parent / "fixtures" / "transcripts"
 SHIPPED = build_set(loader.embedded_sources())
@@ -208,6 +208,41 @@ def test_failed_switch_fails_the_session_closed() -> None:
     assert 2 == shown["id"] and "result" not in shown
     assert "refused the switch to 'default'" in shown["error"]["message"]
     assert ["mode.switch_failed"] == events(answered)
+
+
+def test_unanswered_switch_is_given_up_and_the_session_refused() -> None:
+    """An agent that never confirms policyd's switch: when the timer fires the client gets an
+    error for its session/new (never the session, never silence), the lines held behind it
+    follow, and the agent's late answer reaches nobody."""
+    relay = Relay(policy=lambda: SHIPPED, id_prefix="pd", switch_timeout_s=7.5)
+    actions = started(relay, session_result("auto", CLAUDE_MODES))
+    [request] = sent(actions, SendToAgent)
+    assert [Timer(request["id"], 7.5)] == [a for a in actions if isinstance(a, Timer)]
+    note = line({"jsonrpc": "2.0", "method": "session/update",
+                 "params": {"sessionId": SID, "update": {"sessionUpdate": "available_commands_update"}}})
+    assert [] == relay.from_agent(note)  # held behind the session answer
+    fired = relay.expire(request["id"])
+    shown, released = sent(fired, SendToClient)
+    assert (2, -32603) == (shown["id"], shown["error"]["code"]) and "result" not in shown
+    assert "no answer within 7.5 s" in shown["error"]["message"]
+    assert json.loads(note) == released
+    assert ["mode.switch_failed"] == events(fired)
+    late = relay.from_agent(line({"jsonrpc": "2.0", "id": request["id"], "result": {}}))
+    assert ([], ["mode.switch_late"]) == (sent(late, SendToClient), events(late))
+    assert [] == relay.expire(request["id"])  # a timer firing twice, or after the answer: nothing
+
+
+def test_answered_switch_ignores_its_timer_and_an_unanswered_revert_is_logged() -> None:
+    relay = Relay(policy=lambda: SHIPPED, id_prefix="pd")
+    [request] = sent(started(relay, session_result("auto", CLAUDE_MODES)), SendToAgent)
+    relay.from_agent(line({"jsonrpc": "2.0", "id": request["id"], "result": {}}))
+    assert [] == relay.expire(request["id"])
+    change = {"sessionUpdate": "current_mode_update", "currentModeId": "auto"}
+    update = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": SID, "update": change}}
+    [revert] = sent(relay.from_agent(line(update)), SendToAgent)
+    fired = relay.expire(revert["id"])
+    assert ([], ["mode.revert_failed"]) == (sent(fired, SendToClient), events(fired))
+    assert "no answer within 30 s" == next(a for a in fired if isinstance(a, Log)).fields["error"]
 
 
 def test_no_acceptable_mode_fails_the_session_closed_with_the_reason() -> None:

@@ -82,6 +82,40 @@ def test_claude_auto_session_is_switched_and_switches_are_refused_or_reverted(tm
     assert ["mode.switched", "mode.refused", "mode.reverted"] == events
 
 
+def test_agent_that_never_confirms_the_switch_gets_its_session_refused(tmp_path: Path, start_proxy: Any) -> None:
+    """policyd's own session/set_mode unanswered: after --mode-switch-timeout the client gets
+    an error for its session/new (not silence, not the auto-mode session), and the agent's
+    lines held behind it follow in order."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    session = {"sessionId": SID, "modes": {"currentModeId": "auto", "availableModes": CLAUDE_MODES}}
+    later = {"jsonrpc": "2.0", "method": "session/update",
+             "params": {"sessionId": SID, "update": {"sessionUpdate": "available_commands_update",
+                                                     "availableCommands": []}}}
+    agent = write_agent(tmp_path, [
+        ["respond", {"protocolVersion": 1, "agentInfo": CLAUDE_INFO}],
+        ["hold", "new"],
+        ["reply", ["new", session]],
+        ["hold", "switch"],  # read policyd's session/set_mode, never answer it
+        ["send", json.dumps(later)],
+        ["recv_eof", None],
+    ])
+    log = tmp_path / "decisions.jsonl"
+    proxy = start_proxy(["--decision-log", str(log), "--mode-switch-timeout", "0.5"], agent.argv)
+    proxy.send_json({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+    assert 1 == proxy.read_json()["id"]
+    proxy.send_json({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(workspace),
+                                                                                   "mcpServers": []}})
+    refused = proxy.read_json()
+    assert (2, -32603) == (refused["id"], refused["error"]["code"]) and "result" not in refused
+    assert "no answer within 0.5 s" in refused["error"]["message"]
+    assert later == proxy.read_json()
+    proxy.close_stdin()
+    assert 0 == proxy.wait()
+    failed = [e for e in decision_log(log) if e["event"] == "mode.switch_failed"]
+    assert [("auto", "default", "no answer within 0.5 s")] == [(e["from"], e["to"], e["error"]) for e in failed]
+
+
 def test_gemini_fs_side_channel_is_decided_by_the_shipped_policy(tmp_path: Path, start_proxy: Any) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()

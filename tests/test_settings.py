@@ -43,6 +43,7 @@ TABLE: list[tuple[list[str], str, str, str, Any]] = [
     # the case: a flag that names a daemon beats the variable that turns daemons off
     (["proxy", "--daemon", "/flag.sock"], "DAEMON", "off", "daemon", "require"),
     (["proxy", "--daemon-timeout", "1"], "DAEMON_TIMEOUT_S", "9", "daemon_timeout_s", 1.0),
+    (["proxy", "--mode-switch-timeout", "4"], "MODE_SWITCH_TIMEOUT_S", "9", "mode_switch_timeout_s", 4.0),
     (["serve", "--group", "flaggroup"], "GROUP", "envgroup", "group", "flaggroup"),
     (["remembered", "--store", "/flag.db", "list"], "STORE_PATH", "/env.db", "store_path", "/flag.db"),
     (["proxy", "--log-redact"], "LOG_REDACT", "false", "log_redact", True),

@@ -72,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     proxy.add_argument("--no-daemon", action="store_const", const="off", dest="daemon_mode",
                        help="always embed the engine, even when a daemon runs")
     proxy.add_argument("--daemon-timeout", type=float, dest="daemon_timeout_s", metavar="SECONDS")
+    proxy.add_argument("--mode-switch-timeout", type=float, dest="mode_switch_timeout_s", metavar="SECONDS",
+                       help="seconds the agent has to confirm policyd's own mode switch (default 30)")
     proxy.add_argument("agent", nargs=argparse.REMAINDER, help="-- then the agent command line")
 
     serve = sub.add_parser("serve", help="run the policy daemon on a Unix socket (systemd service)")
@@ -144,6 +146,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         "daemon": flag("daemon_mode"),
         "daemon_socket": flag("daemon_socket"),
         "daemon_timeout_s": flag("daemon_timeout_s"),
+        "mode_switch_timeout_s": flag("mode_switch_timeout_s"),
         "group": flag("group"),
         "log_redact": flag("log_redact"),
         "shadow_policy": flag("shadow_policy"),

@@ -90,6 +90,7 @@ def proxy(
         home=settings.home,
         pass_always_to_agent=settings.pass_always_to_agent,
         id_prefix=f"policyd-{secrets.token_hex(6)}",
+        switch_timeout_s=settings.mode_switch_timeout_s,
     )
     socket_path = daemon_path(settings, own_policy=bool(cli_policy) or settings.decision_log is not None)
     try:

@@ -18,9 +18,14 @@ Rules this module owns (policy: ``core.modes``; wire shapes: ACP ``modes`` and t
   notification reaches the client rewritten to show the mode switched back to.
 - A message this module does not change passes as the exact bytes received.
 
+- policyd's own switch unanswered for :data:`SWITCH_TIMEOUT_S` is given up (the shell sets
+  the timer: the relay's ``Timer`` action): a held session answer becomes an error, as a
+  refused switch does; the late answer is dropped.
+
 Decision-log events (``Log`` actions of the relay): ``mode.switched``, ``mode.switch_failed``,
 ``mode.no_acceptable``, ``mode.refused``, ``mode.reverted``, ``mode.revert_failed``,
-``mode.ungoverned`` (a session with modes while no ``[modes]`` table is loaded).
+``mode.switch_late`` (an answer after the switch was given up), ``mode.ungoverned`` (a
+session with modes while no ``[modes]`` table is loaded).
 """
 
 from __future__ import annotations
@@ -37,8 +42,12 @@ from policyd.core.modes import Mode, ModePolicy
 #: JSON-RPC error code of a refused mode switch (invalid params) and of a refused session.
 REFUSED_CODE = -32602
 SESSION_FAILED_CODE = -32603
-#: Sessions whose modes are remembered (oldest forgotten first).
+#: Sessions whose modes are remembered (oldest forgotten first); also the bound on the ids
+#: of switches given up on (their late answers are recognised and dropped).
 MAX_SESSIONS = 256
+#: Seconds the agent has to answer policyd's own switch before it is given up (a held
+#: session answer then becomes the client's error: the session is refused).
+SWITCH_TIMEOUT_S = 30.0
 
 
 # ----------------------------------------------------------------------------- wire shapes
@@ -148,7 +157,9 @@ class Effects:
     as received). ``hold``: the policyd request id whose answer releases the line (the relay
     keeps the line's place in the order). ``to_agent``: lines for the agent. ``to_client``:
     extra lines for the client (an error answer). ``logs``: ``(event, fields)``.
-    ``swallow``: the line is not passed on at all.
+    ``swallow``: the line is not passed on at all. ``switch``: the id of a switch request
+    this event sent (in ``to_agent``), to be given up with :meth:`ModeGovernor.expire` when
+    the agent does not answer it in time.
     """
 
     replace: bytes | None = None
@@ -157,6 +168,7 @@ class Effects:
     to_client: tuple[bytes, ...] = ()
     logs: tuple[tuple[str, Mapping[str, Any]], ...] = ()
     swallow: bool = False
+    switch: str | None = None
 
 
 @dataclass(slots=True)
@@ -187,11 +199,13 @@ class ModeGovernor:
         self.id_prefix = id_prefix
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._switches: dict[str, _Switch] = {}
+        self._expired: OrderedDict[str, None] = OrderedDict()  # switches given up on
         self._next = 0
 
     def owns(self, request_id: object) -> bool:
-        """The id of a request policyd sent to the agent and still waits on."""
-        return isinstance(request_id, str) and request_id in self._switches
+        """The id of a request policyd sent to the agent (still waited on, or given up on:
+        its late answer is policyd's, never the client's)."""
+        return isinstance(request_id, str) and (request_id in self._switches or request_id in self._expired)
 
     # -------------------------------------------------------------- session answers
 
@@ -240,12 +254,38 @@ class ModeGovernor:
         switch.fields["via"] = method
         self._switches[rid] = switch
         request = line({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        return Effects(hold=rid if switch.purpose == "session" else None, to_agent=(request,))
+        return Effects(hold=rid if switch.purpose == "session" else None, to_agent=(request,), switch=rid)
+
+    def expire(self, rid: str, waited_s: float) -> tuple[str, Effects] | None:
+        """Give up on switch ``rid`` the agent has not answered within ``waited_s`` seconds
+        (None when it has been answered): a session answer it held becomes the client's
+        error (fail closed: the client never gets a session the policy did not see switched);
+        a revert is logged as failed. Its answer, if it comes later, is dropped."""
+        switch = self._switches.pop(rid, None)
+        if switch is None:
+            return None
+        self._expired[rid] = None
+        while len(self._expired) > MAX_SESSIONS:
+            self._expired.popitem(last=False)
+        error = f"no answer within {waited_s:g} s"
+        fields = {**switch.fields, "error": error}
+        if switch.purpose == "revert":
+            return rid, Effects(logs=(("mode.revert_failed", fields),))
+        self._sessions.pop(switch.session_id, None)
+        message = (f"policyd: session started in mode {fields.get('from')!r}, which the policy does not accept, "
+                   f"and the agent gave {error} to the switch to {switch.target!r}; session refused")
+        return rid, Effects(replace=_error(switch.client_id, SESSION_FAILED_CODE, message),
+                            logs=(("mode.switch_failed", {**fields, "message": message}),))
 
     def switch_answer(self, msg: Mapping[str, Any]) -> tuple[str, Effects]:
         """The agent answered a request policyd sent (``owns`` was true); returns the request
-        id and what to do (``replace`` is the held line, if any, to release)."""
+        id and what to do (``replace`` is the held line, if any, to release). The late
+        answer to a switch given up on (:meth:`expire`) is only logged."""
         rid = str(msg.get("id"))
+        if rid in self._expired:
+            del self._expired[rid]
+            late = {"request_id": rid, "answer": "error" if "error" in msg else "result"}
+            return rid, Effects(logs=(("mode.switch_late", late),))
         switch = self._switches.pop(rid)
         fields = dict(switch.fields)
         error = msg.get("error")
@@ -339,7 +379,7 @@ class ModeGovernor:
             shown = wrap({**update, "currentModeId": target.id})
         else:
             shown = wrap(rewrite(update, keep, target.id))
-        return Effects(replace=line(shown), to_agent=started.to_agent)
+        return Effects(replace=line(shown), to_agent=started.to_agent, switch=started.switch)
 
     def _filtered(self, policy: ModePolicy, sid: str, holder: Mapping[str, Any], agent: PeerInfo,
                   wrap: Callable[[dict[str, Any]], dict[str, Any]]) -> Effects:

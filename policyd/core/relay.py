@@ -58,7 +58,7 @@ from policyd.core import jsonline
 from policyd.core.decide import choose_outcome
 from policyd.core.model import Decision, PeerInfo, PermissionOption, PermissionQuery, SessionInfo
 from policyd.core.modes import ModePolicy
-from policyd.core.modeswitch import ModeGovernor
+from policyd.core.modeswitch import SWITCH_TIMEOUT_S, ModeGovernor
 from policyd.core.sidechannel import (
     REFUSED_CODE,
     SIDE_KINDS,
@@ -142,7 +142,16 @@ class RememberChoice:
     option: PermissionOption
 
 
-Action = SendToAgent | SendToClient | Consult | Log | RememberChoice
+@dataclass(frozen=True, slots=True)
+class Timer:
+    """Call :meth:`Relay.expire` with ``token`` after ``after_s`` seconds (policyd's own
+    mode switch must be answered by then)."""
+
+    token: str
+    after_s: float
+
+
+Action = SendToAgent | SendToClient | Consult | Log | RememberChoice | Timer
 
 _ALWAYS = {"allow_always": "allow_once", "reject_always": "reject_once"}
 
@@ -210,8 +219,10 @@ class Relay:
         pass_always_to_agent: bool = False,
         policy: Callable[[], PolicySet | None] | None = None,
         id_prefix: str = "policyd",
+        switch_timeout_s: float = SWITCH_TIMEOUT_S,
     ) -> None:
         self.pass_always_to_agent = pass_always_to_agent
+        self.switch_timeout_s = switch_timeout_s
         if headless_fallback not in ("deny", "cancel"):
             raise ValueError(f"headless fallback must be deny or cancel, got {headless_fallback!r}")
         self.headless = headless
@@ -441,13 +452,23 @@ class Relay:
         """Actions for a ``modes.Effects`` (its ``replace``/``hold`` are handled by callers)."""
         actions: list[Action] = [Log(event, fields) for event, fields in effects.logs]
         actions.extend(SendToAgent(data) for data in effects.to_agent)
+        if effects.switch is not None:
+            actions.append(Timer(effects.switch, self.switch_timeout_s))
         if to_client:
             actions.extend(SendToClient(data) for data in effects.to_client)
         return actions
 
+    def expire(self, token: str) -> list[Action]:
+        """A :class:`Timer` fired: policyd's own mode switch ``token``, if still unanswered,
+        is given up (a session answer it held becomes the client's error)."""
+        given_up = self.modes.expire(token, self.switch_timeout_s)
+        return [] if given_up is None else self._switch_settled(*given_up)
+
     def _switch_answered(self, msg: Mapping[str, Any]) -> list[Action]:
         """The agent answered policyd's own mode switch: release what it held."""
-        rid, effects = self.modes.switch_answer(msg)
+        return self._switch_settled(*self.modes.switch_answer(msg))
+
+    def _switch_settled(self, rid: str, effects: Any) -> list[Action]:
         actions = self._mode_actions(effects)
         slot = self._held.pop(rid, None)
         if slot is not None:
