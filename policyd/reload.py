@@ -200,6 +200,10 @@ class Reloader:
                 reason = "rewatch" if failures == 0 else "watch-retry"
                 await self.reload(reason)
                 self._later(REWATCH_SETTLE_S, reason)
+            else:
+                # the first watch too: a change between the load and the watch being live
+                # (the files were read before this task started) is seen by reading again
+                self._later(REWATCH_SETTLE_S, "watch-start")
             first = False
             try:
                 async for changes in watchfiles.awatch(

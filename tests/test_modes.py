@@ -245,6 +245,33 @@ def test_answered_switch_ignores_its_timer_and_an_unanswered_revert_is_logged() 
     assert "no answer within 30 s" == next(a for a in fired if isinstance(a, Log)).fields["error"]
 
 
+def test_a_reload_that_stops_accepting_a_running_sessions_mode_switches_it() -> None:
+    """Sessions are re-checked under the mode policy in force: after a reload that no longer
+    accepts acceptEdits, the session in it is switched before the next line is relayed, and
+    the client is told; a session in a mode still accepted is left alone."""
+    loose = _set('[modes]\naccept = "mode.id in [\'default\', \'plan\', \'acceptEdits\']"\nprefer = ["default"]\n')
+    in_force = [loose]
+    relay = Relay(policy=lambda: in_force[0], id_prefix="pd")
+    started(relay, session_result("acceptEdits", CLAUDE_MODES, config=False))
+    ping = line({"jsonrpc": "2.0", "method": "session/update",
+                 "params": {"sessionId": SID, "update": {"sessionUpdate": "available_commands_update"}}})
+    assert [SendToClient(ping)] == relay.from_agent(ping)  # accepted: nothing to do
+    in_force[0] = SHIPPED  # a reload: acceptEdits is no longer accepted
+    prompt = line({"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {"sessionId": SID, "prompt": []}})
+    actions = relay.from_client(prompt)
+    switch, relayed = sent(actions, SendToAgent)
+    assert ("session/set_mode", {"sessionId": SID, "modeId": "default"}) == (switch["method"], switch["params"])
+    assert json.loads(prompt) == relayed  # the switch reaches the agent before the prompt
+    [told] = sent(actions, SendToClient)
+    assert {"sessionUpdate": "current_mode_update", "currentModeId": "default"} == told["params"]["update"]
+    assert [] == sent(relay.from_client(prompt), SendToAgent)[:-1]  # checked once per reload
+    done = relay.from_agent(line({"jsonrpc": "2.0", "id": switch["id"], "result": {}}))
+    [reverted] = [a.fields for a in done if isinstance(a, Log)]
+    assert ("acceptEdits", "default", "policy.reloaded") == (reverted["from"], reverted["to"], reverted["update"])
+    in_force[0] = build_set(loader.embedded_sources())  # another reload, default still accepted
+    assert [SendToClient(ping)] == relay.from_agent(ping)
+
+
 def test_no_acceptable_mode_fails_the_session_closed_with_the_reason() -> None:
     relay = Relay(policy=lambda: SHIPPED)
     only_auto = [m for m in CLAUDE_MODES if m["id"] in ("auto", "acceptEdits")]

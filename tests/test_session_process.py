@@ -8,6 +8,7 @@ and the decision log file."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,52 @@ def test_agent_that_never_confirms_the_switch_gets_its_session_refused(tmp_path:
     assert 0 == proxy.wait()
     failed = [e for e in decision_log(log) if e["event"] == "mode.switch_failed"]
     assert [("auto", "default", "no answer within 0.5 s")] == [(e["from"], e["to"], e["error"]) for e in failed]
+
+
+def test_a_reload_switches_a_running_session_out_of_a_mode_no_longer_accepted(
+    tmp_path: Path, start_proxy: Any
+) -> None:
+    """Real file watcher: the policy file stops accepting acceptEdits while a session runs
+    in it; the client's next line reaches the agent after policyd's session/set_mode to the
+    preferred mode, and the client is told of the switch."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    policy = tmp_path / "modes.toml"
+    table = '[policy]\nname = "modes"\n\n[modes]\naccept = "mode.id in {ids}"\nprefer = ["default"]\n'
+    policy.write_text(table.format(ids='[\'default\', \'plan\', \'acceptEdits\']'))
+    session = {"sessionId": SID, "modes": {"currentModeId": "acceptEdits", "availableModes": CLAUDE_MODES}}
+    agent = write_agent(tmp_path, [
+        ["respond", {"protocolVersion": 1, "agentInfo": CLAUDE_INFO}],
+        ["hold", "new"],
+        ["reply", ["new", session]],
+        ["respond", {}],  # policyd's session/set_mode after the reload
+        ["recv_eof", None],
+    ])
+    log = tmp_path / "decisions.jsonl"
+    # --rehash: a backstop should the save land before the watch is live (see test_reload)
+    proxy = start_proxy(["--policy", str(policy), "--decision-log", str(log), "--rehash", "1"], agent.argv)
+    proxy.send_json({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+    assert 1 == proxy.read_json()["id"]
+    proxy.send_json({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(workspace),
+                                                                                   "mcpServers": []}})
+    assert "acceptEdits" == proxy.read_json()["result"]["modes"]["currentModeId"]
+    policy.write_text(table.format(ids='[\'default\', \'plan\']'))
+    deadline = time.monotonic() + 20
+    while '"policy.reloaded"' not in proxy.stderr_text():
+        assert time.monotonic() < deadline, proxy.stderr_text()[-3000:]
+        time.sleep(0.02)
+    prompt = proxy.send_json({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                              "params": {"sessionId": SID, "prompt": []}})
+    told = proxy.read_json()
+    assert {"sessionUpdate": "current_mode_update", "currentModeId": "default"} == told["params"]["update"]
+    proxy.close_stdin()
+    assert 0 == proxy.wait()
+    received = agent.received_lines()
+    switch = next(i for i, x in enumerate(received) if b'"session/set_mode"' in x)
+    assert "default" == json.loads(received[switch])["params"]["modeId"]
+    assert switch < received.index(prompt)
+    reverted = [e for e in decision_log(log) if e["event"] == "mode.reverted"]
+    assert [("acceptEdits", "default", "policy.reloaded")] == [(e["from"], e["to"], e["update"]) for e in reverted]
 
 
 def test_gemini_fs_side_channel_is_decided_by_the_shipped_policy(tmp_path: Path, start_proxy: Any) -> None:

@@ -18,6 +18,8 @@ Rules this module owns (policy: ``core.modes``; wire shapes: ACP ``modes`` and t
   notification reaches the client rewritten to show the mode switched back to.
 - A message this module does not change passes as the exact bytes received.
 
+- When the mode policy in force changes (a reload), sessions in a mode it no longer accepts
+  are switched as an agent's own switch is (:meth:`ModeGovernor.recheck`).
 - policyd's own switch unanswered for :data:`SWITCH_TIMEOUT_S` is given up (the shell sets
   the timer: the relay's ``Timer`` action): a held session answer becomes an error, as a
   refused switch does; the late answer is dropped.
@@ -380,6 +382,39 @@ class ModeGovernor:
         else:
             shown = wrap(rewrite(update, keep, target.id))
         return Effects(replace=line(shown), to_agent=started.to_agent, switch=started.switch)
+
+    def recheck(self, agent: PeerInfo) -> list[Effects]:
+        """The mode policy in force changed (a reload): every session known to be in a mode
+        the new policy does not accept is switched to the preferred acceptable one, as an
+        agent's own switch would be (``mode.reverted`` when the agent confirms); a client
+        shown ``modes`` is told with a ``current_mode_update``. A session with a switch in
+        flight is left to it; one with no acceptable mode left is logged
+        ``mode.revert_failed``."""
+        policy = self.policy()
+        if policy is None:
+            return []
+        switching = {sw.session_id for sw in self._switches.values()}
+        out: list[Effects] = []
+        for sid, s in list(self._sessions.items()):
+            if s.current is None or sid in switching:
+                continue
+            mode = next((m for m in s.modes if m.id == s.current), Mode(s.current))
+            if policy.accepts(mode, agent):
+                continue
+            fields = {"session_id": sid, "agent": agent.name, "from": s.current, "update": "policy.reloaded",
+                      "reason": policy.verdict(mode, agent)[1]}
+            target = policy.preferred(s.modes, agent)
+            if target is None:
+                out.append(Effects(logs=(("mode.revert_failed", {**fields, "error": "no acceptable mode"}),)))
+                continue
+            started = self._start(_Switch(sid, target.id, "revert", fields={**fields, "to": target.id}))
+            shown: tuple[bytes, ...] = ()
+            if s.has_modes:
+                update = {"sessionUpdate": "current_mode_update", "currentModeId": target.id}
+                shown = (line({"jsonrpc": "2.0", "method": "session/update",
+                               "params": {"sessionId": sid, "update": update}}),)
+            out.append(Effects(to_agent=started.to_agent, to_client=shown, switch=started.switch))
+        return out
 
     def _filtered(self, policy: ModePolicy, sid: str, holder: Mapping[str, Any], agent: PeerInfo,
                   wrap: Callable[[dict[str, Any]], dict[str, Any]]) -> Effects:

@@ -255,15 +255,37 @@ class Relay:
         self.coverage = Coverage()
         self.terminals = Terminals()
         self._held: dict[str, _Held] = {}
+        self._modes_checked: ModePolicy | None = None  # the mode policy sessions were checked under
 
     def _mode_policy(self) -> ModePolicy | None:
         p = self.policy()
         return p.modes if p is not None else None
 
+    def _modes_reloaded(self) -> list[Action]:
+        """Before each line: when the mode policy in force is not the one the sessions were
+        last checked under (a reload), switch the sessions it no longer accepts (their
+        switch requests reach the agent before this line does)."""
+        current = self._mode_policy()
+        if current is self._modes_checked:
+            return []
+        self._modes_checked = current
+        actions: list[Action] = []
+        for effects in self.modes.recheck(self.agent_info):
+            actions.extend(self._mode_actions(effects, to_client=False))
+            for data in effects.to_client:
+                actions.extend(self._to_client(data))
+        return actions
+
     # ------------------------------------------------------------------ client -> agent
 
     def from_client(self, line: bytes) -> list[Action]:
         """Handle one line the client wrote (newline included, or the last unterminated one)."""
+        rechecked = self._modes_reloaded()
+        if rechecked:
+            return rechecked + self._from_client(line)
+        return self._from_client(line)
+
+    def _from_client(self, line: bytes) -> list[Action]:
         parsed, log = _parse(line, "client")
         logs: list[Action] = [] if log is None else [log]
         if isinstance(parsed, list) or (parsed is None and jsonline.looks_like_json(line)):
@@ -399,6 +421,12 @@ class Relay:
 
     def from_agent(self, line: bytes, now_s: float = 0.0) -> list[Action]:
         """Handle one line the agent wrote; ``now_s`` (epoch seconds) stamps a new query."""
+        rechecked = self._modes_reloaded()
+        if rechecked:
+            return rechecked + self._from_agent(line, now_s)
+        return self._from_agent(line, now_s)
+
+    def _from_agent(self, line: bytes, now_s: float) -> list[Action]:
         parsed, log = _parse(line, "agent")
         actions: list[Action] = [] if log is None else [log]
         if isinstance(parsed, list) or (parsed is None and jsonline.looks_like_json(line)):
