@@ -67,6 +67,9 @@ def test_lookup_is_case_insensitive_and_later_entries_replace() -> None:
          "x/s: syntax"),
         ('schema = 1\n[[program]\n', "not valid TOML"),
         ('schema = 1\n[[program]]\nnames = ["x"]\noptions = [{ names = ["-a"], value = "read" }]\n', "arity 0"),
+        ('schema = 1\n[[program]]\nnames = ["x"]\nwrites_into = "/"\n', 'writes_into must be "."'),
+        ('schema = 1\n[[program]]\nnames = ["x"]\noptions = [{ names = ["-l"], lists_only = 1 }]\n',
+         "lists_only must be a bool"),
     ],
 )
 def test_schema_check_reports_the_problem(text: str, problem: str) -> None:

@@ -31,17 +31,17 @@ ROLES: frozenset[str] = frozenset({
 SYNTAXES: frozenset[str] = frozenset({"gnu", "exact", "posix", "single-dash", "none"})
 HANDLERS: frozenset[str] = frozenset({
     "wrapper", "shell", "find", "git", "make", "sed", "awk", "jq", "test", "cd", "printf",
-    "chmod", "python", "dd", "seq",
+    "chmod", "python", "dd", "seq", "tar",
 })
 STDOUT_KINDS: frozenset[str] = frozenset({"text", "token", "paths"})
 COUNTS: frozenset[object] = frozenset({1, "?", "*", "+"})
 
 _PROGRAM_KEYS = frozenset({
     "names", "summary", "source", "syntax", "handler", "effects", "operands", "options",
-    "subcommand", "stdout", "stdin", "script_language", "env",
+    "subcommand", "stdout", "stdin", "script_language", "env", "writes_into",
 })
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
-                          "repeat", "summary", "values"})
+                          "repeat", "summary", "values", "lists_only"})
 _OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is"})
 
 
@@ -64,6 +64,7 @@ class Option:
     replaces: str = ""
     operands_as: str = ""
     values: frozenset[str] = frozenset()  # when given, the only values known (else unknown)
+    lists_only: bool = False  # a list/test mode: the entry's ``writes_into`` does not apply
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,10 @@ class Program:
     option_index: Mapping[str, Option] = field(default_factory=dict)
     #: ``--long`` spellings, for GNU unambiguous-prefix abbreviations
     long_names: tuple[str, ...] = ()
+    #: the files it writes are named by its input data (archive members, a patch's file
+    #: names), under this directory relative to where it runs (``.``), unless a ``write``
+    #: option or operand names where; "" when it has no such writes
+    writes_into: str = ""
 
 
 class Catalogue:
@@ -245,11 +250,15 @@ class _Checker:
         operands_as = self.choice(w, raw.get("operands_as"), "operands_as", ROLES, "")
         if "repeat" in raw and not isinstance(raw["repeat"], bool):
             self.bad(w, "repeat must be a bool")
+        lists_only = raw.get("lists_only", False)
+        if not isinstance(lists_only, bool):
+            self.bad(w, "lists_only must be a bool")
+            lists_only = False
         values = self.strings(w, raw.get("values"), "values")
         if values and arity == 0:
             self.bad(w, "values given for an option of arity 0")
         return self.intern(Option(self.intern(names), arity, value, self.intern(frozenset(effects)), replaces,
-                                  operands_as, self.intern(frozenset(values))))
+                                  operands_as, self.intern(frozenset(values)), lists_only))
 
     def operand(self, where: str, raw: object) -> Operand | None:
         if not isinstance(raw, dict):
@@ -294,6 +303,10 @@ class _Checker:
         lang = self.choice(path, raw.get("script_language"), "script_language",
                            frozenset({"sed", "awk", "jq", "yq"}), "")
         env = self.strings(path, raw.get("env"), "env")
+        writes_into = raw.get("writes_into", "")
+        if not isinstance(writes_into, str) or writes_into not in ("", "."):
+            self.bad(path, 'writes_into must be "." (the directory it runs in)')
+            writes_into = ""
         operands = self._list(path, raw.get("operands"), "operands", self.operand)
         options = self._list(path, raw.get("options"), "options", self.option)
         spellings: dict[str, str] = {}
@@ -316,7 +329,7 @@ class _Checker:
         return Program(names, path, self.origin, syntax, handler, self.intern(frozenset(effects)),
                        self.intern(tuple(operands)), opts, subs, stdout,
                        "" if stdin == "data" else stdin, lang, self.intern(frozenset(env)),
-                       str(raw.get("summary", "")), index, long_names)
+                       str(raw.get("summary", "")), index, long_names, writes_into)
 
     def _list(self, where: str, value: object, what: str, one: Any) -> list[Any]:
         if value is None:

@@ -131,6 +131,8 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         chain = [entry]
         _dd(entry, words, acc)
     else:
+        if entry.handler == "tar" and words and not words[0][0].startswith("-"):
+            words = _tar_keys(entry, words, acc)
         chain = _parse(entry, words, acc, cmd)
     if (entry.handler == "git" and len(chain) > 1 and chain[1].names[0] == "clean"
             and {"-n", "--dry-run"} & set(acc.all_names)):
@@ -144,6 +146,12 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
     if entry.handler == "wrapper" and not acc.execs and entry.names[0] == "env":
         acc.effects.add("env-read")  # env without a command prints the environment
     last = chain[-1]
+    if "unknown" in acc.effects and not acc.reasons:  # an entry's own unknown effect: say so
+        acc.reasons.append(f"{' '.join(p.names[0] for p in chain)}: the catalogue marks what it does as unknown")
+    if (last.writes_into and not acc.writes  # the input names the files: anything under here
+            and not any(o is not None and o.lists_only for o in map(last.option_index.get, acc.all_names))):
+        acc.effects.add("write")
+        acc.writes.append((last.writes_into, LITERAL))
     if (entry.stdin == "shell" and not acc.operands and not acc.execs
             and not {"--version", "--help", "-V", "-h", "-v", "-m"} & set(acc.all_names)):
         acc.effects.add("exec")  # reads code from stdin
@@ -193,6 +201,26 @@ def _git_config(words: list[Word], acc: _Acc) -> None:
     if listing or (key is not None and not plain):
         acc.effects.add("read")
         acc.reads.append(("~/.gitconfig" if "--global" in acc.all_names else ".git/config", LITERAL))
+
+
+def _tar_keys(entry: Program, words: list[Word], acc: _Acc) -> list[Word]:
+    """tar's traditional first argument, option letters without a dash (``tar xzf a.tgz -C
+    d``): each letter is that short option, and a letter taking a value takes the next word
+    after the keys, in order (tar(1) "Traditional usage"). Returned as dashed options."""
+    keys, kind = words[0]
+    if kind != LITERAL:
+        acc.unknown("tar's first argument (option letters) is computed at run time")
+        return words
+    out: list[Word] = []
+    rest = words[1:]
+    used = 0
+    for letter in keys:
+        out.append(("-" + letter, LITERAL))
+        option = entry.option_index.get("-" + letter)
+        if option is not None and option.arity == 1 and used < len(rest):
+            out.append(rest[used])
+            used += 1
+    return out + rest[used:]
 
 
 def _first_operand(cmd: SimpleCommand) -> str:
