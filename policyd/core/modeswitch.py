@@ -270,14 +270,7 @@ class ModeGovernor:
         while len(self._expired) > MAX_SESSIONS:
             self._expired.popitem(last=False)
         error = f"no answer within {waited_s:g} s"
-        fields = {**switch.fields, "error": error}
-        if switch.purpose == "revert":
-            return rid, Effects(logs=(("mode.revert_failed", fields),))
-        self._sessions.pop(switch.session_id, None)
-        message = (f"policyd: session started in mode {fields.get('from')!r}, which the policy does not accept, "
-                   f"and the agent gave {error} to the switch to {switch.target!r}; session refused")
-        return rid, Effects(replace=_error(switch.client_id, SESSION_FAILED_CODE, message),
-                            logs=(("mode.switch_failed", {**fields, "message": message}),))
+        return rid, self._failed(switch, error, f"the agent gave {error} to the switch to {switch.target!r}")
 
     def switch_answer(self, msg: Mapping[str, Any]) -> tuple[str, Effects]:
         """The agent answered a request policyd sent (``owns`` was true); returns the request
@@ -297,14 +290,20 @@ class ModeGovernor:
                 s.current = switch.target
             event = "mode.switched" if switch.purpose == "session" else "mode.reverted"
             return rid, Effects(replace=switch.answer or None, logs=((event, fields),))
-        fields["error"] = error
+        return rid, self._failed(switch, error,
+                                 f"the agent refused the switch to {switch.target!r}: {_error_text(error)}")
+
+    def _failed(self, switch: _Switch, error: object, what: str) -> Effects:
+        """A switch that did not happen: a revert is logged; a held session answer becomes
+        the client's error (``what`` says why) and the session is forgotten."""
+        fields = {**switch.fields, "error": error}
         if switch.purpose == "revert":
-            return rid, Effects(logs=(("mode.revert_failed", fields),))
+            return Effects(logs=(("mode.revert_failed", fields),))
         self._sessions.pop(switch.session_id, None)
         message = (f"policyd: session started in mode {fields.get('from')!r}, which the policy does not accept, "
-                   f"and the agent refused the switch to {switch.target!r}: {_error_text(error)}; session refused")
-        return rid, Effects(replace=_error(switch.client_id, SESSION_FAILED_CODE, message),
-                            logs=(("mode.switch_failed", {**fields, "message": message}),))
+                   f"and {what}; session refused")
+        return Effects(replace=_error(switch.client_id, SESSION_FAILED_CODE, message),
+                       logs=(("mode.switch_failed", {**fields, "message": message}),))
 
     # -------------------------------------------------------------- client switches
 
