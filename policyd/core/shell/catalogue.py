@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from policyd.core.shell.memo import Memo
+
 SCHEMA_VERSION = 1
 _H = TypeVar("_H")
 
@@ -117,15 +119,17 @@ class Catalogue:
     for the ~260 programs a session never runs.
     """
 
-    __slots__ = ("_base", "_by_name", "_deferred")
+    __slots__ = ("_base", "_by_name", "_deferred", "memo")
 
     def __init__(self, programs: Iterable[Program] = (), base: Catalogue | None = None) -> None:
         self._by_name: dict[str, Program] = {}
         self._deferred: dict[str, tuple[str, str]] = {}  # name -> (origin, the table as JSON text)
         self._base = base
+        self.memo = Memo()
         self.add(programs)
 
     def add(self, programs: Iterable[Program]) -> None:
+        self.memo.clear()  # kept analyses were judged without these entries
         for p in programs:
             for n in p.names:
                 self._by_name[n.lower()] = p

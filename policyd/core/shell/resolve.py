@@ -84,6 +84,17 @@ class CommandFacts:
     discards: tuple[str, ...] = ()
 
 
+def analyse_text(text: str, catalogue: Catalogue, cwd: str,
+                 home: str) -> tuple[ShellAnalysis, tuple[CommandFacts, ...]]:
+    """``analyze(text)`` and its :func:`analyse_commands` facts, kept in ``catalogue.memo``
+    (both are pure: the same text, directory and home give the same, immutable, result)."""
+    memo = catalogue.memo
+    analysis = memo.get_or_compute(text, len(text), lambda: analyze(text))
+    facts = memo.get_or_compute((text, cwd, home), len(text) + len(cwd) + len(home),
+                                lambda: analyse_commands(analysis, catalogue, cwd, home))
+    return analysis, facts
+
+
 def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
                      home: str) -> tuple[CommandFacts, ...]:
     """Per-command facts of ``analysis`` in order (see the module doc)."""
