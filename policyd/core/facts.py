@@ -19,10 +19,9 @@ Rules this module owns:
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from policyd.core import cel, paths, shell, urls
 from policyd.core.envvars import assignment_allowed
@@ -35,7 +34,7 @@ from policyd.core.shell.resolve import (
     CommandFacts,
     _glob_candidates,
     _resolve_braces,
-    analyse_commands,
+    analyse_text,
 )
 
 #: rawInput keys holding one path (Claude, Codex, Gemini, TS SDK, common MCP file tools).
@@ -108,6 +107,30 @@ TOOL_FIELDS: tuple[str, ...] = (
 )
 
 RealPath = Callable[[str], str]
+
+_T = TypeVar("_T")
+
+if TYPE_CHECKING:
+    from functools import cached_property as once
+else:
+    class once(Generic[_T]):
+        """``functools.cached_property`` without its per-property lock (Python 3.11 takes
+        an RLock on every first access; a Facts object belongs to one decision, one thread)."""
+
+        __slots__ = ("fn", "name")
+
+        def __init__(self, fn: Callable[[Any], _T]) -> None:
+            self.fn = fn
+            self.name = fn.__name__
+
+        def __set_name__(self, owner: type, name: str) -> None:
+            self.name = name
+
+        def __get__(self, obj: Any, cls: type | None = None) -> _T:
+            if obj is None:
+                return self  # type: ignore[return-value]
+            value = obj.__dict__[self.name] = self.fn(obj)
+            return value
 
 #: Element types of the facts schema: ``string``, ``bool``, ``int``, ``timestamp``, ``map``
 #: (free-form), ``list(T)``, or a nested dict of field -> type (a map with known fields).
@@ -188,12 +211,12 @@ class Facts:
 
     # ------------------------------------------------------------------ simple fields
 
-    @functools.cached_property
+    @once
     def sent_kind(self) -> str:
         kind = self.call.get("kind")
         return kind if isinstance(kind, str) and kind in TOOL_KINDS else "other"
 
-    @functools.cached_property
+    @once
     def kind(self) -> str:
         if self.command_source in ("raw_input", "argv"):
             return "execute"
@@ -216,7 +239,7 @@ class Facts:
                 return str(claude["toolName"])
         return ""
 
-    @functools.cached_property
+    @once
     def cwd(self) -> str:
         """The directory relative paths of this call resolve against."""
         raw_cwd = self.raw_input.get("cwd")
@@ -230,7 +253,7 @@ class Facts:
 
     # ------------------------------------------------------------------ command
 
-    @functools.cached_property
+    @once
     def _command_and_source(self) -> tuple[str, str]:
         # every command-bearing key is analysed: an agent may run `cmd` while `command`
         # shows something harmless (the texts are joined as lines of one script)
@@ -257,22 +280,26 @@ class Facts:
         """``raw_input``, ``argv``, ``title`` or ``""`` when there is no command."""
         return self._command_and_source[1]
 
-    @functools.cached_property
+    @once
+    def _shell(self) -> tuple[shell.ShellAnalysis | None, tuple[CommandFacts, ...]]:
+        # both pure: kept by text (and directory, home) in the catalogue's memo
+        if not self.command:
+            return None, ()
+        cat = self._catalogue if self._catalogue is not None else shell_catalogue.default()
+        return analyse_text(self.command, cat, self.cwd, self.query.home)
+
+    @property
     def analysis(self) -> shell.ShellAnalysis | None:
-        return shell.analyze(self.command) if self.command else None
+        return self._shell[0]
 
     # ------------------------------------------------------------------ paths
 
-    @functools.cached_property
+    @property
     def shell_facts(self) -> tuple[CommandFacts, ...]:
         """Per-command catalogue facts (effects, resolved reads/writes, directories)."""
-        a = self.analysis
-        if a is None:
-            return ()
-        cat = self._catalogue if self._catalogue is not None else shell_catalogue.default()
-        return analyse_commands(a, cat, self.cwd, self.query.home)
+        return self._shell[1]
 
-    @functools.cached_property
+    @once
     def _all_cwds(self) -> tuple[str, ...]:
         """Every directory a command of the text may run in (for redirect targets)."""
         return _unique([self.cwd, *(d for cf in self.shell_facts for d in cf.cwds)])
@@ -288,7 +315,7 @@ class Facts:
             found.extend(g for r in found for g in _glob_candidates(r))
         return found
 
-    @functools.cached_property
+    @once
     def redirect_targets(self) -> tuple[tuple[str, str, bool, tuple[str, ...]], ...]:
         """``(op, raw target, dynamic, resolved targets)`` of every redirect."""
         a = self.analysis
@@ -305,7 +332,7 @@ class Facts:
                 out.append((r.op, r.target, r.dynamic, targets))
         return tuple(out)
 
-    @functools.cached_property
+    @once
     def paths(self) -> tuple[str, ...]:
         found: list[str] = []
         for loc in self._dicts(self.call.get("locations")):
@@ -335,7 +362,7 @@ class Facts:
                     resolved.extend(t for t in targets if t.startswith("/"))
         return _with_case_variants(_unique(resolved), self.query.session.roots)
 
-    @functools.cached_property
+    @once
     def write_paths(self) -> tuple[str, ...]:
         """Paths this call writes: all paths for edit/delete/move; for a shell command, the
         catalogue's write and delete operands, output redirect targets, and the operands of
@@ -382,13 +409,13 @@ class Facts:
             return []
         return [v for v in self._bounded(value, "a tool-call list") if isinstance(v, Mapping)]
 
-    @functools.cached_property
+    @once
     def real_paths(self) -> tuple[str, ...]:
         if self._realpath is None:
             return self.paths
         return _unique(self._realpath(p) for p in self.paths)
 
-    @functools.cached_property
+    @once
     def real_write_paths(self) -> tuple[str, ...]:
         """``write_paths`` with symlinks resolved (``hk/pre-commit`` through a link to
         ``.git/hooks``); equals ``write_paths`` without a resolver."""
@@ -396,7 +423,7 @@ class Facts:
             return self.write_paths
         return _unique(self._realpath(p) for p in self.write_paths if p.startswith("/"))
 
-    @functools.cached_property
+    @once
     def unknown(self) -> tuple[str, ...]:
         """Why the analysis cannot know what this call runs (empty: it knows)."""
         a = self.analysis
@@ -409,7 +436,7 @@ class Facts:
             found.extend(a.errors)
         return _unique(found)
 
-    @functools.cached_property
+    @once
     def assignments(self) -> tuple[tuple[str, str], ...]:
         """``(name, value)`` of every assignment, and of every variable a command assigns
         (``printf -v NAME``, ``read NAME``: value ``""``, unknown until run)."""
@@ -419,7 +446,7 @@ class Facts:
         assigned = [(v, "") for cf in self.shell_facts for v in cf.judgement.variables]
         return (*a.assignments, *assigned)
 
-    @functools.cached_property
+    @once
     def effects(self) -> frozenset[str]:
         """Union of every command's effects; ``unknown`` when anything is unknown; ``write``
         for output redirects; ``env`` for an environment assignment not allow-listed."""
@@ -439,7 +466,7 @@ class Facts:
 
     # ------------------------------------------------------------------ url
 
-    @functools.cached_property
+    @once
     def url(self) -> str:
         for key in URL_KEYS:
             value = self.raw_input.get(key)
@@ -451,7 +478,7 @@ class Facts:
 
     # ------------------------------------------------------------------ CEL
 
-    @functools.cached_property
+    @once
     def _unions(self) -> tuple[list[str], ...]:
         """Tool-level unions of the commands' reads, deletes, discards, cwds, creates and
         execs (first occurrence order, empty strings dropped), built in one pass."""
@@ -470,80 +497,7 @@ class Facts:
 
     def tool_field(self, name: str) -> Any:
         """The plain-Python value of ``tool.<name>``; raises KeyError for unknown names."""
-        a = self.analysis
-        match name:
-            case "id":
-                return str(self.call.get("toolCallId", ""))
-            case "kind":
-                return self.kind
-            case "sent_kind":
-                return self.sent_kind
-            case "title":
-                return self.title
-            case "name":
-                return self.name
-            case "status":
-                status = self.call.get("status")
-                return status if isinstance(status, str) else ""
-            case "raw_input":
-                return self.raw_input
-            case "paths":
-                return list(self.paths)
-            case "real_paths":
-                return list(self.real_paths)
-            case "write_paths":
-                return list(self.write_paths)
-            case "real_write_paths":
-                return list(self.real_write_paths)
-            case "command":
-                return self.command
-            case "commands":
-                if not a:
-                    return []
-                return [_command_map(c, self.command_paths(c, cf), cf)
-                        for c, cf in zip(a.commands, self.shell_facts, strict=True)]
-            case "redirects":
-                return [
-                    {"op": op, "target": t, "dynamic": dyn}
-                    for op, _, dyn, targets in self.redirect_targets
-                    for t in targets
-                ]
-            case "assignments":
-                return [{"name": k, "value": v, "allowed": assignment_allowed(k, v)}
-                        for k, v in self.assignments]
-            case "shell":
-                return {
-                    "parse_ok": a.parse_ok if a else True,
-                    "dynamic": a.dynamic if a else False,
-                    "from_title": self.command_source == "title",
-                    "errors": list(a.errors) if a else [],
-                    "unknown": list(a.unknown) if a else [],
-                }
-            case "effects":
-                return sorted(self.effects)
-            case "reads":
-                return list(self._unions[0])
-            case "writes":
-                return list(self.write_paths) if self.kind != "execute" or a else []
-            case "names":
-                return list(_unique(c.name.lower() for c in a.commands)) if a else []
-            case "deletes":
-                return list(self._unions[1])
-            case "discards":
-                return list(self._unions[2])
-            case "cwds":
-                return list(self._unions[3])
-            case "creates":
-                return list(self._unions[4])
-            case "execs":
-                return list(self._unions[5])
-            case "unknown":
-                return list(self.unknown)
-            case "url":
-                return self.url
-            case "url_parts":
-                return urls.parse(self.url).as_dict()
-        raise KeyError(name)
+        return _TOOL_GETTERS[name](self)
 
     def activation(self, needs: Iterable[str] | None = None) -> dict[str, Any]:
         """CEL variables ``tool``, ``session``, ``agent``, ``client``, ``options``, ``now``.
@@ -551,7 +505,11 @@ class Facts:
         ``needs`` names the ``tool.*`` fields to build (None: all of them).
         """
         q = self.query
-        wanted = TOOL_FIELDS if needs is None else tuple(f for f in TOOL_FIELDS if f in set(needs))
+        if needs is None:
+            wanted: Iterable[str] = TOOL_FIELDS
+        else:
+            needed = needs if isinstance(needs, frozenset | set) else set(needs)
+            wanted = [f for f in TOOL_FIELDS if f in needed]
         tool = {name: self.tool_field(name) for name in wanted}
         roots = list(q.session.roots)
         # the physical directories: the client's spelling resolved by the file system (a
@@ -573,6 +531,65 @@ class Facts:
         act = {k: cel.bound(v, cut=self.cut) for k, v in plain.items()}
         act["now"] = cel.timestamp(q.now_s)
         return act
+
+
+def _status(f: Facts) -> str:
+    status = f.call.get("status")
+    return status if isinstance(status, str) else ""
+
+
+def _commands(f: Facts) -> list[dict[str, Any]]:
+    a = f.analysis
+    if not a:
+        return []
+    return [_command_map(c, f.command_paths(c, cf), cf) for c, cf in zip(a.commands, f.shell_facts, strict=True)]
+
+
+def _shell_map(f: Facts) -> dict[str, Any]:
+    a = f.analysis
+    return {
+        "parse_ok": a.parse_ok if a else True,
+        "dynamic": a.dynamic if a else False,
+        "from_title": f.command_source == "title",
+        "errors": list(a.errors) if a else [],
+        "unknown": list(a.unknown) if a else [],
+    }
+
+
+#: ``tool.<name>`` -> its plain-Python value (a table, not a chain of comparisons: one
+#: lookup per field per decision).
+_TOOL_GETTERS: dict[str, Callable[[Facts], Any]] = {
+    "id": lambda f: str(f.call.get("toolCallId", "")),
+    "kind": lambda f: f.kind,
+    "sent_kind": lambda f: f.sent_kind,
+    "title": lambda f: f.title,
+    "name": lambda f: f.name,
+    "status": _status,
+    "raw_input": lambda f: f.raw_input,
+    "paths": lambda f: list(f.paths),
+    "real_paths": lambda f: list(f.real_paths),
+    "write_paths": lambda f: list(f.write_paths),
+    "real_write_paths": lambda f: list(f.real_write_paths),
+    "command": lambda f: f.command,
+    "commands": _commands,
+    "redirects": lambda f: [{"op": op, "target": t, "dynamic": dyn}
+                            for op, _, dyn, targets in f.redirect_targets for t in targets],
+    "assignments": lambda f: [{"name": k, "value": v, "allowed": assignment_allowed(k, v)}
+                              for k, v in f.assignments],
+    "shell": _shell_map,
+    "effects": lambda f: sorted(f.effects),
+    "reads": lambda f: list(f._unions[0]),
+    "writes": lambda f: list(f.write_paths) if f.kind != "execute" or f.analysis else [],
+    "names": lambda f: list(_unique(c.name.lower() for c in f.analysis.commands)) if f.analysis else [],
+    "deletes": lambda f: list(f._unions[1]),
+    "discards": lambda f: list(f._unions[2]),
+    "cwds": lambda f: list(f._unions[3]),
+    "creates": lambda f: list(f._unions[4]),
+    "execs": lambda f: list(f._unions[5]),
+    "unknown": lambda f: list(f.unknown),
+    "url": lambda f: f.url,
+    "url_parts": lambda f: urls.parse(f.url).as_dict(),
+}
 
 
 def _base(name: str) -> str:
