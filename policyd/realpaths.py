@@ -17,6 +17,7 @@ fewer system calls.
 from __future__ import annotations
 
 import os
+import stat
 
 #: Paths with more components than this are resolved without the per-decision memo.
 MAX_MEMO_DEPTH = 64
@@ -73,6 +74,22 @@ def _kernel_realpath(path: str) -> str | None:
     return None
 
 
+def _opened_realpath(path: str) -> str | None:
+    """The real path of an absolute ``path`` that can be opened (``O_PATH``), as the kernel
+    names it (``/proc/self/fd``, proc(5)); None when it cannot be opened or named."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        found = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return found if found.startswith("/") and not found.endswith(" (deleted)") else None
+
+
 def _encodable(path: str) -> bool:
     try:
         path.encode()
@@ -103,11 +120,16 @@ class Resolver:
                 or "\0" in path or not _encodable(path) or path.count("/") > MAX_MEMO_DEPTH):
             return realpath(path)  # "//": os.path.realpath has its own answers after a link loop
         real_dir, exists = self._directory(head)
-        if exists:
-            return realpath(path)
-        # the directory's real path does not exist (or is no directory): nothing below it
-        # does, and os.path.realpath appends a component that does not exist as written
-        return real_dir.rstrip("/") + "/" + base
+        below = real_dir.rstrip("/") + "/" + base
+        if not exists:
+            # the directory's real path does not exist (or is no directory): nothing below it
+            # does, and os.path.realpath appends a component that does not exist as written
+            return below
+        try:
+            st = os.lstat(below)
+        except OSError:
+            return below  # os.path.realpath appends a component it cannot lstat as written
+        return realpath(path) if stat.S_ISLNK(st.st_mode) else below
 
     def _directory(self, d: str) -> tuple[str, bool]:
         """(real path of directory ``d``, whether that real path can be opened); a directory
@@ -118,13 +140,23 @@ class Resolver:
         known = self._dirs.get(d)
         if known is not None:
             return known
+        opened = _opened_realpath(d)
+        if opened is not None:  # it exists: the kernel named it, no parent need be looked at
+            known = self._dirs[d] = (opened, True)
+            return known
         parent, _, name = d.rpartition("/")
-        if parent and name not in (".", ".."):
-            real_parent, parent_exists = self._directory(parent)
+        if name not in ("", ".", ".."):
+            real_parent, parent_exists = self._directory(parent) if parent else ("/", True)
+            below = real_parent.rstrip("/") + "/" + name
             if not parent_exists:
-                known = self._dirs[d] = (real_parent.rstrip("/") + "/" + name, False)
+                known = self._dirs[d] = (below, False)
                 return known
-        real = realpath(d)
+            try:
+                os.lstat(below)
+            except OSError:  # missing (or unreadable): os.path.realpath appends it as written
+                known = self._dirs[d] = (below, False)
+                return known
+        real = realpath(d)  # there but not openable (a dangling link, a loop): realpath decides
         try:
             os.close(os.open(real, os.O_PATH | os.O_CLOEXEC))
             exists = True

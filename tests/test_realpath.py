@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from policyd.realpaths import Resolver, _kernel_realpath, realpath
 
-COMPONENTS = st.sampled_from(["real", "sub", "link", "up", "loop", "dangling", "f", "missing", "..", ".", "", "fifo"])
+COMPONENTS = st.sampled_from(["real", "sub", "link", "up", "loop", "dangling", "f", "missing", "..", ".", "", "fifo",
+                              "dl", "fl"])
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +26,8 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "real" / "sub" / "link").symlink_to("../f")
     (root / "loop").symlink_to("loop")
     (root / "dangling").symlink_to(root / "nowhere")
+    (root / "real" / "dl").symlink_to("missing/deeper")  # dangling, through a missing directory
+    (root / "real" / "sub" / "fl").symlink_to("../../link/sub")  # a directory, through a link
     os.mkfifo(root / "real" / "fifo")
     return root
 
