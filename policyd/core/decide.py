@@ -62,12 +62,10 @@ def decide(
         budget = cel.Budget(clock=clock, deadline=deadline)
         # strictest first; stop once no remaining rule can change the decision: every deny
         # rule is evaluated, ask rules only when no deny matched, allow rules until one matches
-        for level in (Decision.DENY, Decision.ASK, Decision.ALLOW):
+        for level_rules in policy.levels_for_kind(facts.kind):
             if matches:
                 break
-            for rule in applicable:
-                if rule.decision is not level:
-                    continue
+            for rule in level_rules:
                 try:
                     budget.check()
                     outcome = rule_outcome(rule, activation, budget)
@@ -81,7 +79,7 @@ def decide(
                     errors.append(f"{rule.id}: {outcome.error}")
                 if outcome.matched:
                     matches.append(RuleMatch(rule.id, rule.decision, rule.reason, outcome.error))
-                    if level is Decision.ALLOW:
+                    if rule.decision is Decision.ALLOW:
                         break
     if facts.cut:  # the rules did not see the whole request: never allow on that basis
         errors.append(f"input exceeds evaluation limits ({'; '.join(sorted(set(facts.cut))[:3])}): allow becomes ask")

@@ -139,6 +139,8 @@ class PolicySet:
     catalogue: shell_catalogue.Catalogue | None = None
     _by_kind: dict[str, tuple[tuple[Rule, ...], frozenset[str]]] = field(default_factory=dict, init=False, repr=False,
                                                                           compare=False)
+    _levels: dict[str, tuple[tuple[Rule, ...], ...]] = field(default_factory=dict, init=False, repr=False,
+                                                             compare=False)
 
     @property
     def short_hash(self) -> str:
@@ -151,6 +153,16 @@ class PolicySet:
         if found is None:
             rules = tuple(r for r in self.rules if r.applies_to(kind))
             found = self._by_kind[kind] = (rules, frozenset().union(*(r.needs for r in rules)))
+        return found
+
+    def levels_for_kind(self, kind: str) -> tuple[tuple[Rule, ...], ...]:
+        """:meth:`for_kind`'s rules split by decision, strictest first: (deny, ask, allow),
+        each in set order (computed once per kind)."""
+        found = self._levels.get(kind)
+        if found is None:
+            rules = self.for_kind(kind)[0]
+            found = self._levels[kind] = tuple(tuple(r for r in rules if r.decision is level)
+                                               for level in (Decision.DENY, Decision.ASK, Decision.ALLOW))
         return found
 
 
