@@ -179,8 +179,11 @@ class Compiler:
 
     def c_member_dot(self, t: Tree[Any], scope: Scope) -> Node:
         obj_tree, name_tok = t.children
-        obj = self.node(obj_tree, scope)
         name = str(name_tok)
+        base = _unwrap(obj_tree)
+        if base is not None and base.data == "ident" and str(base.children[0]) not in _TYPE_NAMES:
+            return _select_from_name(str(base.children[0]), scope.get(str(base.children[0])), name)
+        obj = self.node(obj_tree, scope)
 
         def select(a: Mapping[str, Any], s: list[Any]) -> Any:
             m = obj(a, s)
@@ -364,6 +367,37 @@ def _logic_rest(x: Any, y: Any, unit: bool, op: str) -> Any:
     if isinstance(y, CelError):
         raise y
     raise v.no_overload(op, x, y)
+
+
+def _select_from_name(var: str, slot: int | None, name: str) -> Node:
+    """``var.name`` in one closure (the commonest node: ``tool.paths``, ``c.name``): ``var``
+    a comprehension variable (``slot``) or a top-level one; the same errors as an ident
+    node followed by a select node."""
+    if slot is not None:
+        def select_slot(a: Mapping[str, Any], s: list[Any]) -> Any:
+            m = s[slot]
+            if type(m) is dict:
+                try:
+                    return m[name]
+                except KeyError:
+                    raise CelError(f"no such key: {name!r}") from None
+            raise CelError(f"no such field {name!r} on {v.type_name(m)}")
+
+        return select_slot
+
+    def select_var(a: Mapping[str, Any], s: list[Any]) -> Any:
+        try:
+            m = a[var]
+        except KeyError:
+            raise CelError(f"undeclared reference to {var!r}") from None
+        if type(m) is dict:
+            try:
+                return m[name]
+            except KeyError:
+                raise CelError(f"no such key: {name!r}") from None
+        raise CelError(f"no such field {name!r} on {v.type_name(m)}")
+
+    return select_var
 
 
 def _unwrap(t: Any) -> Tree[Any] | None:
