@@ -14,9 +14,12 @@ they act (an allow: see ``Relay.audit``) act only when it was written.
 from __future__ import annotations
 
 import contextlib
+import datetime
+import json
 import logging
 import os
 import sys
+import threading
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import IO, Any, TextIO, cast
 
@@ -41,8 +44,13 @@ class _AppendFile:
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
         self._pending = ""
         self._torn = False  # a line was cut short: start the next one on a fresh line
+        self._lock = threading.Lock()  # the proxy's and daemon's threads log too
 
     def write(self, text: str) -> int:
+        with self._lock:
+            return self._write(text)
+
+    def _write(self, text: str) -> int:
         self._pending += text
         end = self._pending.rfind("\n")
         if end == -1:
@@ -139,11 +147,14 @@ def decision(event: str, fields: Mapping[str, Any], level: str = "info") -> bool
 
     Returns False when it could not be written (see the module doc); never raises OSError.
     """
-    logger = _SINK.decision_logger
-    if logger is None:  # not configured: still never stdout
-        logger = structlog.wrap_logger(structlog.PrintLogger(file=sys.stderr), processors=_PROCESSORS)
     try:
-        getattr(logger, level)(event, **fields)
+        if isinstance(_SINK.decision_file, _AppendFile):
+            _SINK.decision_file.write(_render(event, fields, level) + "\n")
+        else:  # stderr, shared with the operational log: through structlog, under its lock
+            logger = _SINK.decision_logger
+            if logger is None:  # not configured: still never stdout
+                logger = structlog.wrap_logger(structlog.PrintLogger(file=sys.stderr), processors=_PROCESSORS)
+            getattr(logger, level)(event, **fields)
     except (OSError, ValueError) as exc:  # ValueError: the file was closed
         if not _SINK.failing:
             _SINK.failing = True
@@ -155,6 +166,27 @@ def decision(event: str, fields: Mapping[str, Any], level: str = "info") -> bool
         _SINK.failing = False
         get().warning("decision_log.write_recovered", path=getattr(_SINK.decision_file, "name", "stderr"))
     return True
+
+
+def _render(event: str, fields: Mapping[str, Any], level: str) -> str:
+    """One decision-log line as :data:`_PROCESSORS` render it (fields, then ``event``,
+    ``level``, ``timestamp``; the taps see it first), without structlog's per-call
+    machinery: the decision log file is written on every decision."""
+    record = dict(fields)
+    record.pop("event", None)  # structlog's keyword would be the event itself
+    record["event"] = event
+    record["level"] = level
+    record["timestamp"] = datetime.datetime.now(tz=datetime.UTC).isoformat().replace("+00:00", "Z")
+    _run_taps(None, level, record)
+    return json.dumps(record, default=_json_fallback)
+
+
+def _json_fallback(obj: Any) -> Any:
+    """structlog's JSONRenderer fallback: ``__structlog__()`` when defined, else ``repr``."""
+    try:
+        return obj.__structlog__()
+    except AttributeError:
+        return repr(obj)
 
 
 def close() -> None:
