@@ -265,11 +265,13 @@ class Compiler:
             line, col = _pos(at)
             raise Unsupported(str(exc), line, col) from None
 
+        search = fns.search
+
         def match(a: Mapping[str, Any], s: list[Any]) -> Any:
             x = text(a, s)
             if type(x) is not str:
                 raise v.no_overload("matches", x, pattern)
-            return rx.search(x) is not None
+            return search(rx, x)
 
         return match
 

@@ -89,7 +89,40 @@ def regex(pattern: str) -> Any:
 
 def matches(s: Any, pattern: Any) -> bool:
     """RE2 search (unanchored), as the CEL spec and cel-python."""
-    return regex(_str(pattern, "matches")).search(_str(s, "matches")) is not None
+    return search(regex(_str(pattern, "matches")), _str(s, "matches"))
+
+
+def search(rx: Any, text: str) -> bool:
+    """Whether compiled RE2 pattern ``rx`` matches somewhere in ``text``.
+
+    RE2 matches UTF-8: ``text`` is encoded, a lone surrogate (JSON ``"\\ud800"``, which
+    Python keeps) as U+FFFD, what a JavaScript peer's UTF-8 encoder writes for it; the
+    ``re2`` module's own ``search`` raises UnicodeEncodeError there. Only the yes/no is
+    needed, so RE2's ``Match`` is asked directly (the module's ``search`` builds a match
+    object with every group's offsets decoded back to characters: several times slower)."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        data = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+    if _RAW_MATCH:
+        return bool(rx._regexp.Match(_UNANCHORED, data, 0, len(data))[0] != _NO_SPAN)
+    return rx.search(data) is not None
+
+
+def _raw_match_works() -> bool:
+    """google-re2's compiled object exposes ``_regexp.Match(anchor, bytes, pos, endpos)``
+    (spans; ``(-1, -1)`` for no match): checked once, else its public ``search``."""
+    try:
+        rx = re2.compile("b+c")
+        probe = [rx._regexp.Match(_UNANCHORED, t, 0, len(t))[0] != _NO_SPAN for t in (b"abbc", b"abd", b"")]
+    except Exception:  # another re2 build: use the public API
+        return False
+    return probe == [True, False, False]
+
+
+_UNANCHORED = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+_NO_SPAN = (-1, -1)
+_RAW_MATCH = _raw_match_works()
 
 
 def lower_ascii(s: Any) -> str:
