@@ -123,7 +123,15 @@ class Program:
         Raises CelEvalError when evaluation fails or the result is not a bool;
         BudgetExceeded when ``budget`` ran out.
         """
-        result = self.evaluate(activation, budget)
+        c = self.compiled  # Compiled.evaluate inlined: this runs once per rule per decision
+        slots: list[Any] = [None] * c.slots
+        slots[0] = budget if budget is not None else Budget()
+        try:
+            result = c.root(activation, slots)
+        except celc.CelError as exc:
+            raise CelEvalError(str(exc)[:300]) from None
+        except RecursionError:
+            raise CelEvalError("expression too deeply nested") from None
         if result is True or result is False:
             return result
         raise CelEvalError(f"rule must yield a bool, got {values.type_name(result)}")

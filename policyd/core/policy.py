@@ -174,6 +174,9 @@ class RuleOutcome:
     error: str = ""
 
 
+_MATCHED, _NOT_MATCHED = RuleOutcome(True), RuleOutcome(False)
+
+
 def rule_outcome(rule: Rule, activation: Mapping[str, Any], budget: cel.Budget | None = None) -> RuleOutcome:
     """Evaluate ``rule`` (its kinds filter already passed).
 
@@ -182,7 +185,7 @@ def rule_outcome(rule: Rule, activation: Mapping[str, Any], budget: cel.Budget |
     ``budget`` raises cel.BudgetExceeded (the caller answers ask).
     """
     try:
-        return RuleOutcome(rule.program.evaluate_bool(activation, budget))
+        return _MATCHED if rule.program.evaluate_bool(activation, budget) else _NOT_MATCHED
     except cel.CelEvalError as exc:
         return RuleOutcome(rule.decision is not Decision.ALLOW, str(exc))
 
