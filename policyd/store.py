@@ -311,9 +311,9 @@ class Store:
         WAL reader almost never waits: only while another process recovers or resets the
         log)."""
         clauses = " OR ".join("(scope = ? AND scope_value = ?)" for _ in scope_values)
-        params: list[Any] = [key]
+        params: list[Any] = [_text(key)]
         for scope, value in scope_values.items():
-            params += [scope, value]
+            params += [scope, _text(value)]
         params.append(now)
         sql = (
             f"SELECT * FROM remembered WHERE key = ? AND ({clauses}) "
@@ -361,8 +361,8 @@ class Store:
             " agent = excluded.agent, example_title = excluded.example_title"
             " RETURNING id"
         )
-        params = (key, scope, scope_value, decision, now, expires_at, origin_option, origin_name, agent,
-                  example_title[:200])
+        params = (_text(key), scope, _text(scope_value), decision, now, expires_at, _text(origin_option),
+                  _text(origin_name), _text(agent), _text(example_title[:200]))
         self.verify()
         try:
             with self._transaction():
@@ -380,7 +380,7 @@ class Store:
             params.append(scope)
         if match:
             sql += " AND (instr(key, ?) > 0 OR instr(example_title, ?) > 0)"
-            params += [match, match]
+            params += [_text(match), _text(match)]
         if now is not None:
             sql += " AND (expires_at IS NULL OR expires_at > ?)"
             params.append(now)
@@ -399,7 +399,8 @@ class Store:
                     cur = self._db.execute("DELETE FROM remembered")
                 elif match is not None:
                     cur = self._db.execute(
-                        "DELETE FROM remembered WHERE instr(key, ?) > 0 OR instr(example_title, ?) > 0", (match, match)
+                        "DELETE FROM remembered WHERE instr(key, ?) > 0 OR instr(example_title, ?) > 0",
+                        (_text(match), _text(match)),
                     )
                 else:
                     marks = ",".join("?" for _ in ids or [])
@@ -425,3 +426,14 @@ def count_entries(path: str | Path) -> int:
     except sqlite3.Error as exc:
         raise StoreError(f"{path}: {exc}") from exc
     return int(row[0])
+
+
+def _text(value: str) -> str:
+    """``value`` as SQLite can store it (UTF-8): a lone surrogate (JSON ``"\\ud800"``, which
+    Python keeps) becomes U+FFFD, as a JavaScript peer's UTF-8 encoder writes it; sqlite3
+    raises UnicodeEncodeError for it otherwise. Writes and lookups agree on the spelling."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return value

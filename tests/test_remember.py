@@ -552,6 +552,20 @@ def test_store_entry_fields_and_reopen_keeps_data(tmp_path: Path) -> None:
     again.close()
 
 
+def test_store_takes_lone_surrogates_as_a_js_peer_encodes_them(tmp_path: Path) -> None:
+    """JSON "\\ud800" is a lone surrogate in Python; SQLite stores UTF-8 (sqlite3 raised
+    UnicodeEncodeError, and a request reading such a file got no decision)."""
+    store = Store(tmp_path / "s.sqlite3")
+    store.remember("read:/w/a\ud800", "workspace", "/w\udc80", "allow", now=1.0, expires_at=None,
+                   origin_name="Always \ud800", example_title="cat a\ud800")
+    found = store.lookup("read:/w/a\ud800", {"workspace": "/w\udc80"}, now=2.0)
+    assert found is not None and found.key == "read:/w/a\ufffd" and found.scope_value == "/w\ufffd"
+    assert store.lookup("read:/w/a\ufffd", {"workspace": "/w\ufffd"}, now=2.0) is not None  # one spelling
+    assert [found.id] == [e.id for e in store.entries(match="a\ud800")]
+    assert 1 == store.forget(match="/w/a\udfff")
+    store.close()
+
+
 def test_store_rejects_a_schema_from_the_future(tmp_path: Path, rec: LogRecorder) -> None:
     path = tmp_path / "s.sqlite3"
     Store(path).close()
