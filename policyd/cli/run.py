@@ -111,7 +111,7 @@ def proxy(
                              on_remember=embedded.remember, startup=embedded.start, spawned=spawned)
         finally:
             status.remove()
-        if embedded.started and embedded.future.exception() is not None:  # waits for a load still running
+        if embedded.started and embedded.settle() is not None:  # waits for a load still running
             return embedded.report()
         return code
     finally:
@@ -128,14 +128,28 @@ class _EmbeddedStart:
         self.future: concurrent.futures.Future[Reloader | None] = concurrent.futures.Future()
         self.engine: Any = None
         self.started = False  # start() runs only once the agent was spawned
+        self._thread: threading.Thread | None = None
 
     def start(self) -> concurrent.futures.Future[Reloader | None]:
         """Load on a thread (parse, compile, examples: the slow part); the engine, memory
         (SQLite: one thread) and reloader are then built on the event loop's thread."""
         loop = asyncio.get_running_loop()
         self.started = True
-        threading.Thread(target=self._load, args=(loop,), name="policyd-load", daemon=True).start()
+        self._thread = threading.Thread(target=self._load, args=(loop,), name="policyd-load", daemon=True)
+        self._thread.start()
         return self.future
+
+    def settle(self) -> BaseException | None:
+        """Once the proxy's event loop has stopped: the load's failure, or None. Waits for a
+        load still running. A load that finished as the loop was stopping had its
+        :meth:`_finish` queued on a loop that no longer runs: nothing is left to finish
+        (the agent is gone), so it counts as loaded instead of leaving the future unset
+        (``exception()`` would wait forever)."""
+        if self._thread is not None:
+            self._thread.join()
+        if not self.future.done():
+            self.future.set_result(None)
+        return self.future.exception()
 
     def _load(self, loop: asyncio.AbstractEventLoop) -> None:
         try:
