@@ -11,6 +11,9 @@
   and 200 chained commands (``git status && ...``, allowed), and for the work budget:
   1,999 chained commands and ``env`` repeated 64 times (both refused with ask).
 
+Cold: the catalogue's memo of analysed command texts is off, so every sample analyses its
+command anew (``analyze()`` itself is never memoised; the decisions would be).
+
 Run: ``python benchmarks/bench_shell.py`` (well under a minute).
 """
 
@@ -35,6 +38,9 @@ from policyd.core import shell  # noqa: E402
 from policyd.core.decide import decide  # noqa: E402
 from policyd.core.facts import Facts  # noqa: E402
 from policyd.core.model import PermissionOption, PermissionQuery, SessionInfo  # noqa: E402
+from policyd.core.shell import catalogue as shell_catalogue  # noqa: E402
+
+shell_catalogue.default().memo.enabled = False  # cold: see the module doc
 from policyd.core.policy import build_set  # noqa: E402
 
 CWD, HOME = "/workspace/project", "/home/dev"
