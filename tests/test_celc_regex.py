@@ -17,7 +17,7 @@ from policyd.core.policy import build_set
 from policyd.engine import Engine
 
 PATTERNS = ["ghp_", "^a", "a$", "(?i)drop\\s+table", "é+", "^.$", "\\bfind\\b", "", "x*", "[^a-z]", "\\d{2,}", "^$"]
-TEXT = st.text(alphabet=st.sampled_from(list("abcdéx ghp_DROPtable19\n") + ["\u00e9", "\u4e2d", "\U0001f600"]),
+TEXT = st.text(alphabet=st.sampled_from([*"abcdéx ghp_DROPtable19\n", "\u00e9", "\u4e2d", "\U0001f600"]),
                max_size=20)
 
 
