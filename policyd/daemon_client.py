@@ -48,7 +48,8 @@ class DaemonClient:
             if method == "v1/decide" and isinstance(params, dict):  # the daemon logs a late decision as abandoned
                 params = {**params, "deadline": time.time() + self.timeout_s}
             try:
-                return await asyncio.wait_for(self._call(method, params), self.timeout_s)
+                async with asyncio.timeout(self.timeout_s):  # no task per call, as wait_for makes
+                    return await self._call(method, params)
             except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
                 self._drop()
                 if self._healthy:
