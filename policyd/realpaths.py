@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 import stat
 
+from policyd.core.jsonline import as_written
+
 #: Paths with more components than this are resolved without the per-decision memo.
 MAX_MEMO_DEPTH = 64
 
@@ -29,7 +31,7 @@ def realpath(path: str) -> str:
         found = _kernel_realpath(path)
         return found if found is not None else os.path.realpath(path)
     except UnicodeEncodeError:
-        return realpath(path.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+        return realpath(as_written(path))
     except ValueError:  # embedded null byte
         return os.path.normpath(path)
 

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from policyd.core.jsonline import as_written  # SQLite text is UTF-8: lone surrogates as U+FFFD
+
 #: Milliseconds a writer waits for another process's lock before failing.
 BUSY_TIMEOUT_MS = 5000
 #: Milliseconds a lookup waits for a lock: below the proxy's daemon deadline (2 s), so a
@@ -311,9 +313,9 @@ class Store:
         WAL reader almost never waits: only while another process recovers or resets the
         log)."""
         clauses = " OR ".join("(scope = ? AND scope_value = ?)" for _ in scope_values)
-        params: list[Any] = [_text(key)]
+        params: list[Any] = [as_written(key)]
         for scope, value in scope_values.items():
-            params += [scope, _text(value)]
+            params += [scope, as_written(value)]
         params.append(now)
         sql = (
             f"SELECT * FROM remembered WHERE key = ? AND ({clauses}) "
@@ -361,8 +363,9 @@ class Store:
             " agent = excluded.agent, example_title = excluded.example_title"
             " RETURNING id"
         )
-        params = (_text(key), scope, _text(scope_value), decision, now, expires_at, _text(origin_option),
-                  _text(origin_name), _text(agent), _text(example_title[:200]))
+        params = (as_written(key), scope, as_written(scope_value), decision, now, expires_at,
+                  as_written(origin_option), as_written(origin_name), as_written(agent),
+                  as_written(example_title[:200]))
         self.verify()
         try:
             with self._transaction():
@@ -380,7 +383,7 @@ class Store:
             params.append(scope)
         if match:
             sql += " AND (instr(key, ?) > 0 OR instr(example_title, ?) > 0)"
-            params += [_text(match), _text(match)]
+            params += [as_written(match), as_written(match)]
         if now is not None:
             sql += " AND (expires_at IS NULL OR expires_at > ?)"
             params.append(now)
@@ -400,7 +403,7 @@ class Store:
                 elif match is not None:
                     cur = self._db.execute(
                         "DELETE FROM remembered WHERE instr(key, ?) > 0 OR instr(example_title, ?) > 0",
-                        (_text(match), _text(match)),
+                        (as_written(match), as_written(match)),
                     )
                 else:
                     marks = ",".join("?" for _ in ids or [])
@@ -426,14 +429,3 @@ def count_entries(path: str | Path) -> int:
     except sqlite3.Error as exc:
         raise StoreError(f"{path}: {exc}") from exc
     return int(row[0])
-
-
-def _text(value: str) -> str:
-    """``value`` as SQLite can store it (UTF-8): a lone surrogate (JSON ``"\\ud800"``, which
-    Python keeps) becomes U+FFFD, as a JavaScript peer's UTF-8 encoder writes it; sqlite3
-    raises UnicodeEncodeError for it otherwise. Writes and lookups agree on the spelling."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return value

@@ -91,3 +91,9 @@ def test_client_gone_cancels_forwarded_and_refuses_later_requests() -> None:
     ]
     later = relay.from_agent(b'{"jsonrpc":"2.0","id":5,"method":"x/ask_client","params":{}}\n')
     assert [-32603] == [json.loads(a.data)["error"]["code"] for a in later if isinstance(a, SendToAgent)]
+
+
+def test_as_written_replaces_lone_surrogates_only() -> None:
+    assert jsonline.as_written("a\ud800b\udfff") == "a\ufffdb\ufffd"
+    ok = "caf\u00e9 \U0001f600"
+    assert jsonline.as_written(ok) is ok

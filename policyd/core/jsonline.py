@@ -68,6 +68,18 @@ def _parse_int(text: str) -> int | float:
         return RawNumber(text)
 
 
+def as_written(text: str) -> str:
+    """``text`` as a peer's UTF-8 encoder writes it: a lone surrogate (a JSON ``"\\ud800"``,
+    which Python's parser keeps) becomes U+FFFD, as ``TextEncoder`` does (WHATWG Encoding);
+    anything else is returned as it is. For what must be UTF-8: RE2 input, SQLite text, file
+    names."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def text_of(line: bytes) -> str:
     """``line`` as a JavaScript peer reads it: UTF-8 with U+FFFD for invalid bytes, trimmed."""
     return line.decode("utf-8", "replace").strip(JS_WHITESPACE)

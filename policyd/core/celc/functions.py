@@ -24,6 +24,7 @@ import re2  # type: ignore[import-untyped]
 
 from policyd.core import paths
 from policyd.core.celc.values import INT_MIN, CelError, check_int, contains_item, no_overload
+from policyd.core.jsonline import as_written
 
 #: Longest text ``duration()`` accepts (matches cel-python's bound in policyd.core.cel).
 MAX_DURATION_CHARS = 32
@@ -100,13 +101,11 @@ def search(rx: Any, text: str) -> bool:
     ``re2`` module's own ``search`` raises UnicodeEncodeError there. Only the yes/no is
     needed, so RE2's ``Match`` is asked directly (the module's ``search`` builds a match
     object with every group's offsets decoded back to characters: several times slower)."""
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError:
-        data = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+    text = as_written(text)
     if _RAW_MATCH:
+        data = text.encode("utf-8")
         return bool(rx._regexp.Match(_UNANCHORED, data, 0, len(data))[0] != _NO_SPAN)
-    return rx.search(data) is not None
+    return rx.search(text) is not None
 
 
 def _raw_match_works() -> bool:
