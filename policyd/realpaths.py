@@ -49,18 +49,9 @@ def _kernel_realpath(path: str) -> str | None:
     parts = [p for p in path.split("/") if p]
     for k in range(len(parts), max(len(parts) - 2, -1), -1):  # the path, or its directory
         prefix = "/" + "/".join(parts[:k])
-        try:
-            fd = os.open(prefix, os.O_PATH | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            found = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-        if not found.startswith("/") or found.endswith(" (deleted)"):
-            return None
+        found = _opened_realpath(prefix)
+        if found is None:  # cannot be opened or named: its directory then (a name below
+            continue  # that exists is left to os.path.realpath, one that does not appended)
         rest = parts[k:]
         if not rest:
             return found
