@@ -173,7 +173,6 @@ def _render(event: str, fields: Mapping[str, Any], level: str) -> str:
     ``level``, ``timestamp``; the taps see it first), without structlog's per-call
     machinery: the decision log file is written on every decision."""
     record = dict(fields)
-    record.pop("event", None)  # structlog's keyword would be the event itself
     record["event"] = event
     record["level"] = level
     record["timestamp"] = datetime.datetime.now(tz=datetime.UTC).isoformat().replace("+00:00", "Z")

@@ -44,8 +44,9 @@ def test_a_load_finished_on_a_stopped_loop_counts_as_loaded() -> None:
 
 
 def test_proxies_whose_agent_exits_during_the_load_all_exit(tmp_path: Path) -> None:
-    """The race itself, through real processes: an agent that exits right after answering
-    initialize, the client closing at once, many times."""
+    """The same path through real processes: an agent that exits right after answering
+    initialize, the client closing at once, many times (the race window is narrow: the
+    test above is the one that fails without the fix; this one guards the whole exit)."""
     policyd = Path(sys.executable).with_name("policyd")
     agent = [sys.executable, "-c", "import runpy; runpy.run_module('policyd.demo_agent', run_name='__main__')"]
     env = {**os.environ, "POLICYD_SEARCH_PATH": "[]", "XDG_CACHE_HOME": str(tmp_path / "cache"),

@@ -353,18 +353,7 @@ def _may_be_option(p: Program, a: str, k: int, acc: _Acc) -> None:
 
 
 def _risky(p: Program) -> bool:
-    """Whether some option of ``p`` has an effect or a risky value role (kept per entry)."""
-    found = _RISKY.get(id(p))
-    if found is None or found[0] is not p:
-        if len(_RISKY) > 4096:
-            _RISKY.clear()
-        found = _RISKY[id(p)] = (p, any(o.effects or o.value in _RISKY_VALUE_ROLES for o in p.options))
-    return found[1]
-
-
-#: id(entry) -> (the entry, _risky's answer): entries are immutable; the entry is kept so
-#: that its id is not reused while the answer is.
-_RISKY: dict[int, tuple[Program, bool]] = {}
+    return any(o.effects or o.value in _RISKY_VALUE_ROLES for o in p.options)
 
 
 def _slot_stops_options(p: Program, count: int, replaced: list[str]) -> bool:
