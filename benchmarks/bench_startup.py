@@ -3,9 +3,13 @@
 Two agents, each run directly and behind ``policyd proxy -- ...`` (the shipped policies
 embedded in the package, as with no --policy and an empty search path): ``python -m
 policyd.demo_agent`` (starts at once) and the same after sleeping 600 ms (an agent with a
-real start-up). The policy loads on a thread while the agent starts, so policyd adds only
-its own interpreter and relay start-up. The client writes ``initialize`` right after
-spawning and stops the clock when the response line arrives. 15 runs each (after 2 warm-up
+real start-up). policyd spawns the agent first, relays the ``initialize`` exchange while
+its own imports run (policyd.early) and loads the policy on a thread, so it adds only its
+interpreter's start and what it imports before the spawn. Each proxied row is run twice:
+as this checkout's editable install (``.venv/bin/policyd``: its site imports setuptools'
+editable finder, ~25 ms) and as a regular install starts (``python -S -m policyd`` with the
+source and site-packages on PYTHONPATH: no finder). The client writes ``initialize`` right
+after spawning and stops the clock when the response line arrives. 15 runs each (after 2 warm-up
 runs, which also warm the caches in a private XDG_CACHE_HOME), interleaved. Targets: added
 <= 250 ms (instant agent), <= 50 ms (agent of >= 500 ms); ``policyd --help`` <= 150 ms.
 
@@ -24,11 +28,14 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
 
 from _common import machine, nearest_rank  # benchmarks/_common.py (sys.path[0] is this folder)
+
+ROOT = Path(__file__).resolve().parent.parent
 
 RUNS = 15
 WARMUP = 2
@@ -136,12 +143,22 @@ def main() -> int:
         agent = [sys.executable, "-m", "policyd.demo_agent"]
         slow = [sys.executable, "-c", "import runpy, time; time.sleep(0.6); "
                 "runpy.run_module('policyd.demo_agent', run_name='__main__')"]
-        variants = {"direct": agent, "policyd proxy": [*policyd_cmd(), "proxy", "--", *agent],
-                    "direct (600 ms agent)": slow, "proxy (600 ms agent)": [*policyd_cmd(), "proxy", "--", *slow]}
+        # as a regular (non-editable) install starts: no editable finder in site (it imports
+        # pathlib, urllib and importlib.util: ~25 ms); the source and site-packages on the path
+        regular_env = {**env, "PYTHONPATH": os.pathsep.join([str(ROOT), sysconfig.get_paths()["purelib"]])}
+        regular = [sys.executable, "-S", "-m", "policyd"]
+        variants = {
+            "direct": (agent, env),
+            "policyd proxy": ([*policyd_cmd(), "proxy", "--", *agent], env),
+            "regular install": ([*regular, "proxy", "--", *agent], regular_env),
+            "direct (600 ms agent)": (slow, env),
+            "proxy (600 ms agent)": ([*policyd_cmd(), "proxy", "--", *slow], env),
+            "regular (600 ms agent)": ([*regular, "proxy", "--", *slow], regular_env),
+        }
         times: dict[str, list[float]] = {k: [] for k in variants}
         for i in range(WARMUP + RUNS):
-            for name, argv in variants.items():
-                ms = one_run(argv, env, tmp / "stderr.txt")
+            for name, (argv, venv) in variants.items():
+                ms = one_run(argv, venv, tmp / "stderr.txt")
                 if i >= WARMUP:
                     times[name].append(ms)
         breakdown = {
@@ -169,7 +186,9 @@ def main() -> int:
     for name, v in times.items():
         v.sort()
         print(f"  {name:<24}{statistics.median(v):>11.1f}{pct(v, 90):>9.1f}{v[0]:>9.1f}{v[-1]:>9.1f}")
-    pairs = (("direct", "policyd proxy", 250), ("direct (600 ms agent)", "proxy (600 ms agent)", 50))
+    pairs = (("direct", "policyd proxy", 250), ("direct", "regular install", 250),
+             ("direct (600 ms agent)", "proxy (600 ms agent)", 50),
+             ("direct (600 ms agent)", "regular (600 ms agent)", 50))
     for direct, proxied, target in pairs:
         added = statistics.median(times[proxied]) - statistics.median(times[direct])
         added90 = pct(times[proxied], 90) - pct(times[direct], 90)

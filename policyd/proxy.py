@@ -19,8 +19,10 @@ Lifecycle (the invariants are the relay's; this module only moves bytes):
   daemon, SIGHUP is logged and ignored (the daemon owns the policy).
 - A fault in either pump (a bug) is logged and stops the agent: the proxy exits, never hangs.
 - A spawn failure exits 127 (command not found) or 126 (not executable), like a shell.
-- Start-up is hidden behind the agent's: the agent is spawned first and ``startup`` (the
-  policy load, on a thread) runs concurrently; the client's lines reach the agent at once,
+- Start-up is hidden behind the agent's: the agent is spawned first, the ``initialize``
+  exchange is relayed while policyd's own imports run (:mod:`policyd.early`; the relay is
+  then given those lines to record), and ``startup`` (the policy load, on a thread) runs
+  concurrently with the relay; the client's lines reach the agent at once,
   the agent's lines wait for the load (a session answer is governed by ``[modes]``, a
   permission request by the rules) except its answer to ``initialize``
   (:meth:`Relay.needs_policy`). A load that fails stops the agent
@@ -55,6 +57,7 @@ from policyd.core.relay import (
     SendToClient,
     Timer,
 )
+from policyd.early import Handover
 from policyd.spawn import Spawned, spawn
 
 if TYPE_CHECKING:
@@ -118,6 +121,15 @@ async def _chunks_from_fd(fd: int) -> AsyncIterator[bytes]:
             transport.close()
     else:
         async for chunk in _chunks_from_thread(fd):
+            yield chunk
+
+
+async def _chunks_after(pending: bytes, fd: int | None) -> AsyncIterator[bytes]:
+    """``pending``, then the chunks of ``fd`` (none when it is None)."""
+    if pending:
+        yield pending
+    if fd is not None:
+        async for chunk in _chunks_from_fd(fd):
             yield chunk
 
 
@@ -233,7 +245,7 @@ class Proxy:
         if spawned.error_code:
             log.error("agent.spawn_failed", argv=self.argv, error=spawned.error)
             return spawned.error_code
-        await spawned.attach(READ_CHUNK * 4)
+        handover = await spawned.attach(READ_CHUNK * 4)
         self.proc = spawned
         log.info("agent.started", argv=self.argv, pid=spawned.pid)
         loading = self.startup() if self.startup is not None else None
@@ -245,7 +257,8 @@ class Proxy:
             loop.add_signal_handler(sig, self._forward_signal, sig)
         loop.add_signal_handler(signal.SIGHUP, self._sighup)
         self._start_watcher()
-        client_task = asyncio.create_task(self._client_to_agent())
+        await self._record_early(handover)
+        client_task = asyncio.create_task(self._client_to_agent(handover.client, handover.client_eof))
         agent_task = asyncio.create_task(self._agent_to_client())
         gone_task = asyncio.create_task(self._on_client_gone())
         for task in (client_task, agent_task, gone_task):
@@ -437,9 +450,27 @@ class Proxy:
             logs.get().error("permission.engine_failed", error=repr(exc))
             return Resolution(None, {"error": repr(exc)})
 
-    async def _client_to_agent(self) -> None:
+    async def _record_early(self, handover: Handover) -> None:
+        """The lines the early relay relayed (:mod:`policyd.early`), given to the relay as if
+        it had read them: it tracks them (the peers' info, the pending ``initialize``) and
+        would relay them untouched (:mod:`policyd.core.prerelay`), and that write was done."""
+        for side, line in handover.relayed:
+            sent: Action
+            if side == "client":
+                actions, sent = self.relay.from_client(line), SendToAgent(line)
+            else:
+                actions, sent = self.relay.from_agent(line, time.time()), SendToClient(line)
+            if sent in actions:
+                actions.remove(sent)
+            else:  # a defect: the relay would not have relayed it as it was
+                logs.get().error("relay.early_mismatch", side=side, actions=[type(a).__name__ for a in actions])
+            await self._execute(actions)
+
+    async def _client_to_agent(self, pending: bytes = b"", eof: bool = False) -> None:
+        """Relay the client's lines: ``pending`` first (read by the early relay), then the
+        rest of policyd's stdin unless ``eof`` (its end was read already)."""
         assert self.proc is not None and self.proc.stdin is not None
-        async for line in lines(_chunks_from_fd(sys.stdin.fileno())):
+        async for line in lines(_chunks_after(pending, None if eof else sys.stdin.fileno())):
             await self._execute(self.relay.from_client(line))
         logs.get().info("client.eof")
         self._stop_agent_soon()

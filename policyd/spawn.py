@@ -1,31 +1,34 @@
 """Spawning the agent before policyd's own start-up (``policyd proxy``), and adopting it into
 asyncio afterwards.
 
-``policyd proxy`` spawns the agent right after its command line is parsed, before settings,
-logging and the relay are imported (~0.2 s of Python imports), so the agent's own start-up
-runs concurrently with policyd's. Everything the agent sends waits in its pipe until the
-relay reads it; nothing is relayed before the proxy runs. When policyd then cannot run
-(bad settings) the agent is stopped (:meth:`Spawned.stop`) and policyd exits 2.
+``policyd proxy`` spawns the agent first (even before parsing its command line), before settings,
+logging and the relay are imported (~0.2-0.4 s of Python imports), so the agent's own
+start-up runs concurrently with policyd's. Meanwhile the early relay
+(:mod:`policyd.early`, :meth:`Spawned.relay_early`) relays the ``initialize`` exchange;
+everything else waits in its pipe until the proxy's relay reads it (:meth:`Spawned.attach`
+hands the early relay's leftovers over). When policyd then cannot run (bad settings) the
+agent is stopped (:meth:`Spawned.stop`) and policyd exits 2.
 
 :class:`Spawned` wraps the ``subprocess.Popen`` in the subset of
 ``asyncio.subprocess.Process`` the proxy uses (``pid``, ``stdin``/``stdout`` streams,
 ``wait``, ``send_signal``, ``kill``, ``returncode``); the exit is awaited by one thread
 blocked in ``waitpid`` (``Popen.wait``).
 
-Only the standard library is imported here (this module is on the start-up path).
+Before the spawn only subprocess is imported (this module is on the start-up path); asyncio,
+threading and signal where they are used, after it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import subprocess
-import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see policyd.cli)
 if TYPE_CHECKING:  # asyncio costs ~20 ms to import: only once the proxy runs
     import asyncio
+    from collections.abc import Sequence
+    from typing import Any
+
+    from policyd.early import EarlyRelay, Handover
 
 
 class Spawned:
@@ -39,6 +42,7 @@ class Spawned:
         self.error = ""
         self.stdin: asyncio.StreamWriter | None = None
         self.stdout: asyncio.StreamReader | None = None
+        self.early: EarlyRelay | None = None
         self._exited: asyncio.Future[int] | None = None
 
     @property
@@ -46,17 +50,37 @@ class Spawned:
         assert self.popen is not None
         return self.popen.pid
 
+    def relay_early(self) -> None:
+        """Relay the ``initialize`` exchange between policyd's stdin/stdout and the agent
+        until :meth:`attach` (:mod:`policyd.early`). Nothing when the agent did not start."""
+        if self.popen is None or self.early is not None:
+            return
+        from policyd.early import EarlyRelay
+
+        assert self.popen.stdin is not None and self.popen.stdout is not None
+        self.early = EarlyRelay(0, 1, self.popen.stdin.fileno(), self.popen.stdout.fileno()).start()
+
     @property
     def returncode(self) -> int | None:
         return None if self.popen is None else self.popen.returncode
 
-    async def attach(self, limit: int) -> None:
-        """Connect the pipes to the running loop and start waiting for the exit."""
+    async def attach(self, limit: int) -> Handover:
+        """Connect the pipes to the running loop and start waiting for the exit. Stops the
+        early relay first: what it read from the agent and did not relay is the start of
+        :attr:`stdout`; the rest of its :class:`~policyd.early.Handover` is returned."""
         import asyncio
+        import contextlib
+        import threading
+
+        from policyd.early import Handover
 
         assert self.popen is not None and self.popen.stdin is not None and self.popen.stdout is not None
+        handover = self.early.stop() if self.early is not None else Handover()
+        self.early = None
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=limit, loop=loop)
+        if handover.agent:
+            reader.feed_data(handover.agent)  # (the pipe's end of input, if read, is read again)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), self.popen.stdout)
         transport, protocol = await loop.connect_write_pipe(_write_protocol(), self.popen.stdin)
         self.stdin = asyncio.StreamWriter(transport, protocol, None, loop)
@@ -75,6 +99,7 @@ class Spawned:
                 loop.call_soon_threadsafe(settle, code)
 
         threading.Thread(target=wait, name="policyd-agent-wait", daemon=True).start()
+        return handover
 
     async def wait(self) -> int:
         """The exit status (negative: killed by that signal), as ``Process.wait``."""
@@ -91,12 +116,20 @@ class Spawned:
         self.popen.send_signal(sig)
 
     def kill(self) -> None:
+        import signal
+
         self.send_signal(signal.SIGKILL)
 
     def stop(self, grace_s: float) -> None:
         """Before the loop runs: close the agent's stdin, SIGTERM, SIGKILL after ``grace_s``."""
+        import contextlib
+        import signal
+
         if self.popen is None:
             return
+        if self.early is not None:
+            self.early.stop()
+            self.early = None
         for stream in (self.popen.stdin, self.popen.stdout):
             with contextlib.suppress(OSError):
                 if stream is not None:

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from conftest import unprivileged
 
-from policyd.cli import _settings, build_parser
+from policyd.cli import _settings
+from policyd.cli.parser import build_parser
 from policyd.cli.run import daemon_path
 from policyd.settings import Settings
 
@@ -181,3 +182,19 @@ def test_unreadable_config_file_names_it(shared_tmp: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert 2 == proc.returncode, proc.stderr
     assert f"policyd: config file {config}: cannot read: Permission denied" == proc.stderr.strip()
+
+
+def test_a_parser_built_for_one_command_parses_it_as_the_whole_one() -> None:
+    """build_parser(COMMAND) builds only that subcommand (start-up: policyd proxy parses its
+    line before anything else); its options, defaults and the usage line's command list are
+    those of the whole parser."""
+    def options(parser: argparse.ArgumentParser, name: str) -> list[tuple[Any, ...]]:
+        subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return [(a.dest, tuple(a.option_strings), a.default, a.nargs, a.choices is not None)
+                for a in subs.choices[name]._actions]
+
+    whole = build_parser()
+    subs = next(a for a in whole._actions if isinstance(a, argparse._SubParsersAction))
+    for name in subs.choices:
+        assert options(whole, name) == options(build_parser(name), name)
+        assert whole.format_usage() == build_parser(name).format_usage()

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see policyd.cli)
 if TYPE_CHECKING:  # --help stays light: pydantic and structlog load only to run a command
     from policyd.settings import Settings
 
 COMMANDS = ("explain", "test", "replay", "suggest")
+#: Adds --policy/--config/--log-level to a parser.
+PolicyArgs = Callable[[argparse.ArgumentParser], None]
 
 
-def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
-                policy_args: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Register the four commands on ``sub``; ``policy_args`` adds --policy/--config/--log-level."""
-    ex = sub.add_parser("explain", help="why the policy decides a request: facts, every rule, each operand")
+def _explain(ex: argparse.ArgumentParser, policy_args: PolicyArgs) -> None:
     policy_args(ex)
     ex.add_argument("file", nargs="?", help="JSON lines: eval lines or a decision log (- for stdin)")
     ex.add_argument("--command", dest="command_text", help="explain this shell command (an execute tool call)")
@@ -24,14 +23,16 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     ex.add_argument("--select", metavar="TEXT", help="only requests whose tool call id, title or command has TEXT")
     ex.add_argument("--json", action="store_true", help="one JSON object per request")
 
-    te = sub.add_parser("test", help="run JSON-lines policy test cases; non-zero exit on a failure")
+
+def _test(te: argparse.ArgumentParser, policy_args: PolicyArgs) -> None:
     policy_args(te)
     te.add_argument("files", nargs="+", metavar="CASES.jsonl")
     te.add_argument("--home", help="home directory of the cases (default: policyd.core.cases.CASES_HOME, /home/dev)")
     te.add_argument("-v", "--verbose", action="store_true", help="print passing cases too")
     te.add_argument("--json", action="store_true", help="one JSON object per case, then a summary")
 
-    rp = sub.add_parser("replay", help="decide logged requests under a draft policy; differences by transition")
+
+def _replay(rp: argparse.ArgumentParser, policy_args: PolicyArgs) -> None:
     rp.add_argument("logs", nargs="+", metavar="LOG")
     rp.add_argument("--policy", action="append", metavar="PATH", help="the draft policy (repeatable)")
     rp.add_argument("--fail-on", choices=["allow-widening", "any-change"], help="exit 1 on such a difference")
@@ -41,11 +42,21 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     rp.add_argument("--config", metavar="FILE")
     rp.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
 
-    sg = sub.add_parser("suggest", help="propose the narrowest rules for requests humans answered")
+
+def _suggest(sg: argparse.ArgumentParser, policy_args: PolicyArgs) -> None:
     sg.add_argument("logs", nargs="+", metavar="LOG")
     sg.add_argument("--min-count", type=int, default=1, metavar="N", help="only rules backed by N answers")
     sg.add_argument("--config", metavar="FILE")
     sg.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+
+
+#: The four commands: (help line, what adds the arguments; given the --policy/--config/--log-level adder).
+PARSERS: dict[str, tuple[str, Callable[[argparse.ArgumentParser, PolicyArgs], None]]] = {
+    "explain": ("why the policy decides a request: facts, every rule, each operand", _explain),
+    "test": ("run JSON-lines policy test cases; non-zero exit on a failure", _test),
+    "replay": ("decide logged requests under a draft policy; differences by transition", _replay),
+    "suggest": ("propose the narrowest rules for requests humans answered", _suggest),
+}
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

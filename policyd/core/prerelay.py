@@ -1,0 +1,63 @@
+"""What may cross before the relay runs (pure): the client's ``initialize`` and its answer.
+
+``policyd proxy`` spawns the agent before its own start-up (settings, logging, the relay:
+~0.2-0.4 s of imports). ACP sessions open with the client's ``initialize`` request and the
+agent's answer (ACP "Initialization": https://agentclientprotocol.com/protocol/initialization);
+no rule, ``[modes]`` or ``[answers]`` applies to either, and the relay forwards both
+untouched (:meth:`policyd.core.relay.Relay.from_client` tracks the request, ``from_agent``
+relays the answer as received; :meth:`Relay.needs_policy` lets the answer pass before the
+policy has loaded). :mod:`policyd.early` relays exactly that exchange during start-up; the
+relay is then given both lines, so its state is as if it had relayed them itself.
+
+A line qualifies only when it is plainly one of the two, read as the relay reads it
+(:func:`policyd.core.jsonline.parse`, so a duplicate key counts as a peer would count it):
+a complete line (newline included) of at most :data:`MAX_LINE_BYTES`, a JSON object; the
+request has ``"method": "initialize"`` and an id (string or integer); the answer has no
+``method``, the same id (:func:`policyd.core.jsonline.id_key`) and a ``result`` or ``error``.
+Anything else waits for the relay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+from policyd.core import jsonline
+
+#: Longest line relayed before the relay runs. A write of at most PIPE_BUF bytes into an
+#: empty pipe never blocks (pipe(7): the smallest pipe holds one page), so the early relay
+#: cannot stall on a peer that is not reading yet. Real initialize lines are < 1 KiB.
+MAX_LINE_BYTES = 4096
+
+
+def _object(line: bytes) -> dict[str, Any] | None:
+    if len(line) > MAX_LINE_BYTES or not line.endswith(b"\n"):
+        return None
+    try:
+        msg = jsonline.parse(line)
+    except (ValueError, RecursionError):
+        return None
+    return msg if isinstance(msg, dict) else None
+
+
+def initialize_request(line: bytes) -> Hashable | None:
+    """The id key of the client's ``line`` when it is plainly an ``initialize`` request,
+    else None."""
+    msg = _object(line)
+    if msg is None or msg.get("method") != "initialize" or "id" not in msg:
+        return None
+    rid = msg["id"]
+    if isinstance(rid, bool) or not isinstance(rid, str | int):
+        return None
+    params = msg.get("params", {})
+    if not isinstance(params, dict):
+        return None
+    return jsonline.id_key(rid)
+
+
+def answers(line: bytes, request: Hashable) -> bool:
+    """Whether the agent's ``line`` is plainly the answer to the request whose id key is
+    ``request``."""
+    msg = _object(line)
+    return (msg is not None and "method" not in msg and "id" in msg and ("result" in msg or "error" in msg)
+            and jsonline.id_key(msg["id"]) == request)
