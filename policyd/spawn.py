@@ -9,22 +9,24 @@ everything else waits in its pipe until the proxy's relay reads it (:meth:`Spawn
 hands the early relay's leftovers over). When policyd then cannot run (bad settings) the
 agent is stopped (:meth:`Spawned.stop`) and policyd exits 2.
 
-:class:`Spawned` wraps the ``subprocess.Popen`` in the subset of
+:class:`Spawned` wraps the process (``subprocess.Popen``, or :class:`policyd.child.Child` for
+the first spawn) in the subset of
 ``asyncio.subprocess.Process`` the proxy uses (``pid``, ``stdin``/``stdout`` streams,
 ``wait``, ``send_signal``, ``kill``, ``returncode``); the exit is awaited by one thread
 blocked in ``waitpid`` (``Popen.wait``).
 
-Before the spawn only subprocess is imported (this module is on the start-up path); asyncio,
-threading and signal where they are used, after it.
+Before the spawn only :mod:`policyd.child` is imported (this module is on the start-up path);
+asyncio, threading, signal and subprocess where they are used, after it.
 """
 
 from __future__ import annotations
 
-import subprocess
+from policyd.child import Child
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see policyd.cli)
 if TYPE_CHECKING:  # asyncio costs ~20 ms to import: only once the proxy runs
     import asyncio
+    import subprocess
     from collections.abc import Sequence
     from typing import Any
 
@@ -37,7 +39,7 @@ class Spawned:
 
     def __init__(self, argv: Sequence[str]) -> None:
         self.argv = list(argv)
-        self.popen: subprocess.Popen[bytes] | None = None
+        self.popen: Child | subprocess.Popen[bytes] | None = None
         self.error_code = 0
         self.error = ""
         self.stdin: asyncio.StreamWriter | None = None
@@ -124,6 +126,7 @@ class Spawned:
         """Before the loop runs: close the agent's stdin, SIGTERM, SIGKILL after ``grace_s``."""
         import contextlib
         import signal
+        import subprocess
 
         if self.popen is None:
             return
@@ -137,7 +140,7 @@ class Spawned:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             with contextlib.suppress(ProcessLookupError):
                 self.popen.send_signal(sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
+            with contextlib.suppress(subprocess.TimeoutExpired, TimeoutError):
                 self.popen.wait(grace_s)
                 return
 
@@ -153,12 +156,20 @@ def _write_protocol() -> Any:
     return WriteProtocol
 
 
-def spawn(argv: Sequence[str]) -> Spawned:
+def spawn(argv: Sequence[str], first: bool = False) -> Spawned:
     """Start ``argv`` with pipes on stdin and stdout, stderr inherited, policyd's environment.
-    Never raises for a missing or non-executable command (see :attr:`Spawned.error_code`)."""
+    Never raises for a missing or non-executable command (see :attr:`Spawned.error_code`).
+    ``first``: policyd has no other thread yet and has imported next to nothing: start it
+    with :class:`policyd.child.Child` (fork and exec, without importing subprocess); else
+    with ``subprocess.Popen``."""
     spawned = Spawned(argv)
     try:
-        spawned.popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        if first:
+            spawned.popen = Child(argv)
+        else:
+            import subprocess
+
+            spawned.popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
     except FileNotFoundError:
         spawned.error_code, spawned.error = 127, "command not found"
     except PermissionError:

@@ -30,3 +30,15 @@ def test_what_a_proxy_imports_before_relaying_leaves_out_the_policy_stack() -> N
                        " policyd.spawn")
     heavy = ("celpy", "lark", "policyd.core.cel", "policyd.core.shell", "policyd.core.facts", "tree_sitter")
     assert [] == [m for m in heavy if m in mods]
+
+
+def test_what_a_proxy_imports_before_spawning_its_agent_is_next_to_nothing() -> None:
+    """``policyd proxy ... -- AGENT`` spawns the agent first: the modules up to that point
+    (policyd.cli's main, policyd.spawn, policyd.child) import neither argparse nor
+    subprocess nor typing (each ~5-15 ms before the agent could start)."""
+    probe = ("import sys\nbefore = set(sys.modules)\nimport policyd.cli, policyd.spawn\n"
+             "print(' '.join(sorted(set(sys.modules) - before)))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    added = set(done.stdout.split())
+    assert "policyd.child" in added  # the probe sees what was imported
+    assert set() == added - {"collections.abc", "policyd", "policyd.child", "policyd.cli", "policyd.spawn"}

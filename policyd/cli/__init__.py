@@ -46,7 +46,7 @@ def _spawn_agent_first(argv: list[str]) -> Spawned | None:
         return None
     from policyd.spawn import spawn
 
-    return spawn(argv[cut + 1 :])
+    return spawn(argv[cut + 1 :], first=True)  # no thread yet: fork and exec (policyd.child)
 
 
 def _settings(args: argparse.Namespace) -> Settings:

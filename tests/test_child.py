@@ -1,0 +1,107 @@
+"""policyd.child.Child starts the agent as ``subprocess.Popen(argv, stdin=PIPE, stdout=PIPE,
+close_fds=True, restore_signals=True)`` would: each property checked on a real process,
+side by side with Popen. (Child is meant for a process with one thread, as policyd is when
+it spawns its agent; between fork and exec its child makes only system calls.)"""
+
+# Assertions read `assert expected == actual` (the project's test style).
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from policyd.child import Child
+
+PROBE = r"""
+import os, sys
+line = sys.stdin.readline().strip()
+print(repr((line, os.environ.get("CHILD_TEST"), os.getcwd())))
+print(repr(sorted(int(n) for n in os.listdir("/proc/self/fd"))))
+sys.exit(int(line) if line.isdigit() else 0)
+"""
+
+
+def popen(argv: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+
+
+def run(child: Child | subprocess.Popen[bytes], line: bytes) -> tuple[list[bytes], int]:
+    assert child.stdin is not None and child.stdout is not None
+    child.stdin.write(line)
+    child.stdin.close()
+    out = child.stdout.read().splitlines()
+    child.stdout.close()
+    return out, child.wait(10)
+
+
+def test_pipes_environment_directory_and_exit_code_as_popen(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHILD_TEST", "seen")
+    argv = [sys.executable, "-c", PROBE]
+    mine, theirs = run(Child(argv), b"7\n"), run(popen(argv), b"7\n")
+    assert theirs[0][0] == mine[0][0]
+    assert f"('7', 'seen', {os.getcwd()!r})".encode() == mine[0][0]
+    assert 7 == mine[1] == theirs[1]
+
+
+def test_no_other_descriptor_reaches_the_child() -> None:
+    """An inheritable descriptor policyd was given (a parent may pass one) is closed in the
+    child (close_fds=True)."""
+    r, w = os.pipe()
+    os.set_inheritable(r, True)
+    os.set_inheritable(w, True)
+    try:
+        argv = [sys.executable, "-c", PROBE]
+        mine, theirs = run(Child(argv), b"x\n"), run(popen(argv), b"x\n")
+        assert theirs[0][1] == mine[0][1]
+        assert r not in eval(mine[0][1]) and w not in eval(mine[0][1])
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_signals_python_ignores_are_back_to_their_defaults_and_no_others_change() -> None:
+    """Python ignores SIGPIPE and SIGXFSZ; the agent gets their default actions (an ignored
+    signal stays ignored across exec). Read from a non-Python program's SigIgn mask."""
+    def ignored(child: Child | subprocess.Popen[bytes]) -> int:
+        out, _ = run(child, b"")
+        return int(next(x for x in out if x.startswith(b"SigIgn:")).split()[1], 16)
+
+    argv = ["grep", "SigIgn", "/proc/self/status"]
+    assert signal.SIG_IGN == signal.getsignal(signal.SIGPIPE)  # in this (Python) process
+    mine, theirs = ignored(Child(argv)), ignored(popen(argv))
+    assert theirs == mine
+    assert 0 == mine & (1 << (signal.SIGPIPE - 1) | 1 << (signal.SIGXFSZ - 1))
+
+
+def test_signal_and_wait_with_timeout() -> None:
+    child = Child([sys.executable, "-c", "import time; time.sleep(30)"])
+    with pytest.raises(TimeoutError):
+        child.wait(0.05)
+    child.send_signal(signal.SIGTERM)
+    assert -signal.SIGTERM == child.wait(10)
+    assert -signal.SIGTERM == child.returncode
+    child.send_signal(signal.SIGKILL)  # waited for: nothing is signalled (its pid may be reused)
+    child.stdin.close()
+    child.stdout.close()
+
+
+def test_programs_that_cannot_start_raise_as_popen(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.txt"
+    plain.write_text("not a program\n")
+    garbage = tmp_path / "garbage"
+    garbage.write_bytes(b"\x7fELF\x00garbage")
+    garbage.chmod(0o755)
+    before = sorted(os.listdir("/proc/self/fd"))
+    for argv, error in ((["policyd-no-such-program"], FileNotFoundError), ([str(plain)], PermissionError),
+                        ([str(garbage)], OSError), ([str(tmp_path)], PermissionError)):
+        with pytest.raises(error) as mine:
+            Child(argv)
+        with pytest.raises(error) as theirs:
+            popen(argv)
+        assert theirs.value.errno == mine.value.errno
+    assert before == sorted(os.listdir("/proc/self/fd"))  # the pipes of a failed start are closed
