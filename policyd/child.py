@@ -44,6 +44,7 @@ class Child:
     def __init__(self, argv: Sequence[str]) -> None:
         args = [os.fsencode(a) for a in argv]  # before the fork: nothing may fail in the child but exec
         in_r, in_w, out_r, out_w, err_r, err_w = (_above_stdio(fd) for fd in (*os.pipe(), *os.pipe(), *os.pipe()))
+        top = _highest_fd()
         try:
             pid = os.fork()
         except BaseException:
@@ -55,7 +56,7 @@ class Child:
                 os.dup2(in_r, 0)
                 os.dup2(out_w, 1)
                 os.closerange(3, err_w)
-                os.closerange(err_w + 1, os.sysconf("SC_OPEN_MAX"))
+                os.closerange(err_w + 1, top + 1)
                 signal(SIGPIPE, SIG_DFL)
                 signal(SIGXFSZ, SIG_DFL)
                 os.execvp(args[0], args)
@@ -81,16 +82,17 @@ class Child:
         self.stdout: io.FileIO = open(out_r, "rb", buffering=0)  # noqa: SIM115
 
     def wait(self, timeout: float | None = None) -> int:
-        """The exit code (-N: killed by signal N) once the process has exited; raises
-        TimeoutError when it is still running after ``timeout`` seconds."""
+        """The exit code (-N: killed by signal N) once the process has exited (0 when SIGCHLD
+        is ignored and the kernel reaped it, as Popen); raises TimeoutError when it is still
+        running after ``timeout`` seconds. One thread waits at a time (policyd.spawn)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         delay = 0.0005
         while self.returncode is None:
             try:
                 pid, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
-            except ChildProcessError:  # reaped by a wait in another thread, which sets returncode
-                time.sleep(0.001)
-                continue
+            except ChildProcessError:  # SIGCHLD ignored (the kernel reaped it): no status, as Popen
+                self.returncode = 0
+                break
             if pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
                 break
@@ -117,3 +119,12 @@ def _above_stdio(fd: int) -> int:
     moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
     os.close(fd)
     return moved
+
+
+def _highest_fd() -> int:
+    """The highest open descriptor (close_fds closes up to it: where close_range(2) is
+    missing, closing up to SC_OPEN_MAX one by one can take seconds)."""
+    try:
+        return max(int(name) for name in os.listdir("/proc/self/fd"))
+    except (OSError, ValueError):
+        return min(os.sysconf("SC_OPEN_MAX"), 65536)

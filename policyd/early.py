@@ -11,6 +11,10 @@ relays exactly one exchange (see :mod:`policyd.core.prerelay` for which lines qu
 2. it then reads the agent's stdout until its first complete line; when that line answers
    the request it writes it to policyd's stdout, else it stops reading.
 
+It writes only into descriptors that block (a non-blocking stdout belongs to whoever set it:
+the answer then waits for the proxy) and only once select(2) says there is room, so
+:meth:`EarlyRelay.stop` never waits for a peer that is not reading.
+
 Everything else it read stays unrelayed, in order, for the proxy: :meth:`EarlyRelay.stop`
 (called before the proxy's own pumps start) ends the thread and returns a
 :class:`Handover` with the lines it relayed (for the relay to record, as if it had relayed
@@ -65,8 +69,8 @@ class EarlyRelay:
         return self
 
     def stop(self) -> Handover:
-        """End the thread (it is only ever waiting in ``select`` or writing at most
-        :data:`policyd.core.prerelay.MAX_LINE_BYTES` into a pipe) and return what it left."""
+        """End the thread (it only ever waits in ``select``, or writes at most
+        :data:`policyd.core.prerelay.MAX_LINE_BYTES` where there is room) and return what it left."""
         if self._thread.is_alive():
             with contextlib.suppress(OSError):
                 os.write(self._wake_w, b"x")
@@ -80,10 +84,13 @@ class EarlyRelay:
         client_in, client_out, agent_in, agent_out = self._fds
         out = self._result
         client, agent = bytearray(), bytearray()
-        request = self._relay_one(client_in, agent_in, client, "client", prerelay.initialize_request)
-        if request is not None:
-            self._relay_one(agent_out, client_out, agent, "agent", lambda line: prerelay.answers(line, request) or None)
-        out.client, out.agent = bytes(client), bytes(agent)
+        try:
+            request = self._relay_one(client_in, agent_in, client, "client", prerelay.initialize_request)
+            if request is not None and _blocking(client_out):  # (a non-blocking stdout: its owner's)
+                self._relay_one(agent_out, client_out, agent, "agent",
+                                lambda line: prerelay.answers(line, request) or None)
+        finally:  # whatever happens, every byte read is handed over
+            out.client, out.agent = bytes(client), bytes(agent)
 
     def _relay_one(self, src: int, dst: int, buf: bytearray, side: str, accept: Any) -> Any:
         """Read ``src`` into ``buf`` up to its first complete line; write it to ``dst`` when
@@ -98,7 +105,9 @@ class EarlyRelay:
                 return None
             try:
                 chunk = os.read(src, READ_CHUNK)
-            except OSError:
+            except BlockingIOError:  # (a non-blocking descriptor another reader emptied)
+                continue
+            except OSError:  # as the proxy's own reads: the end of that side's input
                 chunk = b""
             if not chunk:
                 setattr(self._result, f"{side}_eof", True)
@@ -111,18 +120,34 @@ class EarlyRelay:
                 continue
             line = bytes(buf[: nl + 1])
             accepted = accept(line)
-            if accepted is None or not _write_all(dst, line):
+            if accepted is None or not self._write(dst, line):
                 return None
             del buf[: nl + 1]
             self._result.relayed.append((side, line))
             return accepted
 
 
-def _write_all(fd: int, data: bytes) -> bool:
-    view = memoryview(data)
+    def _write(self, fd: int, line: bytes) -> bool:
+        """Write ``line`` (at most PIPE_BUF bytes) once the blocking ``fd`` has room for it;
+        False, with nothing written, when stopped first, or when it fails (EPIPE: the reader
+        is gone; the proxy finds out itself)."""
+        try:
+            while True:
+                ready = select.select([self._wake_r], [fd], [])
+                if self._wake_r in ready[0]:
+                    return False
+                if ready[1]:
+                    break
+            written = os.write(fd, line)  # a pipe with room takes it whole (pipe(7))
+            while written < len(line):  # (a blocking socket: the rest follows)
+                written += os.write(fd, line[written:])
+            return True
+        except (OSError, ValueError):
+            return False
+
+
+def _blocking(fd: int) -> bool:
     try:
-        while view:
-            view = view[os.write(fd, view) :]
-    except OSError:  # EPIPE: the reader is gone; the proxy finds out itself
+        return os.get_blocking(fd)
+    except OSError:
         return False
-    return True

@@ -105,3 +105,22 @@ def test_programs_that_cannot_start_raise_as_popen(tmp_path: Path) -> None:
             popen(argv)
         assert theirs.value.errno == mine.value.errno
     assert before == sorted(os.listdir("/proc/self/fd"))  # the pipes of a failed start are closed
+
+
+def test_sigchld_ignored_as_popen() -> None:
+    """A parent that set SIGCHLD to SIG_IGN (inherited across exec): the kernel reaps the
+    child itself and waitpid(2) has no status; wait() answers 0 as Popen does (never spins)."""
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        with pytest.raises(FileNotFoundError):
+            Child(["policyd-no-such-program"])
+        child = Child([sys.executable, "-c", "pass"])
+        assert 0 == child.wait(10)
+        theirs = popen([sys.executable, "-c", "pass"])
+        assert theirs.wait(10) == child.returncode
+        for c in (child, theirs):
+            assert c.stdin is not None and c.stdout is not None
+            c.stdin.close()
+            c.stdout.close()
+    finally:
+        signal.signal(signal.SIGCHLD, previous)

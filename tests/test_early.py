@@ -10,6 +10,7 @@ over, in order), and a real ``policyd proxy`` whose own start-up is made 3 s slo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -75,6 +76,19 @@ def test_a_qualifying_exchange_is_one_the_relay_passes_untouched(rid: Any, param
 ])
 def test_anything_else_from_the_client_waits_for_the_relay(line: bytes) -> None:
     assert None is prerelay.initialize_request(line)
+
+
+@pytest.mark.parametrize("line", [
+    b'{"jsonrpc":"2.0","id":[NaN],"result":{}}\n',  # an id the relay's own id key cannot write
+    b'{"jsonrpc":"2.0","id":' + b"[" * 400 + b"]" * 400 + b',"result":{}}\n',  # nested past recursion
+    b'{"jsonrpc":"2.0","id":{"a":Infinity},"error":{}}\n',
+    b'{"jsonrpc":"2.0","id":0.0,"result":{}}\n',
+])
+def test_an_answer_whose_id_is_not_a_string_or_integer_waits_and_never_raises(line: bytes) -> None:
+    key = prerelay.initialize_request(jline(INIT))
+    assert key is not None
+    assert not prerelay.answers(line, key)
+    assert None is prerelay.initialize_request(line.replace(b'"result"', b'"method":"initialize","params"'))
 
 
 @pytest.mark.parametrize("line", [
@@ -179,6 +193,48 @@ def test_an_answer_that_is_not_the_first_agent_line_waits(pipes: Pipes) -> None:
     done = early.stop()
     assert [("client", jline(INIT))] == done.relayed
     assert ask + jline(ANSWER) == done.agent + waiting(pipes.agent_out_r)
+
+
+def test_an_odd_first_agent_line_leaves_every_byte_to_the_proxy(pipes: Pipes) -> None:
+    """A first agent line the relay itself may fail on (an id holding NaN) is not relayed,
+    and neither it nor what follows it is lost: all of it is handed over."""
+    early = pipes.relay()
+    os.write(pipes.client_in_w, jline(INIT))
+    assert jline(INIT) == read_until(pipes.agent_in_r, len(jline(INIT)))
+    odd = b'{"jsonrpc":"2.0","id":[NaN],"result":{}}\n'
+    os.write(pipes.agent_out_w, odd + jline(ANSWER))
+    assert nothing_on(pipes.client_out_r)
+    done = early.stop()
+    assert odd + jline(ANSWER) == done.agent + waiting(pipes.agent_out_r)
+
+
+def test_a_stdout_without_room_or_not_blocking_holds_nothing_up(pipes: Pipes) -> None:
+    """policyd's stdout full (its client not reading): stop() returns at once and the answer
+    is handed over unwritten. A non-blocking stdout (someone else's): the answer waits too."""
+    os.set_blocking(pipes.client_out_w, False)
+    filled = 0
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            filled += os.write(pipes.client_out_w, b"x" * 4096)
+    os.set_blocking(pipes.client_out_w, True)
+    early = pipes.relay()
+    os.write(pipes.client_in_w, jline(INIT))
+    assert jline(INIT) == read_until(pipes.agent_in_r, len(jline(INIT)))
+    os.write(pipes.agent_out_w, jline(ANSWER))
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    done = early.stop()
+    assert time.monotonic() - t0 < 2
+    assert jline(ANSWER) == done.agent + waiting(pipes.agent_out_r)
+    assert b"x" * filled == read_until(pipes.client_out_r, filled)  # nothing of the answer written
+    assert nothing_on(pipes.client_out_r)
+    os.set_blocking(pipes.client_out_w, False)  # now with room, but not blocking
+    early = pipes.relay()
+    os.write(pipes.client_in_w, jline(INIT))
+    assert jline(INIT) == read_until(pipes.agent_in_r, len(jline(INIT)))
+    os.write(pipes.agent_out_w, jline(ANSWER))
+    assert nothing_on(pipes.client_out_r)
+    assert jline(ANSWER) == early.stop().agent + waiting(pipes.agent_out_r)
 
 
 def test_stop_while_waiting_and_end_of_input(pipes: Pipes) -> None:

@@ -24,9 +24,9 @@ from typing import Any
 
 from policyd.core import jsonline
 
-#: Longest line relayed before the relay runs. A write of at most PIPE_BUF bytes into an
-#: empty pipe never blocks (pipe(7): the smallest pipe holds one page), so the early relay
-#: cannot stall on a peer that is not reading yet. Real initialize lines are < 1 KiB.
+#: Longest line relayed before the relay runs: PIPE_BUF. A pipe that select(2) says is
+#: writable has room for PIPE_BUF bytes (pipe(7)), so the early relay's write never waits
+#: for a peer that is not reading. Real initialize lines are < 1 KiB.
 MAX_LINE_BYTES = 4096
 
 
@@ -42,7 +42,7 @@ def _object(line: bytes) -> dict[str, Any] | None:
 
 def initialize_request(line: bytes) -> Hashable | None:
     """The id key of the client's ``line`` when it is plainly an ``initialize`` request,
-    else None."""
+    else None. Never raises."""
     msg = _object(line)
     if msg is None or msg.get("method") != "initialize" or "id" not in msg:
         return None
@@ -57,7 +57,10 @@ def initialize_request(line: bytes) -> Hashable | None:
 
 def answers(line: bytes, request: Hashable) -> bool:
     """Whether the agent's ``line`` is plainly the answer to the request whose id key is
-    ``request``."""
+    ``request``: its id a string or an integer (an id that is anything else, such as an
+    array holding NaN, is left to the relay). Never raises."""
     msg = _object(line)
-    return (msg is not None and "method" not in msg and "id" in msg and ("result" in msg or "error" in msg)
-            and jsonline.id_key(msg["id"]) == request)
+    if msg is None or "method" in msg or "id" not in msg or not ("result" in msg or "error" in msg):
+        return False
+    rid = msg["id"]
+    return not isinstance(rid, bool) and isinstance(rid, str | int) and jsonline.id_key(rid) == request
