@@ -126,7 +126,6 @@ class EarlyRelay:
             self._result.relayed.append((side, line))
             return accepted
 
-
     def _write(self, fd: int, line: bytes) -> bool:
         """Write ``line`` (at most PIPE_BUF bytes) once the blocking ``fd`` has room for it;
         False, with nothing written, when stopped first, or when it fails (EPIPE: the reader
