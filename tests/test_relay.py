@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from policyd.core.model import Decision
 from policyd.core.relay import Consult, Log, Relay, Resolution, SendToAgent, SendToClient
 
@@ -64,6 +66,25 @@ def test_non_json_line_is_relayed_and_logged() -> None:
     actions = relay.from_agent(b"Debugger listening...\n")
     assert [("client", b"Debugger listening...\n")] == sends(actions)
     assert ["relay.non_json_line"] == [a.event for a in actions if isinstance(a, Log)]
+
+
+@pytest.mark.parametrize("line", [
+    b'{"jsonrpc":"2.0","id":[NaN],"result":{}}\n',
+    b'{"jsonrpc":"2.0","id":{"a":Infinity},"method":"session/request_permission","params":{}}\n',
+    b'{"jsonrpc":"2.0","id":' + b"[" * 400 + b"]" * 400 + b',"method":"x"}\n',
+    b'[{"jsonrpc":"2.0","id":NaN,"method":"session/request_permission","params":{}}]\n',
+])
+def test_an_id_that_cannot_be_written_back_is_refused_not_a_crash(line: bytes) -> None:
+    """An id no answer could echo (NaN, nested past the recursion limit; no JavaScript
+    peer parses such a line) is refused with an error to its sender, from either side:
+    before, the relay raised, and the proxy exited (one line ended the session)."""
+    for side, handle in (("agent", Relay().from_agent), ("client", Relay().from_client)):
+        actions = handle(line)
+        assert ["relay.unwritable_id", "relay.unexamined_line_blocked"] == [
+            a.event for a in actions if isinstance(a, Log)]
+        back = [data for to, data in sends(actions)]
+        assert [] == [data for to, data in sends(actions) if to != side]  # nothing passed on
+        assert [None] == [json.loads(data)["id"] for data in back]
 
 
 def test_allow_answers_first_allow_once() -> None:

@@ -843,8 +843,24 @@ def _parse(line: bytes, side: str) -> tuple[dict[str, Any] | list[Any] | None, L
         preview = line[:120].decode("utf-8", "replace")
         return None, Log("relay.non_json_line", {"from": side, "bytes": len(line), "preview": preview})
     if isinstance(msg, dict | list):
+        if not all(_writable_id(m["id"]) for m in (msg if isinstance(msg, list) else (msg,))
+                   if isinstance(m, dict) and "id" in m):
+            # an id that cannot be written back (NaN, nested past the recursion limit): no
+            # answer could echo it, no JavaScript peer would parse the line: not relayed
+            return None, Log("relay.unwritable_id", {"from": side, "bytes": len(line)})
         return msg, None
     return None, None
+
+
+def _writable_id(request_id: Any) -> bool:
+    """Whether ``request_id`` can be written back (:func:`policyd.core.jsonline.encode`)."""
+    if request_id is None or isinstance(request_id, str | int):
+        return True
+    try:
+        jsonline.encode(request_id)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _traceparent(params: object) -> str:
