@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
 
+from policyd.core import jsonline
 from policyd.core.model import Decision
 from policyd.core.relay import Consult, Log, Relay, Resolution, SendToAgent, SendToClient
 
@@ -71,13 +73,20 @@ def test_non_json_line_is_relayed_and_logged() -> None:
 @pytest.mark.parametrize("line", [
     b'{"jsonrpc":"2.0","id":[NaN],"result":{}}\n',
     b'{"jsonrpc":"2.0","id":{"a":Infinity},"method":"session/request_permission","params":{}}\n',
-    b'{"jsonrpc":"2.0","id":' + b"[" * 400 + b"]" * 400 + b',"method":"x"}\n',
+    "deep",  # an id nested past what encode's recursion reaches (built from the limit in force)
     b'[{"jsonrpc":"2.0","id":NaN,"method":"session/request_permission","params":{}}]\n',
 ])
-def test_an_id_that_cannot_be_written_back_is_refused_not_a_crash(line: bytes) -> None:
+def test_an_id_that_cannot_be_written_back_is_refused_not_a_crash(line: bytes | str) -> None:
     """An id no answer could echo (NaN, nested past the recursion limit; no JavaScript
     peer parses such a line) is refused with an error to its sender, from either side:
     before, the relay raised, and the proxy exited (one line ended the session)."""
+    if line == "deep":  # parses (the C scanner: a level per nesting), cannot be encoded
+        depth = sys.getrecursionlimit() * 4 // 5  # (other tests raise the limit)
+        line = b'{"jsonrpc":"2.0","id":' + b"[" * depth + b"]" * depth + b',"method":"x"}\n'
+        msg = jsonline.parse(line)
+        with pytest.raises(RecursionError):
+            jsonline.encode(msg["id"])
+    assert isinstance(line, bytes)
     for side, handle in (("agent", Relay().from_agent), ("client", Relay().from_client)):
         actions = handle(line)
         assert ["relay.unwritable_id", "relay.unexamined_line_blocked"] == [
