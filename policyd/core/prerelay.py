@@ -44,15 +44,11 @@ def initialize_request(line: bytes) -> Hashable | None:
     """The id key of the client's ``line`` when it is plainly an ``initialize`` request,
     else None. Never raises."""
     msg = _object(line)
-    if msg is None or msg.get("method") != "initialize" or "id" not in msg:
+    if msg is None or msg.get("method") != "initialize" or not _plain_id(msg):
         return None
-    rid = msg["id"]
-    if isinstance(rid, bool) or not isinstance(rid, str | int):
+    if not isinstance(msg.get("params", {}), dict):
         return None
-    params = msg.get("params", {})
-    if not isinstance(params, dict):
-        return None
-    return jsonline.id_key(rid)
+    return jsonline.id_key(msg["id"])
 
 
 def answers(line: bytes, request: Hashable) -> bool:
@@ -60,7 +56,12 @@ def answers(line: bytes, request: Hashable) -> bool:
     ``request``: its id a string or an integer (an id that is anything else, such as an
     array holding NaN, is left to the relay). Never raises."""
     msg = _object(line)
-    if msg is None or "method" in msg or "id" not in msg or not ("result" in msg or "error" in msg):
+    if msg is None or "method" in msg or not _plain_id(msg) or not ("result" in msg or "error" in msg):
         return False
-    rid = msg["id"]
-    return not isinstance(rid, bool) and isinstance(rid, str | int) and jsonline.id_key(rid) == request
+    return jsonline.id_key(msg["id"]) == request
+
+
+def _plain_id(msg: dict[str, Any]) -> bool:
+    """``msg`` has an id that is a string or an integer (not a bool)."""
+    rid = msg.get("id")
+    return isinstance(rid, str | int) and not isinstance(rid, bool)
