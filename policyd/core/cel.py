@@ -289,14 +289,21 @@ def release_trees() -> None:
 # ---------------------------------------------------------------------------- values
 
 
-def bound(value: Any, cut: list[str] | None = None) -> Any:
+def bound(value: Any, cut: list[str] | None = None, depth: int = 0) -> Any:
     """Plain JSON-like Python value -> native CEL value, bounded.
 
     Strings are cut at MAX_STRING_CHARS, lists at MAX_LIST_ITEMS, nesting below MAX_DEPTH
     becomes ``null``; each cut is described in ``cut`` when given (a policy that did not see
-    all of its input must not allow: see ``decide``). See :func:`policyd.core.celc.values.bound`.
+    all of its input must not allow: see ``decide``); ``depth`` is the value's own nesting
+    level. See :func:`policyd.core.celc.values.bound`.
     """
-    return values.bound(value, _LIMITS, cut)
+    return values.bound(value, _LIMITS, cut, depth)
+
+
+def bound_owned(value: Any, cut: list[str] | None = None) -> Any:
+    """:func:`bound` of a value whose lists and dicts the caller alone holds: equal, but those
+    are cut in place rather than rebuilt (see :func:`policyd.core.celc.values.bound_owned`)."""
+    return values.bound_owned(value, _LIMITS, cut)
 
 
 def timestamp(seconds: float) -> datetime.datetime:

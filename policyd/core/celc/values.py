@@ -340,6 +340,49 @@ def bound(value: Any, limits: tuple[int, int, int], cut: list[str] | None = None
     return str(value)[:max_chars]
 
 
+def bound_owned(value: Any, limits: tuple[int, int, int], cut: list[str] | None = None, depth: int = 0) -> Any:
+    """:func:`bound` of a value built for this call alone: the result is equal, but its lists
+    and dicts of plain items (str, bool, None, in-range int, float, and such lists and dicts)
+    are kept and cut in place, not rebuilt. The caller must hold the only reference to every
+    list and dict in ``value`` (``Facts.activation``: getters that build new ones); anything
+    else (a dict key to cut, a list over the item limit, another type) goes to :func:`bound`.
+    """
+    max_chars, max_items, max_depth = limits
+    t = type(value)
+    if t is dict:
+        if depth >= max_depth:
+            return _too_deep(max_depth, cut)
+        for k in value:
+            if type(k) is not str or len(k) > max_chars:
+                return bound(value, limits, cut, depth)
+        for k, item in value.items():  # values replaced, never keys: iteration stays valid
+            ti = type(item)
+            if ti is str:
+                if len(item) > max_chars:
+                    value[k] = bound(item, limits, cut, depth + 1)
+            elif ti is list or ti is dict:
+                value[k] = bound_owned(item, limits, cut, depth + 1)
+            elif not (ti is bool or item is None):
+                value[k] = bound(item, limits, cut, depth + 1)
+        return value
+    if t is list:
+        if depth >= max_depth:
+            return _too_deep(max_depth, cut)
+        if len(value) > max_items:
+            return bound(value, limits, cut, depth)
+        for i, item in enumerate(value):
+            ti = type(item)
+            if ti is str:
+                if len(item) > max_chars:
+                    value[i] = bound(item, limits, cut, depth + 1)
+            elif ti is list or ti is dict:
+                value[i] = bound_owned(item, limits, cut, depth + 1)
+            elif not (ti is bool or item is None):
+                value[i] = bound(item, limits, cut, depth + 1)
+        return value
+    return bound(value, limits, cut, depth)
+
+
 def _too_deep(max_depth: int, cut: list[str] | None) -> None:
     if cut is not None:
         cut.append(f"nesting deeper than {max_depth} levels")
