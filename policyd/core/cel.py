@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policyd.core import celc
-from policyd.core.celc import Budget, BudgetExceeded, check, trees, values
+from policyd.core.celc import Budget, BudgetExceeded, check, guards, trees, values
 
 __all__ = ["Budget", "BudgetExceeded", "CelCompileError", "CelEvalError", "Program", "bound", "compile_expr"]
 
@@ -109,6 +109,9 @@ class Program:
 
     source: str
     compiled: celc.Compiled
+    #: What the rule needs of the request's command names to be true (or fail): see
+    #: :mod:`policyd.core.celc.guards`; empty: nothing known, always evaluated.
+    guards: tuple[guards.Guard, ...] = ()
 
     def evaluate(self, activation: Mapping[str, Any], budget: Budget | None = None) -> Any:
         """The native result; raises CelEvalError (the CEL error value) or BudgetExceeded."""
@@ -260,7 +263,7 @@ def compile_expr(source: str) -> Program:
         raise CelCompileError(exc.message, exc.line, exc.column) from None
     except RecursionError as exc:
         raise CelCompileError("expression too deeply nested") from exc
-    return Program(source, compiled)
+    return Program(source, compiled, guards.name_guards(tree))
 
 
 def check_facts(program: Program, schema: Mapping[str, Any]) -> list[check.CheckError]:

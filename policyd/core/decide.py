@@ -50,7 +50,7 @@ def decide(
     ``budget_s`` seconds on ``clock`` (both or neither) bound the rule evaluation, counted
     from when the facts are ready (analysing them is not evaluation)."""
     from policyd.core import cel
-    from policyd.core.policy import rule_outcome
+    from policyd.core.policy import RequestNames, rule_outcome
 
     applicable, needs = policy.for_kind(facts.kind)
     matches: list[RuleMatch] = []
@@ -60,6 +60,7 @@ def decide(
         activation = facts.activation(needs)
         deadline = clock() + budget_s if clock is not None and budget_s is not None else None
         budget = cel.Budget(clock=clock, deadline=deadline)
+        names = RequestNames(activation)
         # strictest first; stop once no remaining rule can change the decision: every deny
         # rule is evaluated, ask rules only when no deny matched, allow rules until one matches
         for level_rules in policy.levels_for_kind(facts.kind):
@@ -68,7 +69,7 @@ def decide(
             for rule in level_rules:
                 try:
                     budget.check()
-                    outcome = rule_outcome(rule, activation, budget)
+                    outcome = rule_outcome(rule, activation, budget, names)
                 except cel.BudgetExceeded as exc:
                     over_budget = True
                     message = f"{exc}: asking instead"

@@ -177,13 +177,56 @@ class RuleOutcome:
 _MATCHED, _NOT_MATCHED = RuleOutcome(True), RuleOutcome(False)
 
 
-def rule_outcome(rule: Rule, activation: Mapping[str, Any], budget: cel.Budget | None = None) -> RuleOutcome:
+class RequestNames:
+    """The command names in one activation, per field (``tool.names``, the ``name`` of each
+    of ``tool.commands``), read on first use: what a rule's name guards are checked against
+    (:mod:`policyd.core.celc.guards`). A field absent, or not of that shape, is None: a
+    guard on it is not checked (the rule is evaluated)."""
+
+    __slots__ = ("_activation", "_found")
+
+    def __init__(self, activation: Mapping[str, Any]) -> None:
+        self._activation = activation
+        self._found: dict[str, frozenset[str] | None] = {}
+
+    def of(self, name: str) -> frozenset[str] | None:
+        """The names in ``tool.<name>`` (``names`` or ``commands``), or None."""
+        if name in self._found:
+            return self._found[name]
+        tool = self._activation.get("tool")
+        items = tool.get(name) if type(tool) is dict else None
+        found: frozenset[str] | None = None
+        if type(items) is list:
+            names: list[Any] = [c.get("name") if type(c) is dict else None for c in items] if name == "commands" \
+                else items
+            if all(type(n) is str for n in names):
+                found = frozenset(names)
+        self._found[name] = found
+        return found
+
+    def meet(self, guards: tuple[tuple[str, frozenset[str]], ...]) -> bool:
+        """False when some guard's names are all absent from the request (the rule is then
+        false without an error); True otherwise."""
+        for on, wanted in guards:
+            have = self.of(on)
+            if have is not None and have.isdisjoint(wanted):
+                return False
+        return True
+
+
+def rule_outcome(rule: Rule, activation: Mapping[str, Any], budget: cel.Budget | None = None,
+                 names: RequestNames | None = None) -> RuleOutcome:
     """Evaluate ``rule`` (its kinds filter already passed).
 
     An evaluation error fails toward safety: a deny or ask rule counts as matched, an allow
     rule as not matched; ``error`` carries the message either way. Running out of
-    ``budget`` raises cel.BudgetExceeded (the caller answers ask).
+    ``budget`` raises cel.BudgetExceeded (the caller answers ask). With ``names`` (the
+    activation's), a rule whose name guards the request does not meet is not matched
+    without being evaluated: it would be false, without an error.
     """
+    guards = rule.program.guards
+    if guards and names is not None and not names.meet(guards):
+        return _NOT_MATCHED
     try:
         return _MATCHED if rule.program.evaluate_bool(activation, budget) else _NOT_MATCHED
     except cel.CelEvalError as exc:
