@@ -353,7 +353,19 @@ def _may_be_option(p: Program, a: str, k: int, acc: _Acc) -> None:
 
 
 def _risky(p: Program) -> bool:
-    return any(o.effects or o.value in _RISKY_VALUE_ROLES for o in p.options)
+    """Whether some option of ``p`` has an effect or a risky value (per program, kept: a
+    command judged scans the options of its whole chain, git's or grep's hundred)."""
+    known = _RISKY.get(id(p))
+    if known is not None and known[0] is p:
+        return known[1]
+    risky = any(o.effects or o.value in _RISKY_VALUE_ROLES for o in p.options)
+    if len(_RISKY) >= 4096:  # a catalogue rebuilt many times over: start again
+        _RISKY.clear()
+    _RISKY[id(p)] = (p, risky)  # the program itself is kept, so its id is not reused
+    return risky
+
+
+_RISKY: dict[int, tuple[Program, bool]] = {}
 
 
 def _slot_stops_options(p: Program, count: int, replaced: list[str]) -> bool:

@@ -327,8 +327,13 @@ def _bounded(dirs: Iterable[str]) -> list[str]:
     return out
 
 
-def _unique(items: Iterable[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(i for i in items if i))
+def _unique(items: Sequence[str]) -> tuple[str, ...]:
+    """``items`` in first-seen order, without repeats or empty strings."""
+    if not items:
+        return ()
+    found = dict.fromkeys(items)
+    found.pop("", None)
+    return tuple(found)
 
 
 def is_device(path: str) -> bool:
