@@ -19,6 +19,7 @@ class RefProgram:
     """Quacks like cel.Program.evaluate_bool, evaluating with cel-python."""
 
     _last: tuple[Any, Any] = (None, None)  # (activation held, so its id cannot be reused; converted)
+    guards: tuple[Any, ...] = ()  # no name guards: cel-python evaluates every rule
 
     def __init__(self, source: str) -> None:
         self.source = source
