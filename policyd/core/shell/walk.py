@@ -81,8 +81,9 @@ def _parse(image: bytes) -> Tree:
     appended; that tree is used only if it has no error and no redirect without a command,
     else the text is parsed as it is. (A carriage return: tree-sitter-bash reads ``\\<CR>``
     before ``-n`` as an error at the end of input but as a line continuation once a newline
-    ends the text, where bash has an escaped CR, a word: ``head \\<CR>-n`` reads a file.) ``tests/test_shell_parse.py`` checks the two trees equal over the test corpora
-    and generated texts (only the root's end differs).
+    ends the text, where bash has an escaped CR, a word: ``head \\<CR>-n`` reads a file.)
+    ``tests/test_shell_parse.py`` checks the two trees equal over the test corpora and
+    generated texts (only the root's end differs).
     """
     parser = _parser()
     if (image.count(b"|") >= 2 and b"<<" not in image and b"\r" not in image
