@@ -49,10 +49,13 @@ from policyd.core.shell.options import _PROC_SUBST, _SHELLS
 from policyd.core.shell.words import _EXPANSIONS, _PATTERN, _ansi_c, _dec, _norm_name, _Word, _word
 from policyd.core.shell.wrappers import _analyse_argv, _h_shell
 
-# Non-ASCII bytes -> letters (bash treats them as word characters too).
-_ASCII_IMAGE = bytes(range(128)) + bytes(
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"[i % 52] for i in range(128)
-)
+# Non-ASCII bytes -> letters (bash treats them as word characters too), and so are vertical
+# tab, form feed and carriage return: blanks to tree-sitter-bash (its extras are /\s/), word
+# characters to bash (only space and tab separate words), so `echo a \r# ; rm -rf ~` is one
+# echo word then `rm`, not an echo and a comment.
+_ASCII_IMAGE = (bytes(range(11)) + b"VFR" + bytes(range(14, 128))
+                + bytes(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"[i % 52] for i in range(128)))
+_WORD_NOT_BLANK = re.compile(rb"[\x0b\x0c\r]")
 _HARD_MAX_DEPTH = 16  # caller-supplied max_depth is clamped to this (bounded recursion)
 
 _LANGUAGE = Language(tree_sitter_bash.language())
@@ -69,6 +72,12 @@ def _parser() -> Parser:
     return parser
 
 
+def _image(src: bytes) -> bytes:
+    """What tree-sitter-bash is given for ``src``: the same bytes, unless some are non-ASCII
+    or a vertical tab, form feed or carriage return (see :data:`_ASCII_IMAGE`)."""
+    return src if src.isascii() and _WORD_NOT_BLANK.search(src) is None else src.translate(_ASCII_IMAGE)
+
+
 def _parse(image: bytes) -> Tree:
     """The tree-sitter tree of ``image`` (the ASCII image of the command text).
 
@@ -77,17 +86,16 @@ def _parse(image: bytes) -> Tree:
     to 0.25.1): its GLR stacks are resolved only at the end. bash runs ``TEXT`` and
     ``TEXT\\n`` alike except where the text ends in a backslash (a line continuation) or
     inside a here-document (the body then ends with the newline), so a text with two or more
-    ``|``, no ``<<``, no carriage return and no final backslash is parsed with a newline
-    appended; that tree is used only if it has no error and no redirect without a command,
-    else the text is parsed as it is. (A carriage return: tree-sitter-bash reads ``\\<CR>``
-    before ``-n`` as an error at the end of input but as a line continuation once a newline
-    ends the text, where bash has an escaped CR, a word: ``head \\<CR>-n`` reads a file.)
+    ``|``, no ``<<`` and no final backslash is parsed with a newline appended; that tree is
+    used only if it has no error and no redirect without a command, else the text is parsed
+    as it is. (A carriage return never reaches here: the image spells it as a letter. Before
+    it did, tree-sitter-bash read ``\\<CR>`` before ``-n`` as an error at the end of input but
+    as a line continuation once a newline ended the text.)
     ``tests/test_shell_parse.py`` checks the two trees equal over the test corpora and
     generated texts (only the root's end differs).
     """
     parser = _parser()
-    if (image.count(b"|") >= 2 and b"<<" not in image and b"\r" not in image
-            and not image.rstrip().endswith(b"\\")):
+    if image.count(b"|") >= 2 and b"<<" not in image and not image.rstrip().endswith(b"\\"):
         tree = parser.parse(image + b"\n")
         root = tree.root_node
         if not root.has_error and not _PARSERS.bare_redirect.captures(root):
@@ -239,13 +247,61 @@ def _analyze_text(st: _State, text: str, depth: int, label: str) -> None:
     src = text.encode("utf-8", "surrogatepass")
     # tree-sitter-bash's scanner calls ctype isalpha() etc. on the raw code point: non-ASCII
     # input reads outside the ctype table (a segfault for large code points). Parse an
-    # ASCII image with the same byte offsets; words are read from the real bytes.
-    tree = _parse(src if src.isascii() else src.translate(_ASCII_IMAGE))
+    # ASCII image with the same byte offsets (_ASCII_IMAGE); words are read from the real bytes.
+    image = _image(src)
+    tree = _parse(image)
     root = tree.root_node
+    if _ESCAPED_BLANK.search(image):
+        at = _skipped_escape(root, image)
+        if at >= 0:
+            st.error(f"an escaped blank at byte {at} of {label or 'the command'!r} that tree-sitter-bash"
+                     " skips and bash reads as part of a word")
     walker = _Walker(st, src, depth, label)
     if root.has_error:
         walker.check_errors(root)
     walker.run(root)
+
+
+def _joined(first: _Word, then: _Word) -> _Word:
+    """One bash word of two nodes with nothing between them: tree-sitter-bash ends a word at
+    a quoted part followed by an escape (``'.en'\\v`` is two arguments there, ``.env`` to bash)."""
+    return _Word(first.value + then.value, first.dyn or then.dyn, first.start, then.end, first.exp or then.exp)
+
+
+#: A backslash before a space or tab: inside a word both parsers read an escaped blank, but
+#: where a word would start tree-sitter-bash skips the pair as it skips a line continuation
+#: (its grammar's extras), while bash starts a word with that blank (`echo a \\ # ; rm -rf ~`
+#: runs rm: the `#` is inside a word, not a comment).
+_ESCAPED_BLANK = re.compile(rb"\\[ \t]")
+
+
+def _skipped_escape(root: Node, image: bytes) -> int:
+    """Offset of the first backslash tree-sitter-bash left outside every token, or -1 (a
+    line continuation, backslash and newline, is skipped by both parsers alike). A
+    here-document body counts as one token: bash reads no words there."""
+    end = 0
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.child_count and n.type != "heredoc_body":
+            stack.extend(reversed(n.children))
+            continue
+        start = n.start_byte
+        if start > end:
+            gap = image[end:start]
+            i = gap.find(b"\\")
+            while i >= 0:
+                if gap[i + 1 : i + 2] != b"\n":
+                    return end + i
+                i = gap.find(b"\\", i + 2)
+        end = max(end, n.end_byte)
+    gap = image[end:]
+    i = gap.find(b"\\")
+    while i >= 0:
+        if gap[i + 1 : i + 2] != b"\n":
+            return end + i
+        i = gap.find(b"\\", i + 2)
+    return -1
 
 
 class _Walker:
@@ -592,13 +648,17 @@ class _Walker:
                     self.brace_product(ch)
                 if ct == "word" and b"\\" not in raw:  # fast path of _word for a plain word
                     value = _dec(raw)
-                    words.append(_Word(value, _PATTERN.search(value) is not None,
-                                       ch.start_byte, ch.end_byte))
+                    w = _Word(value, _PATTERN.search(value) is not None, ch.start_byte, ch.end_byte)
+                    if words[-1].end == w.start:
+                        w = _joined(words.pop(), w)
+                    words.append(w)
                     args.append(ch)
                     continue
                 w = _word(ch, src)
                 if w.exp and self.loops:
                     w = self.loop_value(ch, w)
+                if words[-1].end == w.start:
+                    w = _joined(words.pop(), w)
                 words.append(w)
                 args.append(ch)
                 if w.exp or ct not in _WORDISH:
