@@ -28,11 +28,19 @@ HOME = "/home/dev"
         (".", "/workspace/project"),
         ("~dev/Documents", "/home/dev/Documents"),
         ("~root", "/root"),
+        ("~+", "/workspace/project"),  # bash: $PWD
+        ("~+/../x", "/workspace/x"),
+        ("~-", "/(unknown path)"),  # $OLDPWD: not known
+        ("~-/.ssh", "/(unknown path)"),
+        ("~2/x", "/(unknown path)"),  # the directory stack
+        ("~+1", "/(unknown path)"),
+        ("~-x", "/home/-x"),  # a user name
         ("", ""),
     ],
 )
 def test_resolve(raw: str, expected: str) -> None:
-    """Relative paths join the cwd; ~ and $HOME expand; .. and // fold."""
+    """Relative paths join the cwd; ~ and $HOME expand (bash's tilde prefixes, the
+    directory stack unknown); .. and // fold."""
     assert expected == paths.resolve(raw, CWD, HOME)
 
 

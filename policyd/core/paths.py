@@ -3,7 +3,8 @@
 Rules this module owns:
 
 - ``resolve(p, cwd, home)`` gives an absolute, normalised path: ``~``/``~/x`` and a leading
-  ``$HOME``/``${HOME}`` expand to ``home``, ``~name`` to ``/home/name`` (``/root``); a
+  ``$HOME``/``${HOME}`` expand to ``home``, ``~name`` to ``/home/name`` (``/root``), ``~+``
+  to ``cwd``, ``~-``/``~N`` (the directory stack) to :data:`UNKNOWN`; a
   relative path is joined to ``cwd``; ``.``, ``..`` and repeated slashes are folded (``/w/../../etc`` -> ``/etc``).
 - ``within(p, d)`` is component-wise and case-exact: ``/a/b2`` is not within ``/a/b``;
   a directory is within itself.
@@ -23,6 +24,11 @@ import re
 
 #: Upper bound on one path's length we normalise; longer values are truncated (bounded work).
 MAX_PATH_CHARS = 8192
+#: A path whose place cannot be known (within no root).
+UNKNOWN = "/(unknown path)"
+#: Tilde prefixes naming the directory stack (bash "Tilde Expansion"): ``~-`` ($OLDPWD),
+#: ``~N``, ``~+N``, ``~-N``.
+_DIRSTACK = re.compile(r"-|[+-]?[0-9]+")
 
 
 def resolve(path: str, cwd: str, home: str) -> str:
@@ -40,10 +46,14 @@ def resolve(path: str, cwd: str, home: str) -> str:
         elif path.startswith("${HOME}/"):
             path = home + path[7:]
     if path.startswith("~") and not path.startswith("~/") and path != "~":
-        # ~name is that user's home (bash); the passwd database is I/O, so use the usual
-        # layout: it is outside any workspace either way, never a relative path
         name, _, rest = path[1:].partition("/")
-        path = ("/root" if name == "root" else f"/home/{name}") + ("/" + rest if rest else "")
+        if name == "+":  # bash: $PWD, where it runs
+            path = (cwd or "/") + ("/" + rest if rest else "")
+        elif _DIRSTACK.fullmatch(name):  # $OLDPWD, a `dirs` entry: not known here
+            return UNKNOWN
+        else:  # ~name is that user's home (bash); the passwd database is I/O, so use the
+            # usual layout: it is outside any workspace either way, never a relative path
+            path = ("/root" if name == "root" else f"/home/{name}") + ("/" + rest if rest else "")
     if not path.startswith("/"):
         path = posixpath.join(cwd or "/", path)
     norm = posixpath.normpath(path)

@@ -37,7 +37,7 @@ from policyd.core.shell.walk import analyze
 #: Where relative paths point after a ``cd`` known only at run time: outside every root.
 UNKNOWN_DIR = "/(unknown directory)"
 #: A path whose value is known only at run time: within no root.
-UNKNOWN_PATH = "/(unknown path)"
+UNKNOWN_PATH = paths.UNKNOWN
 #: Directories one command may run in, at most (beyond: the unknown directory is added).
 MAX_CD_DIRS = 8
 #: Alternatives a brace expansion in a path word is expanded into (beyond: left as is).
