@@ -531,7 +531,7 @@ class Facts:
         if "raw_input" in tool:  # the agent's own map: copied (bounded) before the rest is cut in place
             tool["raw_input"] = cel.bound(tool["raw_input"], self.cut, depth=1)
         # every other list and dict here was built by this call (the getters make new ones:
-        # tests/test_facts_schema.py checks it), so they are bounded in place
+        # tests/test_bound.py checks it), so they are bounded in place
         act = {k: cel.bound_owned(v, cut=self.cut) for k, v in plain.items()}
         act["now"] = cel.timestamp(q.now_s)
         return act
