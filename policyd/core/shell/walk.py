@@ -286,21 +286,19 @@ def _skipped_escape(root: Node, image: bytes) -> int:
         if n.child_count and n.type != "heredoc_body":
             stack.extend(reversed(n.children))
             continue
-        start = n.start_byte
-        if start > end:
-            gap = image[end:start]
-            i = gap.find(b"\\")
-            while i >= 0:
-                if gap[i + 1 : i + 2] != b"\n":
-                    return end + i
-                i = gap.find(b"\\", i + 2)
+        if n.start_byte > end and (at := _escape_in(image, end, n.start_byte)) >= 0:
+            return at
         end = max(end, n.end_byte)
-    gap = image[end:]
-    i = gap.find(b"\\")
+    return _escape_in(image, end, len(image))
+
+
+def _escape_in(image: bytes, start: int, end: int) -> int:
+    """Offset of the first backslash in ``image[start:end]`` not before a newline, or -1."""
+    i = image.find(b"\\", start, end)
     while i >= 0:
-        if gap[i + 1 : i + 2] != b"\n":
-            return end + i
-        i = gap.find(b"\\", i + 2)
+        if image[i + 1 : i + 2] != b"\n":
+            return i
+        i = image.find(b"\\", i + 2, end)
     return -1
 
 
