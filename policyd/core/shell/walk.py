@@ -23,6 +23,7 @@ tree-sitter parser, so :func:`analyze` may run on a reload thread and the main t
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 import threading
@@ -256,10 +257,26 @@ def _analyze_text(st: _State, text: str, depth: int, label: str) -> None:
         if at >= 0:
             st.error(f"an escaped blank at byte {at} of {label or 'the command'!r} that tree-sitter-bash"
                      " skips and bash reads as part of a word")
+    if _DOLLAR_BLANK.search(image) and _expansion_over_blank(root, image):
+        # tree-sitter-bash reads `$`, blanks, then a name as one expansion (`>$<NL>rm -rf ~`
+        # took the next line's command into a redirect target); to bash the `$` is literal
+        st.error(f"a '$' before a blank in {label or 'the command'!r}: read as bash does not")
     walker = _Walker(st, src, depth, label)
     if root.has_error:
         walker.check_errors(root)
     walker.run(root)
+
+
+def _glued(src: bytes, end: int, start: int) -> bool:
+    """Whether the word ending at ``end`` and the one starting at ``start`` are one bash word:
+    nothing between them, or only line continuations (bash removes ``\\<NL>`` before it
+    splits words: ``.en\\<NL>v`` is ``.env``)."""
+    return end == start or (end < start and not src[end:start].replace(b"\\\n", b""))
+
+
+def _wordish(n: Node) -> bool:
+    """A child of a command that is (part of) a word: not a redirect or an assignment."""
+    return n.type not in _REDIRECTS and n.type != "variable_assignment"
 
 
 def _joined(first: _Word, then: _Word) -> _Word:
@@ -273,6 +290,23 @@ def _joined(first: _Word, then: _Word) -> _Word:
 #: (its grammar's extras), while bash starts a word with that blank (`echo a \\ # ; rm -rf ~`
 #: runs rm: the `#` is inside a word, not a comment).
 _ESCAPED_BLANK = re.compile(rb"\\[ \t]")
+
+
+_DOLLAR_BLANK = re.compile(rb"\$[ \t\n]")
+
+
+def _expansion_over_blank(root: Node, image: bytes) -> bool:
+    """Whether some ``$name`` expansion node spans a blank or a line break."""
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "simple_expansion":
+            text = image[n.start_byte : n.end_byte]
+            if b" " in text or b"\t" in text or b"\n" in text:
+                return True
+            continue
+        stack.extend(n.children)
+    return False
 
 
 def _skipped_escape(root: Node, image: bytes) -> int:
@@ -619,8 +653,24 @@ class _Walker:
         args: list[Node] = []
         more: list[Node] = []
         words: list[_Word] = []
-        for ch in node.named_children:
+        problem = self._gap_problem(node)
+        if problem:
+            self.st.error(f"{problem} at {self.label or 'top level'!r}")
+        kids = node.children
+        for i, ch in enumerate(kids):
             ct = ch.type
+            if not ch.is_named:  # a lone `$` (or `=~`): a literal word to bash
+                after = kids[i + 1] if i + 1 < len(kids) else None
+                if ct == "$" and after is not None and after.start_byte == ch.end_byte and after.type == "string":
+                    continue  # $"..": a locale-translated string, its text as it is
+                if name_node is None:
+                    self.st.error(f"{self.text(ch)!r} before a command name at {self.label or 'top level'!r}")
+                    continue
+                w = _Word(self.text(ch), False, ch.start_byte, ch.end_byte)
+                if _glued(src, words[-1].end, w.start):
+                    w = _joined(words.pop(), w)
+                words.append(w)
+                continue
             if ct == "variable_assignment":
                 more.extend(self.assignment(ch))
             elif ct == "command_name":
@@ -647,7 +697,7 @@ class _Walker:
                 if ct == "word" and b"\\" not in raw:  # fast path of _word for a plain word
                     value = _dec(raw)
                     w = _Word(value, _PATTERN.search(value) is not None, ch.start_byte, ch.end_byte)
-                    if words[-1].end == w.start:
+                    if _glued(src, words[-1].end, w.start):
                         w = _joined(words.pop(), w)
                     words.append(w)
                     args.append(ch)
@@ -655,7 +705,7 @@ class _Walker:
                 w = _word(ch, src)
                 if w.exp and self.loops:
                     w = self.loop_value(ch, w)
-                if words[-1].end == w.start:
+                if _glued(src, words[-1].end, w.start):
                     w = _joined(words.pop(), w)
                 words.append(w)
                 args.append(ch)
@@ -665,6 +715,10 @@ class _Walker:
                 more.append(ch)
         if name_node is None or name_node.end_byte == name_node.start_byte:
             return more
+        for extra in self._redirect_args(node):
+            w = _word(extra, src)
+            words.append(w)
+            args.append(extra)
         stdin, name = self.emit(words, _dec(src[node.start_byte : cut]).rstrip(), node)
         key = name.lower()
         if key in _RUNS_ARG and args:
@@ -693,6 +747,40 @@ class _Walker:
             line = " ".join(printed)
             self.echo[node.id] = self.echo[anchor.id] = _ansi_c(line) if escapes else line
         return more
+
+    def _gap_problem(self, node: Node) -> str:
+        """What tree-sitter-bash skipped between the children of command ``node`` that bash
+        does not: a line break (``echo =~`` then a newline took the next line's command as
+        arguments), or a line continuation gluing a word to a redirect or an assignment
+        (``2>x\\<NL>echo rm -rf ~`` is ``2>xecho rm -rf ~`` to bash). "" when nothing."""
+        src = self.src
+        kids = node.children
+        for a, b in itertools.pairwise(kids):
+            if b.start_byte <= a.end_byte:
+                continue
+            bare = src[a.end_byte : b.start_byte].replace(b"\\\n", b"")
+            if b"\n" in bare:
+                return "a command continued across a line break"
+            if not bare and (not _wordish(a) or not _wordish(b)):
+                return "a line continuation joining a word to a redirect or an assignment"
+        return ""
+
+    def _redirect_args(self, node: Node) -> list[Node]:
+        """Words tree-sitter-bash puts after a redirect's target (``rm >f -rf /``: target
+        ``f``, then ``-rf``, ``/``): to bash a redirect takes one word, and the words after it
+        are the command's arguments. Those of the redirects of the statement ``node`` is the
+        body of, in order (their substitutions are walked with the redirect)."""
+        n, parent = node, self.parent.get(node.id)
+        # tree-sitter-bash also hangs `a && b >f x` on the list: the last command is b
+        while parent is not None and parent.type in ("list", "pipeline") and parent.named_children[-1].id == n.id:
+            n, parent = parent, self.parent.get(parent.id)
+        if parent is None or parent.type != "redirected_statement":
+            return []
+        body = parent.child_by_field_name("body")
+        if body is None or body.id != n.id:
+            return []
+        return [d for r in parent.children_by_field_name("redirect") if r.type == "file_redirect"
+                for d in r.children_by_field_name("destination")[1:]]
 
     def _note_runs_output(self, node: Node) -> None:
         """Remember a ``$(..)`` (bare or alone in quotes) whose output is run as code."""
@@ -862,9 +950,14 @@ class _Walker:
         if dests:
             d = dests[0]
             op = _dec(src[node.start_byte : d.start_byte]).strip()
-            w = _word(d, src)
-            if len(dests) > 1:
-                w = _Word(" ".join(_word(x, src).value for x in dests), True, 0, 0)
+            w = _word(d, src)  # one word: any after it are the command's (_redirect_args)
+            owner = self.parent.get(node.id)
+            of = owner.child_by_field_name("body") if owner is not None else None
+            while of is not None and of.type in ("list", "pipeline") and of.named_children:
+                of = of.named_children[-1]  # the command the redirect is bash's (_redirect_args)
+            if len(dests) > 1 and (owner is None or owner.type != "redirected_statement" or of is None
+                                   or of.type != "command"):
+                st.error(f"words after the target of {op!r} where bash takes none")
         else:
             op = self.text(node).strip()
             w = _Word("", False, 0, 0)

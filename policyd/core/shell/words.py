@@ -113,7 +113,8 @@ def _collect(node: Node, src: bytes, out: list[str], pat: list[str]) -> bool:
         return False
     if t == "ansi_c_string":
         raw = _dec(src[node.start_byte : node.end_byte])
-        out.append(_ansi_c(raw[2:-1] if len(raw) >= 3 and raw.endswith("'") else raw[2:]))
+        value = _ansi_c(raw[2:-1] if len(raw) >= 3 and raw.endswith("'") else raw[2:])
+        out.append(value.split("\0", 1)[0])  # bash ends the string at a NUL (\0, \x00, \c@)
         pat.append("\0")
         return False
     if t == "string" or t == "translated_string":
