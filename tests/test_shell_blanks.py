@@ -90,10 +90,21 @@ MISREAD = [
     ("r\\\nm -rf ~", ("rm", "-rf", "~")),
     ("cat $'.env\\0.example'", ("cat", ".env")),  # bash ends $'..' at a NUL
     ("cat $'a\\x00b'c", ("cat", "ac")),
+    ("rm <<EOF -rf /\nEOF", ("rm", "-rf", "/")),  # words after a heredoc operator: arguments
+    ("cat <<EOF .env\nhi\nEOF", ("cat", ".env")),
+    ("cat <x '.en'\\v", ("cat", ".env")),  # the redirect's extra words joined as bash joins them
+    ("cat >f .en\\\nv", ("cat", ".env")),
 ]
 #: Texts whose reading cannot be made bash's here: refused (parse error, the baseline asks).
 REFUSED = ["echo =~\nrm -rf ~", "2>x\\\necho rm -rf ~", "ls >$\nrm -rf ~", "rm >$ x -rf ~",
-           "{ rm; } >f -rf /"]
+           "{ rm; } >f -rf /", 'rm -rf $""/', 'git clean -f$"dx"', 'find . -delet$"e"',
+           "sed -i1>/dev/null 's/a/b/' .git/hooks/pre-commit"]
+
+
+def test_a_split_redirect_target_is_one_word() -> None:
+    for text in ("cat <'.en'\\v", "echo x >'.en'\\v", "cat <.en\\\nv"):
+        a = walk.analyze(text)
+        assert a.parse_ok and [r.target for r in a.redirects] == [".env"], (text, a.redirects)
 
 
 @pytest.mark.parametrize(("text", "argv"), MISREAD)

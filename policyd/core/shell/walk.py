@@ -257,6 +257,10 @@ def _analyze_text(st: _State, text: str, depth: int, label: str) -> None:
         if at >= 0:
             st.error(f"an escaped blank at byte {at} of {label or 'the command'!r} that tree-sitter-bash"
                      " skips and bash reads as part of a word")
+    if b'$"' in image and _has_locale_string(root):
+        # tree-sitter-bash reads $".." as a `$` token (which may take the text before it:
+        # `-r$"f"`) and a string; bash, the string translated. Rare in commands: refused.
+        st.error(f"a $\"..\" locale string in {label or 'the command'!r}: read as bash does not")
     if _DOLLAR_BLANK.search(image) and _expansion_over_blank(root, image):
         # tree-sitter-bash reads `$`, blanks, then a name as one expansion (`>$<NL>rm -rf ~`
         # took the next line's command into a redirect target); to bash the `$` is literal
@@ -265,6 +269,36 @@ def _analyze_text(st: _State, text: str, depth: int, label: str) -> None:
     if root.has_error:
         walker.check_errors(root)
     walker.run(root)
+
+
+def _redirect_words(r: Node, src: bytes) -> list[list[Node]]:
+    """The words of redirect ``r`` as bash splits them (nodes glued into one word grouped):
+    for a file redirect the first is its target; for a heredoc none is (the delimiter is
+    apart); every other is an argument of the command, which tree-sitter-bash hangs here."""
+    if r.type == "file_redirect":
+        nodes = r.children_by_field_name("destination")
+    elif r.type == "heredoc_redirect":
+        start = next((k for k in r.named_children if k.type == "heredoc_start"), None)
+        line_end = src.find(b"\n", start.end_byte if start is not None else r.start_byte)
+        if line_end < 0:
+            line_end = len(src)
+        # on the operator's line only: tree-sitter-bash also takes some bodies as words
+        nodes = [k for k in r.named_children if k.start_byte < line_end and (
+            k.type in _WORDISH or k.type in _EXPANSIONS or k.type == "command_substitution")]
+        return [[], *_groups(nodes, src)]
+    else:
+        return []
+    return _groups(nodes, src)
+
+
+def _groups(nodes: list[Node], src: bytes) -> list[list[Node]]:
+    out: list[list[Node]] = []
+    for n in nodes:
+        if out and _glued(src, out[-1][-1].end_byte, n.start_byte):
+            out[-1].append(n)
+        else:
+            out.append([n])
+    return out
 
 
 def _glued(src: bytes, end: int, start: int) -> bool:
@@ -293,6 +327,27 @@ _ESCAPED_BLANK = re.compile(rb"\\[ \t]")
 
 
 _DOLLAR_BLANK = re.compile(rb"\$[ \t\n]")
+
+
+def _locale_dollar(n: Node) -> bool:
+    """An anonymous ``$`` token right before a string (``$"..."``), as tree-sitter-bash
+    spells a locale string, possibly with the text before it in the token."""
+    if n.is_named or n.type != "$":
+        return False
+    after = n.next_sibling
+    while after is not None and after.type == "concatenation" and after.child_count:
+        after = after.children[0]
+    return after is not None and after.start_byte == n.end_byte and after.type == "string"
+
+
+def _has_locale_string(root: Node) -> bool:
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if _locale_dollar(n):
+            return True
+        stack.extend(n.children)
+    return False
 
 
 def _expansion_over_blank(root: Node, image: bytes) -> bool:
@@ -656,13 +711,11 @@ class _Walker:
         problem = self._gap_problem(node)
         if problem:
             self.st.error(f"{problem} at {self.label or 'top level'!r}")
-        kids = node.children
-        for i, ch in enumerate(kids):
+        for ch in node.children:
             ct = ch.type
             if not ch.is_named:  # a lone `$` (or `=~`): a literal word to bash
-                after = kids[i + 1] if i + 1 < len(kids) else None
-                if ct == "$" and after is not None and after.start_byte == ch.end_byte and after.type == "string":
-                    continue  # $"..": a locale-translated string, its text as it is
+                if _locale_dollar(ch):
+                    continue  # $"..": refused in _analyze_text
                 if name_node is None:
                     self.st.error(f"{self.text(ch)!r} before a command name at {self.label or 'top level'!r}")
                     continue
@@ -715,10 +768,12 @@ class _Walker:
                 more.append(ch)
         if name_node is None or name_node.end_byte == name_node.start_byte:
             return more
-        for extra in self._redirect_args(node):
-            w = _word(extra, src)
+        for group in self._redirect_args(node):
+            w = _word(group[0], src)
+            for more_node in group[1:]:
+                w = _joined(w, _word(more_node, src))
             words.append(w)
-            args.append(extra)
+            args.append(group[-1])
         stdin, name = self.emit(words, _dec(src[node.start_byte : cut]).rstrip(), node)
         key = name.lower()
         if key in _RUNS_ARG and args:
@@ -765,7 +820,7 @@ class _Walker:
                 return "a line continuation joining a word to a redirect or an assignment"
         return ""
 
-    def _redirect_args(self, node: Node) -> list[Node]:
+    def _redirect_args(self, node: Node) -> list[list[Node]]:
         """Words tree-sitter-bash puts after a redirect's target (``rm >f -rf /``: target
         ``f``, then ``-rf``, ``/``): to bash a redirect takes one word, and the words after it
         are the command's arguments. Those of the redirects of the statement ``node`` is the
@@ -779,8 +834,7 @@ class _Walker:
         body = parent.child_by_field_name("body")
         if body is None or body.id != n.id:
             return []
-        return [d for r in parent.children_by_field_name("redirect") if r.type == "file_redirect"
-                for d in r.children_by_field_name("destination")[1:]]
+        return [g for r in parent.children_by_field_name("redirect") for g in _redirect_words(r, self.src)[1:]]
 
     def _note_runs_output(self, node: Node) -> None:
         """Remember a ``$(..)`` (bare or alone in quotes) whose output is run as code."""
@@ -935,7 +989,13 @@ class _Walker:
             return [k for k in node.named_children if k.type != "heredoc_body"]
         if t == "herestring_redirect":
             content = [c for c in node.named_children if c.type != "file_descriptor"]
-            w = _word(content[-1], src) if content else _Word("", False, 0, 0)
+            w = _Word("", False, 0, 0)
+            if content:
+                last = _groups(content, src)[-1]  # one word, though glued of several nodes
+                w = _word(last[0], src)
+                for more_node in last[1:]:
+                    w = _joined(w, _word(more_node, src))
+                content = last
             op_end = content[-1].start_byte if content else node.end_byte
             op = _dec(src[node.start_byte : op_end]).strip() or "<<<"
             self._herestring(node, op, w)
@@ -947,10 +1007,17 @@ class _Walker:
             if prev is not None and prev.id in self.tolerated and dests:
                 self._herestring(node, "<<<", _word(dests[0], src))
                 return node.named_children
+        fd = node.child_by_field_name("descriptor")
+        if fd is not None and not self.text(fd).isdigit():  # `-i1>f`: a word, then `>f`, to bash
+            st.error(f"{self.text(fd)!r} read as a file descriptor where bash has a word")
         if dests:
             d = dests[0]
             op = _dec(src[node.start_byte : d.start_byte]).strip()
+            groups = _groups(dests, src)
             w = _word(d, src)  # one word: any after it are the command's (_redirect_args)
+            for more_node in groups[0][1:]:
+                w = _joined(w, _word(more_node, src))
+            dests = [g[0] for g in groups]
             owner = self.parent.get(node.id)
             of = owner.child_by_field_name("body") if owner is not None else None
             while of is not None and of.type in ("list", "pipeline") and of.named_children:
