@@ -809,6 +809,8 @@ class _Walker:
         arguments), or a line continuation gluing a word to a redirect or an assignment
         (``2>x\\<NL>echo rm -rf ~`` is ``2>xecho rm -rf ~`` to bash). "" when nothing."""
         src = self.src
+        if src.find(b"\n", node.start_byte, node.end_byte) < 0:
+            return ""  # both need a line break (a continuation is a backslash and one)
         kids = node.children
         for a, b in itertools.pairwise(kids):
             if b.start_byte <= a.end_byte:
