@@ -829,7 +829,10 @@ class _Walker:
         body of, in order (their substitutions are walked with the redirect)."""
         n, parent = node, self.parent.get(node.id)
         # tree-sitter-bash also hangs `a && b >f x` on the list: the last command is b
-        while parent is not None and parent.type in ("list", "pipeline") and parent.named_children[-1].id == n.id:
+        while parent is not None and parent.type in ("list", "pipeline"):
+            last = parent.named_child(parent.named_child_count - 1)
+            if last is None or last.id != n.id:
+                return []
             n, parent = parent, self.parent.get(parent.id)
         if parent is None or parent.type != "redirected_statement":
             return []
