@@ -94,6 +94,7 @@ MISREAD = [
     ("cat <<EOF .env\nhi\nEOF", ("cat", ".env")),
     ("cat <x '.en'\\v", ("cat", ".env")),  # the redirect's extra words joined as bash joins them
     ("cat >f .en\\\nv", ("cat", ".env")),
+    ("echo -e '\\0162m -rf /' | sh", ("rm", "-rf", "/")),  # echo -e: \0NNN (bash: three digits after 0)
 ]
 #: Texts whose reading cannot be made bash's here: refused (parse error, the baseline asks).
 REFUSED = ["echo =~\nrm -rf ~", "2>x\\\necho rm -rf ~", "ls >$\nrm -rf ~", "rm >$ x -rf ~",
@@ -121,6 +122,6 @@ def test_refused_where_bash_reads_otherwise(text: str) -> None:
 def test_bash_agrees_with_the_readings() -> None:
     """The oracle for MISREAD's words (builtins only: `printf` stands for the command)."""
     for text, argv in MISREAD:
-        if "$'" in text or ">" in text or "<" in text or "~" in text:
-            continue  # a NUL cannot be printed by `set --`; redirects need files; ~ is kept
+        if "$'" in text or ">" in text or "<" in text or "~" in text or "|" in text:
+            continue  # a NUL cannot be printed by `set --`; redirects need files; ~ is kept; pipes run
         assert bash_words(text.split(" ", 1)[1]) == list(argv[1:]), text

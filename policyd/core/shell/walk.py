@@ -327,6 +327,8 @@ _ESCAPED_BLANK = re.compile(rb"\\[ \t]")
 
 
 _DOLLAR_BLANK = re.compile(rb"\$[ \t\n]")
+#: echo -e's octal escape (bash's echo builtin): a 0, then up to three octal digits.
+_ECHO_OCTAL = re.compile(r"\\0([0-7]{0,3})")
 
 
 def _locale_dollar(n: Node) -> bool:
@@ -800,6 +802,8 @@ class _Walker:
                 escapes = escapes or "e" in printed[0]
                 printed = printed[1:]
             line = " ".join(printed)
+            if escapes and key == "echo":  # echo -e: \0NNN, up to three octal digits after the 0
+                line = _ECHO_OCTAL.sub(lambda m: chr(int(m.group(1) or "0", 8) & 0xFF), line)
             self.echo[node.id] = self.echo[anchor.id] = _ansi_c(line) if escapes else line
         return more
 
