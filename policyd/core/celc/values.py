@@ -349,38 +349,26 @@ def bound_owned(value: Any, limits: tuple[int, int, int], cut: list[str] | None 
     """
     max_chars, max_items, max_depth = limits
     t = type(value)
+    if t is not dict and t is not list:
+        return bound(value, limits, cut, depth)
+    if depth >= max_depth:
+        return _too_deep(max_depth, cut)
     if t is dict:
-        if depth >= max_depth:
-            return _too_deep(max_depth, cut)
-        for k in value:
-            if type(k) is not str or len(k) > max_chars:
-                return bound(value, limits, cut, depth)
-        for k, item in value.items():  # values replaced, never keys: iteration stays valid
-            ti = type(item)
-            if ti is str:
-                if len(item) > max_chars:
-                    value[k] = bound(item, limits, cut, depth + 1)
-            elif ti is list or ti is dict:
-                value[k] = bound_owned(item, limits, cut, depth + 1)
-            elif not (ti is bool or item is None):
-                value[k] = bound(item, limits, cut, depth + 1)
-        return value
-    if t is list:
-        if depth >= max_depth:
-            return _too_deep(max_depth, cut)
-        if len(value) > max_items:
+        if any(type(k) is not str or len(k) > max_chars for k in value):
             return bound(value, limits, cut, depth)
-        for i, item in enumerate(value):
-            ti = type(item)
-            if ti is str:
-                if len(item) > max_chars:
-                    value[i] = bound(item, limits, cut, depth + 1)
-            elif ti is list or ti is dict:
-                value[i] = bound_owned(item, limits, cut, depth + 1)
-            elif not (ti is bool or item is None):
-                value[i] = bound(item, limits, cut, depth + 1)
-        return value
-    return bound(value, limits, cut, depth)
+    elif len(value) > max_items:
+        return bound(value, limits, cut, depth)
+    # values replaced in place, never keys: the iteration stays valid
+    for k, item in value.items() if t is dict else enumerate(value):
+        ti = type(item)
+        if ti is str:
+            if len(item) > max_chars:
+                value[k] = bound(item, limits, cut, depth + 1)
+        elif ti is list or ti is dict:
+            value[k] = bound_owned(item, limits, cut, depth + 1)
+        elif not (ti is bool or item is None):
+            value[k] = bound(item, limits, cut, depth + 1)
+    return value
 
 
 def _too_deep(max_depth: int, cut: list[str] | None) -> None:
