@@ -301,6 +301,14 @@ def _groups(nodes: list[Node], src: bytes) -> list[list[Node]]:
     return out
 
 
+def _group_word(group: list[Node], src: bytes) -> _Word:
+    """The one bash word of a group of glued nodes (see :func:`_groups`)."""
+    w = _word(group[0], src)
+    for n in group[1:]:
+        w = _joined(w, _word(n, src))
+    return w
+
+
 def _glued(src: bytes, end: int, start: int) -> bool:
     """Whether the word ending at ``end`` and the one starting at ``start`` are one bash word:
     nothing between them, or only line continuations (bash removes ``\\<NL>`` before it
@@ -771,10 +779,7 @@ class _Walker:
         if name_node is None or name_node.end_byte == name_node.start_byte:
             return more
         for group in self._redirect_args(node):
-            w = _word(group[0], src)
-            for more_node in group[1:]:
-                w = _joined(w, _word(more_node, src))
-            words.append(w)
+            words.append(_group_word(group, src))
             args.append(group[-1])
         stdin, name = self.emit(words, _dec(src[node.start_byte : cut]).rstrip(), node)
         key = name.lower()
@@ -1000,11 +1005,8 @@ class _Walker:
             content = [c for c in node.named_children if c.type != "file_descriptor"]
             w = _Word("", False, 0, 0)
             if content:
-                last = _groups(content, src)[-1]  # one word, though glued of several nodes
-                w = _word(last[0], src)
-                for more_node in last[1:]:
-                    w = _joined(w, _word(more_node, src))
-                content = last
+                content = _groups(content, src)[-1]  # one word, though glued of several nodes
+                w = _group_word(content, src)
             op_end = content[-1].start_byte if content else node.end_byte
             op = _dec(src[node.start_byte : op_end]).strip() or "<<<"
             self._herestring(node, op, w)
@@ -1023,9 +1025,7 @@ class _Walker:
             d = dests[0]
             op = _dec(src[node.start_byte : d.start_byte]).strip()
             groups = _groups(dests, src)
-            w = _word(d, src)  # one word: any after it are the command's (_redirect_args)
-            for more_node in groups[0][1:]:
-                w = _joined(w, _word(more_node, src))
+            w = _group_word(groups[0], src)  # one word: any after it are the command's (_redirect_args)
             dests = [g[0] for g in groups]
             owner = self.parent.get(node.id)
             of = owner.child_by_field_name("body") if owner is not None else None
