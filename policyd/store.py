@@ -7,8 +7,11 @@ Rules this module owns (SQLite: https://www.sqlite.org/wal.html, /pragma.html):
   version in ``PRAGMA user_version`` with ordered migrations.
 - One row per ``(key, scope, scope_value)`` (a UNIQUE constraint): a newer choice replaces
   the older one in one upsert, so concurrent writers never lose or duplicate entries.
-- Every lookup reads the file (an indexed query, no cache), so ``policyd remembered forget``
-  applies at once to running proxies.
+- Every lookup sees the file as it is now, so ``policyd remembered forget`` applies at once
+  to running proxies: a lookup connection keeps its recent answers only while SQLite's
+  ``PRAGMA data_version`` (https://www.sqlite.org/pragma.html#pragma_data_version) says no
+  other connection has committed since (every write is another connection's), and for a
+  ``now`` no earlier than the one it answered (an entry found is re-read once it expires).
 - Entries expire at ``expires_at`` (seconds since the epoch; NULL = never).
 - Errors: :class:`StoreError` names the file and SQLite's message. Callers treat a failed
   lookup as "memory unavailable" (never an allow) and a failed write as a logged loss of
@@ -50,6 +53,8 @@ BUSY_TIMEOUT_MS = 5000
 LOOKUP_BUSY_TIMEOUT_MS = 1000
 #: Page cache of a lookup connection, KiB (SQLite's default is 2,000 KiB per connection).
 LOOKUP_CACHE_KIB = 256
+#: Answers a lookup connection keeps (see the module doc); when full they are dropped.
+LOOKUP_MEMO_ENTRIES = 4096
 #: The first bytes of every SQLite 3 database file (https://www.sqlite.org/fileformat.html).
 SQLITE_HEADER = b"SQLite format 3\x00"
 #: Default lifetime of a remembered choice: 30 days, in seconds.
@@ -103,6 +108,10 @@ class Entry:
 
     def as_dict(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+
+#: A lookup's answer as kept: (the ``now`` it was asked for, the entry or None).
+_Answer = tuple[float, Entry | None]
 
 
 def default_path() -> Path:
@@ -203,6 +212,8 @@ class Store:
             # lookups that may not wait at all (on an event loop) another, opened on first use
             self._reader = self._lookup_connection(LOOKUP_BUSY_TIMEOUT_MS)
             self._nowait: sqlite3.Connection | None = None
+            #: per lookup connection: (its data_version, {(key, scopes): (now, entry)})
+            self._memo: dict[int, tuple[int, dict[tuple[str, tuple[tuple[str, str], ...]], _Answer]]] = {}
         except BaseException as exc:
             if hasattr(self, "_db"):
                 self._db.close()
@@ -312,16 +323,8 @@ class Store:
         Raises StoreError; with ``wait=False``, StoreBusy instead of waiting for a lock (a
         WAL reader almost never waits: only while another process recovers or resets the
         log)."""
-        clauses = " OR ".join("(scope = ? AND scope_value = ?)" for _ in scope_values)
-        params: list[Any] = [as_written(key)]
-        for scope, value in scope_values.items():
-            params += [scope, as_written(value)]
-        params.append(now)
-        sql = (
-            f"SELECT * FROM remembered WHERE key = ? AND ({clauses}) "
-            "AND (expires_at IS NULL OR expires_at > ?) ORDER BY decision = 'deny' DESC, id DESC LIMIT 1"
-        )
         self.verify()
+        memo_key = (key, tuple(scope_values.items()))
         try:
             if wait:
                 db = self._reader
@@ -329,7 +332,15 @@ class Store:
                 if self._nowait is None:
                     self._nowait = self._lookup_connection(0)
                 db = self._nowait
-            rows = db.execute(sql, params).fetchall()  # run to the end: no read
+            version = db.execute("PRAGMA data_version").fetchone()[0]
+            known = self._memo.get(id(db))
+            if known is None or known[0] != version:
+                known = self._memo[id(db)] = (version, {})
+            answer = known[1].get(memo_key)
+            if answer is not None and answer[0] <= now and (
+                    answer[1] is None or answer[1].expires_at is None or answer[1].expires_at > now):
+                return answer[1]
+            rows = db.execute(*_lookup_sql(key, scope_values, now)).fetchall()  # run to the end: no read
             # transaction stays open on an unfinished statement (a stale snapshot)
         except sqlite3.OperationalError as exc:
             if not wait and (exc.sqlite_errorcode & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
@@ -337,7 +348,11 @@ class Store:
             raise StoreError(f"{self.path}: {exc}") from exc
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
-        return Entry(*rows[0]) if rows else None
+        entry = Entry(*rows[0]) if rows else None
+        if len(known[1]) >= LOOKUP_MEMO_ENTRIES:
+            known[1].clear()
+        known[1][memo_key] = (now, entry)
+        return entry
 
     def remember(
         self,
@@ -411,6 +426,20 @@ class Store:
                 return int(cur.rowcount)
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
+
+
+def _lookup_sql(key: str, scope_values: dict[str, str], now: float) -> tuple[str, list[Any]]:
+    """The query of :meth:`Store.lookup` and its parameters."""
+    clauses = " OR ".join("(scope = ? AND scope_value = ?)" for _ in scope_values)
+    params: list[Any] = [as_written(key)]
+    for scope, value in scope_values.items():
+        params += [scope, as_written(value)]
+    params.append(now)
+    sql = (
+        f"SELECT * FROM remembered WHERE key = ? AND ({clauses}) "
+        "AND (expires_at IS NULL OR expires_at > ?) ORDER BY decision = 'deny' DESC, id DESC LIMIT 1"
+    )
+    return sql, params
 
 
 def now() -> float:
