@@ -9,6 +9,10 @@ kept to be written later, never half a line followed by another — and :func:`d
 returns False; the first failure is reported on stderr (``decision_log.write_failed``), a
 later success too (``decision_log.write_recovered``). Callers that need the record before
 they act (an allow: see ``Relay.audit``) act only when it was written.
+
+Lines are written by the standard library's ``json``, or, for fields known to hold no
+non-finite float (``finite=True``: the daemon's records of a request that had none), by
+orjson (:func:`policyd.jsonout.dumps_finite`); either way a line parses to the same values.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from collections.abc import Callable, Mapping, MutableMapping
 from typing import IO, Any, TextIO, cast
 
 import structlog
+
+from policyd.jsonout import dumps_finite
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
@@ -142,14 +148,15 @@ def get() -> Any:
     return structlog.get_logger("policyd")
 
 
-def decision(event: str, fields: Mapping[str, Any], level: str = "info") -> bool:
-    """Write one decision-log event (to the decision log file when configured, else stderr).
+def decision(event: str, fields: Mapping[str, Any], level: str = "info", finite: bool = False) -> bool:
+    """Write one decision-log event (to the decision log file when configured, else stderr);
+    ``finite``: ``fields`` hold no NaN or infinite float (see the module doc).
 
     Returns False when it could not be written (see the module doc); never raises OSError.
     """
     try:
         if isinstance(_SINK.decision_file, _AppendFile):
-            _SINK.decision_file.write(_render(event, fields, level) + "\n")
+            _SINK.decision_file.write(_render(event, fields, level, finite) + "\n")
         else:  # stderr, shared with the operational log: through structlog, under its lock
             logger = _SINK.decision_logger
             if logger is None:  # not configured: still never stdout
@@ -168,7 +175,7 @@ def decision(event: str, fields: Mapping[str, Any], level: str = "info") -> bool
     return True
 
 
-def _render(event: str, fields: Mapping[str, Any], level: str) -> str:
+def _render(event: str, fields: Mapping[str, Any], level: str, finite: bool = False) -> str:
     """One decision-log line as :data:`_PROCESSORS` render it (fields, then ``event``,
     ``level``, ``timestamp``; the taps see it first), without structlog's per-call
     machinery: the decision log file is written on every decision."""
@@ -177,6 +184,8 @@ def _render(event: str, fields: Mapping[str, Any], level: str) -> str:
     record["level"] = level
     record["timestamp"] = datetime.datetime.now(tz=datetime.UTC).isoformat().replace("+00:00", "Z")
     _run_taps(None, level, record)
+    if finite:
+        return dumps_finite(record, _json_fallback).decode()
     return json.dumps(record, default=_json_fallback)
 
 

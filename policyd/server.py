@@ -52,6 +52,7 @@ from policyd.core import wire
 from policyd.core.decide import choose_outcome
 from policyd.core.model import Decision
 from policyd.core.relay import RememberChoice
+from policyd.jsonout import dumps_strict
 from policyd.store import Store, StoreBusy, StoreError
 
 if TYPE_CHECKING:  # a proxy imports this module for default_socket_path: no engine, no CEL
@@ -347,8 +348,9 @@ class Daemon:
             self._idle.set()
 
     async def _send(self, writer: asyncio.StreamWriter, payload: dict[str, Any]) -> bool:
+        """Write one response line (strict JSON: :func:`policyd.jsonout.dumps_strict`)."""
         try:
-            writer.write(json.dumps(payload, separators=(",", ":"), allow_nan=False).encode() + b"\n")
+            writer.write(dumps_strict(payload) + b"\n")
             if writer.transport.get_write_buffer_size():  # the peer is not reading yet: bounded wait
                 await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
             return True
@@ -359,9 +361,10 @@ class Daemon:
 
     async def _handle_line(self, line: bytes, may_change: bool, uid: int) -> dict[str, Any] | None:
         """One request -> its response; None for a notification (never answered, even on
-        error: JSON-RPC 2.0 section 4.1)."""
+        error: JSON-RPC 2.0 section 4.1). A request whose numbers are all finite is recorded
+        by orjson (``finite``: see :mod:`policyd.jsonout`)."""
         try:
-            msg = json.loads(line)
+            msg, finite = _loads(line)
         except (ValueError, RecursionError) as exc:
             self.counters["errors"] += 1
             return _error(None, wire.PARSE_ERROR, f"not JSON: {exc}")
@@ -374,11 +377,12 @@ class Daemon:
         if not notification and not _valid_id(rid):
             self.counters["errors"] += 1
             return _error(None, wire.INVALID_REQUEST, "id must be a string, a finite number or null")
-        response = await self._dispatch(rid, method, params, may_change, uid, len(line))
+        response = await self._dispatch(rid, method, params, may_change, uid, len(line), finite)
         return None if notification else response
 
     async def _dispatch(
-        self, rid: Any, method: str, params: Any, may_change: bool, uid: int, request_bytes: int = 0
+        self, rid: Any, method: str, params: Any, may_change: bool, uid: int, request_bytes: int = 0,
+        finite: bool = False,
     ) -> dict[str, Any]:
         if method in _MUTATING and not may_change:
             self.counters["refused"] += 1
@@ -389,7 +393,7 @@ class Daemon:
             self.counters["errors"] += 1
             return _error(rid, wire.METHOD_NOT_FOUND, f"unknown method {method!r}; this is protocol v1")
         try:
-            result = self.decide(params, request_bytes) if method == "v1/decide" else handler(self, params)
+            result = self.decide(params, request_bytes, finite) if method == "v1/decide" else handler(self, params)
             if inspect.isawaitable(result):
                 result = await result
         except ValueError as exc:
@@ -400,7 +404,7 @@ class Daemon:
             return _error(rid, -32000, str(exc))
         return {"jsonrpc": "2.0", "id": rid, "result": result}
 
-    async def decide(self, params: Any, request_bytes: int = 0) -> dict[str, Any]:
+    async def decide(self, params: Any, request_bytes: int = 0, finite: bool = False) -> dict[str, Any]:
         """``v1/decide``. The decision is logged as given, except: past the proxy's
         ``deadline`` (see :mod:`policyd.core.wire`) the proxy has stopped waiting and
         answered the agent itself, so it is logged ``permission.abandoned`` (answer
@@ -432,9 +436,9 @@ class Daemon:
                        "answer": outcome.get("optionId", "cancelled") if outcome else "forwarded"})
         if wire.past_deadline(params, time.time()):
             fields.update(answer="none", note="the proxy stopped waiting before this decision; it answered itself")
-            logs.decision("permission.abandoned", fields)
+            logs.decision("permission.abandoned", fields, finite=finite)
             self.counters["decisions.abandoned"] += 1
-        elif not logs.decision("permission.decided", fields) and decision is Decision.ALLOW:
+        elif not logs.decision("permission.decided", fields, finite=finite) and decision is Decision.ALLOW:
             decision, outcome = Decision.ASK, None  # an allow that cannot be recorded is not given
         self.counters[f"decisions.{decision.value}"] += 1
         return {"decision": decision.value, "outcome": outcome, "fields": resolution.fields}
@@ -522,6 +526,25 @@ class _LineRefused(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+def _loads(line: bytes) -> tuple[Any, bool]:
+    """The JSON value of ``line`` and whether every number in it is finite (no ``NaN``,
+    ``Infinity`` or a float beyond the double range, which Python's parser accepts)."""
+    finite = True
+
+    def number(text: str) -> float:
+        nonlocal finite
+        value = float(text)
+        finite = finite and math.isfinite(value)
+        return value
+
+    def constant(name: str) -> float:
+        nonlocal finite
+        finite = False
+        return float(name)
+
+    return json.loads(line, parse_float=number, parse_constant=constant), finite
 
 
 def _valid_id(rid: Any) -> bool:

@@ -837,6 +837,42 @@ def test_failed_notification_gets_no_answer(served: Daemon) -> None:
     assert "next" == reply["id"], reply
 
 
+def test_decide_reply_and_record_keep_every_value_the_request_sent(served: Daemon) -> None:
+    """The reply (and the record it carries) of a request whose values orjson writes, and of
+    ones it refuses (an int beyond 64 bits, a lone surrogate), reads back as sent."""
+    for raw in ({"command": "make \u00e9t\u00e9", "n": 2**63 - 1, "f": 0.1, "z": -0.0},
+                {"command": "make", "big": 2**70},
+                {"command": "make", "s": "\ud800"}):
+        params = decide_params("c-values", "execute", rawInput=raw)
+        conn = Conn(served.socket)
+        try:
+            conn.send_raw(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "v1/decide", "params": params}).encode()
+                          + b"\n")
+            reply = conn.read_json()
+        finally:
+            conn.close()
+        assert raw == reply["result"]["fields"]["request"]["toolCall"]["rawInput"], reply
+
+
+def test_a_request_with_non_finite_numbers_is_answered_in_strict_json(served: Daemon) -> None:
+    """Python's parser accepts ``NaN`` and ``1e400``; the reply still comes, strict JSON,
+    those numbers written as null (as JSON.stringify writes them)."""
+    def strict(text: str) -> Any:
+        raise ValueError(f"non-JSON constant {text}")
+
+    params = decide_params("c-nan", "execute", rawInput={"command": "make", "x": "PLACEHOLDER"})
+    line = json.dumps({"jsonrpc": "2.0", "id": 8, "method": "v1/decide", "params": params})
+    for token in ("1e400", "NaN", "-Infinity"):
+        conn = Conn(served.socket)
+        try:
+            conn.send_raw(line.replace('"PLACEHOLDER"', token).encode() + b"\n")
+            reply = json.loads(conn.read_line(), parse_constant=strict)
+        finally:
+            conn.close()
+        assert reply["result"]["decision"] in ("allow", "ask", "deny"), reply
+        assert {"command": "make", "x": None} == reply["result"]["fields"]["request"]["toolCall"]["rawInput"]
+
+
 def test_every_reply_is_strict_json(served: Daemon) -> None:
     def strict(text: str) -> Any:
         raise ValueError(f"non-JSON constant {text}")

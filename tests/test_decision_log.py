@@ -1,5 +1,6 @@
 """The decision log file: each line is what structlog's processors render (same keys, same
-order, same JSON), written whole even when threads log at once, and seen by the taps."""
+order, same JSON values; the daemon's lines written by orjson where it writes them exactly),
+written whole even when threads log at once, and seen by the taps."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 import structlog
+from hypothesis import given
+from hypothesis import strategies as st
 
 from policyd import logs
+from policyd.core.jsonline import RawNumber
 
 
 class Custom:
@@ -60,6 +65,36 @@ def test_file_lines_render_as_structlog_does(tmp_path: Path) -> None:
     assert mine["custom"] == "<custom>" and mine["logged"] == "as-structlog"
     assert mine["timestamp"].endswith("Z") and mine["level"] == "warning"
     assert seen and seen[0][0] == "permission.decided" and seen[0][1]["tool_call_id"] == "t1"
+
+
+@pytest.mark.parametrize("finite", [False, True])
+def test_file_lines_render_as_structlog_does_written_either_way(tmp_path: Path, finite: bool) -> None:
+    log = tmp_path / "decisions.jsonl"
+    logs.configure(decision_log=str(log))
+    fields = {"tool_call_id": "t1", "paths": ["/w/a", "/w/\u00e9", "/w/\ud800"], "n": 3, "big": 2**70,
+              "nested": {"x": [1, None, True, 0.1, -0.0]}, "custom": Custom(), "logged": Logged()}
+    try:
+        assert logs.decision("permission.decided", fields, "warning", finite=finite)
+    finally:
+        logs.close()
+    mine = json.loads(log.read_text().splitlines()[0])
+    theirs = structlog_line("permission.decided", fields, "warning")
+    assert list(mine) == list(theirs)
+    assert {k: v for k, v in mine.items() if k != "timestamp"} == {k: v for k, v in theirs.items() if k != "timestamp"}
+
+
+_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=8)  # lone surrogates too
+_SCALARS = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+            | _TEXT | st.builds(RawNumber, st.sampled_from(["1.0E2", "-0", "1e400", "12345678901234567890123"])))
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+                       max_leaves=20)
+
+
+@given(_VALUES)
+def test_dumps_finite_writes_the_values_json_writes(value: Any) -> None:
+    """Whether orjson writes it or refuses it (ints beyond 64 bits, lone surrogates, float
+    subclasses), the line reads back as the standard library's line does."""
+    assert json.loads(json.dumps(value)) == json.loads(logs.dumps_finite(value))
 
 
 def test_threads_writing_at_once_leave_whole_lines(tmp_path: Path) -> None:
