@@ -21,10 +21,17 @@ of the same policy). Target: <= 60 MB (issue 12), on the later start.
 
 The machine's load average is printed at start and end: other work on the box shows in
 the latencies. Run: ``python benchmarks/bench_daemon.py`` (~2-4 minutes).
+
+Same-run comparison (this machine's speed drifts by up to 2x within minutes):
+``python benchmarks/bench_daemon.py --baseline OLD_TREE [--rounds N]`` runs only the
+10-client row of part 1, for both policies, alternating a daemon of OLD_TREE's code (e.g.
+``git worktree add /tmp/old HEAD~3``; its ``policyd`` first on ``PYTHONPATH``) and one of this
+checkout's, N times each (default 3), and prints each run and the medians.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -32,6 +39,7 @@ import resource
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -96,8 +104,11 @@ def proc_status(pid: int) -> dict[str, int]:
     return out
 
 
-def env_for(base: Path) -> dict[str, str]:
+def env_for(base: Path, tree: Path | None = None) -> dict[str, str]:
+    """The daemon's environment; ``tree``: a checkout whose ``policyd`` it runs instead."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("POLICYD_", "NOTIFY_SOCKET", "LISTEN_"))}
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
     for sub in ("run", "state", "config", "cache"):
         (base / sub).mkdir(parents=True, exist_ok=True)
     config = base / "empty-config.toml"
@@ -123,13 +134,13 @@ def status(sock: Path) -> dict[str, Any]:
 
 
 class Daemon:
-    def __init__(self, base: Path, policy: Path, store: Path, name: str) -> None:
+    def __init__(self, base: Path, policy: Path, store: Path, name: str, tree: Path | None = None) -> None:
         self.socket = base / "run" / f"{name}.sock"
         self.stderr = open(base / f"{name}.stderr.log", "wb")  # noqa: SIM115 - closed in stop()
         argv = [sys.executable, "-m", "policyd", "serve", "--policy", str(policy), "--socket", str(self.socket),
                 "--store", str(store), "--decision-log", str(base / f"{name}.decisions.jsonl"), "--no-watch"]
         t0 = time.perf_counter()
-        self.proc = subprocess.Popen(argv, env=env_for(base), cwd=base, stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(argv, env=env_for(base, tree), cwd=base, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=self.stderr)
         deadline = time.monotonic() + 180
         while True:
@@ -303,7 +314,38 @@ def rss_of(base: Path, label: str, policy: Path, store: Path, decide_s: float) -
     return {"ready": ready["VmRSS"], "after": after["VmRSS"], "hwm": after["VmHWM"]}, note
 
 
+def compare(base: Path, policies: dict[str, Path], baseline: Path, rounds: int) -> None:
+    """The 10-client row for OLD_TREE's daemon and this checkout's, alternately."""
+    print(f"\nSame-run comparison at 10 clients: {baseline} (old) and {ROOT} (new), {rounds} rounds")
+    print(f"  {'policy':<8} {'tree':<4} {'decisions/s':>12} {'p50 ms':>8} {'p99 ms':>8} {'daemon CPU us':>14}")
+    for label, policy in policies.items():
+        runs: dict[str, list[tuple[float, float, float, float]]] = {"old": [], "new": []}
+        for r in range(rounds):
+            for tree_label in (("old", "new") if r % 2 == 0 else ("new", "old")):
+                tree = baseline if tree_label == "old" else None
+                store = base / "state" / f"cmp-{label}-{tree_label}.sqlite3"
+                d = Daemon(base, policy, store, f"cmp-{tree_label}", tree)
+                try:
+                    asyncio.run(closed_loop(d.socket, 4, 25, LEVEL_BUDGET_S))
+                    d0 = cpu_s(d.proc.pid)
+                    lat, wall, _ = asyncio.run(closed_loop(d.socket, 10, 600, LEVEL_BUDGET_S))
+                    d_us = (cpu_s(d.proc.pid) - d0) * 1e6 / len(lat)
+                finally:
+                    d.stop()
+                run = (len(lat) / wall, pct(lat, 50), pct(lat, 99), d_us)
+                runs[tree_label].append(run)
+                print(f"  {label:<8} {tree_label:<4} {run[0]:>12.0f} {run[1]:>8.2f} {run[2]:>8.2f} {run[3]:>14.0f}")
+        med = {t: [statistics.median(x[i] for x in v) for i in range(4)] for t, v in runs.items()}
+        print(f"  {label}: medians old -> new: {med['old'][0]:.0f} -> {med['new'][0]:.0f} decisions/s, p99"
+              f" {med['old'][2]:.2f} -> {med['new'][2]:.2f} ms, daemon CPU {med['old'][3]:.0f} -> {med['new'][3]:.0f}"
+              " us per decision")
+
+
 def main() -> int:
+    ap = argparse.ArgumentParser(description="policyd serve round trips and memory")
+    ap.add_argument("--baseline", type=Path, help="a checkout to compare with (10-client rows only)")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
     started = time.perf_counter()
     print("policyd bench_daemon: proxy -> daemon -> proxy round trips, daemon memory")
     print(machine())
@@ -319,6 +361,9 @@ def main() -> int:
         minimal = base / "minimal.toml"
         minimal.write_text(MINIMAL_POLICY)
         minimal.chmod(0o644)
+        if args.baseline is not None:
+            compare(base, {"minimal": minimal, "shipped": shipped}, args.baseline.resolve(), args.rounds)
+            return 0
         print("\nPart 1: DaemonClient.decide round trips (closed loop, one connection per client; store and"
               " decision log on;\n        queries: read, edit, 2 x execute, fetch, read ~/.ssh; at most"
               f" {LEVEL_BUDGET_S:.0f} s per row)")
