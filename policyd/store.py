@@ -10,8 +10,10 @@ Rules this module owns (SQLite: https://www.sqlite.org/wal.html, /pragma.html):
 - Every lookup sees the file as it is now, so ``policyd remembered forget`` applies at once
   to running proxies: a lookup connection keeps its recent answers only while SQLite's
   ``PRAGMA data_version`` (https://www.sqlite.org/pragma.html#pragma_data_version) says no
-  other connection has committed since (every write is another connection's), and for a
-  ``now`` no earlier than the one it answered (an entry found is re-read once it expires).
+  other connection has committed since (every write is another connection's) and the file's
+  size and times are unchanged (a backup copied over it in place, behind SQLite's back), and
+  for a ``now`` no earlier than the one it answered (an entry found is re-read once it
+  expires).
 - Entries expire at ``expires_at`` (seconds since the epoch; NULL = never).
 - Errors: :class:`StoreError` names the file and SQLite's message. Callers treat a failed
   lookup as "memory unavailable" (never an allow) and a failed write as a logged loss of
@@ -212,8 +214,8 @@ class Store:
             # lookups that may not wait at all (on an event loop) another, opened on first use
             self._reader = self._lookup_connection(LOOKUP_BUSY_TIMEOUT_MS)
             self._nowait: sqlite3.Connection | None = None
-            #: per lookup connection: (its data_version, {(key, scopes): (now, entry)})
-            self._memo: dict[int, tuple[int, dict[tuple[str, tuple[tuple[str, str], ...]], _Answer]]] = {}
+            #: per lookup connection: (its data_version and the file's stat stamp, {(key, scopes): answer})
+            self._memo: dict[int, tuple[tuple[int, ...], dict[tuple[str, tuple[tuple[str, str], ...]], _Answer]]] = {}
         except BaseException as exc:
             if hasattr(self, "_db"):
                 self._db.close()
@@ -254,14 +256,15 @@ class Store:
                 with contextlib.suppress(FileNotFoundError):
                     leftover.unlink()
 
-    def verify(self) -> None:
+    def verify(self) -> os.stat_result:
         """Raise StoreError unless the file at ``path`` is still this connection's SQLite file
         (not emptied, overwritten, removed or replaced since it was opened): one ``stat`` and
-        a 16-byte ``pread`` of a descriptor kept open."""
+        a 16-byte ``pread`` of a descriptor kept open. Returns that ``stat``."""
         st = _stat(self.path)
         if (st.st_dev, st.st_ino) != self._identity:
             raise StoreError(f"{self.path}: the store file was replaced while in use; reopening it")
         check_header(self.path, st, self._fd)
+        return st
 
     def _writable(self) -> bool:
         return os.access(self.path, os.W_OK)
@@ -323,7 +326,7 @@ class Store:
         Raises StoreError; with ``wait=False``, StoreBusy instead of waiting for a lock (a
         WAL reader almost never waits: only while another process recovers or resets the
         log)."""
-        self.verify()
+        st = self.verify()
         memo_key = (key, tuple(scope_values.items()))
         try:
             if wait:
@@ -332,13 +335,14 @@ class Store:
                 if self._nowait is None:
                     self._nowait = self._lookup_connection(0)
                 db = self._nowait
-            version = db.execute("PRAGMA data_version").fetchone()[0]
+            # what SQLite committed (data_version), and the file as written behind SQLite's back
+            # (a backup copied over it in place keeps the inode: its size or times change)
+            stamp = (db.execute("PRAGMA data_version").fetchone()[0], st.st_size, st.st_mtime_ns, st.st_ctime_ns)
             known = self._memo.get(id(db))
-            if known is None or known[0] != version:
-                known = self._memo[id(db)] = (version, {})
+            if known is None or known[0] != stamp:
+                known = self._memo[id(db)] = (stamp, {})
             answer = known[1].get(memo_key)
-            if answer is not None and answer[0] <= now and (
-                    answer[1] is None or answer[1].expires_at is None or answer[1].expires_at > now):
+            if answer is not None and answer[0] <= now and _in_force(answer[1], now):
                 return answer[1]
             rows = db.execute(*_lookup_sql(key, scope_values, now)).fetchall()  # run to the end: no read
             # transaction stays open on an unfinished statement (a stale snapshot)
@@ -426,6 +430,16 @@ class Store:
                 return int(cur.rowcount)
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: {exc}") from exc
+
+
+def _in_force(entry: Entry | None, now: float) -> bool:
+    """Whether a kept answer still holds at ``now``: no entry, or one that never expires or
+    expires later. An ``expires_at`` that is no number (only a hand-edited file has one;
+    SQL compares it as never expiring) is not judged here: the file is read again."""
+    if entry is None or entry.expires_at is None:
+        return True
+    expires = entry.expires_at
+    return type(expires) in (int, float) and expires > now
 
 
 def _lookup_sql(key: str, scope_values: dict[str, str], now: float) -> tuple[str, list[Any]]:

@@ -5,14 +5,17 @@ through its own connection, as ``policyd remembered forget`` or another proxy wo
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from policyd import store as store_module
-from policyd.store import Store
+from policyd.store import Store, StoreError
 
 SCOPES = {"global": "", "workspace": "/w"}
 T0 = 1_800_000_000.0
@@ -85,3 +88,48 @@ def test_a_repeated_lookup_reads_no_row_and_the_memo_is_bounded(tmp_path: Path,
         s.lookup(f"k{i}", SCOPES, T0)
     assert all(len(answers) <= 5 for _, answers in s._memo.values())
     assert s.lookup("k", SCOPES, T0).decision == "allow"  # type: ignore[union-attr]
+
+
+def test_an_expiry_that_is_no_number_is_left_to_the_file(tmp_path: Path) -> None:
+    """A hand-edited ``expires_at`` of TEXT: SQL reads it as never expiring (the deny holds);
+    the kept answer is not judged in Python (it used to raise TypeError there)."""
+    path = tmp_path / "s.sqlite3"
+    s = Store(path)
+    s.remember("k", "global", "", "deny", now=T0, expires_at=None)
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("UPDATE remembered SET expires_at = 'never'")
+    raw.close()
+    for later in (1, 2):
+        assert s.lookup("k", {"global": ""}, T0 + later).decision == "deny"  # type: ignore[union-attr]
+
+
+def test_a_backup_copied_over_the_file_in_place_is_not_answered_from_the_memo(tmp_path: Path) -> None:
+    """``cp backup store`` keeps the inode (verify() passes) and bypasses SQLite (data_version
+    stays): the file's size and times drop the memo, so the lookup reads the file — on a store
+    larger than the lookup page cache SQLite then reports it damaged (ask), as before the
+    memo; never the forgotten deny's allow from memory."""
+    path = tmp_path / "s.sqlite3"
+    s0 = Store(path)
+    with s0._transaction():
+        s0._db.executemany("INSERT INTO remembered (key, scope, scope_value, decision, created_at, expires_at,"
+                           " example_title) VALUES (?, 'global', '', 'allow', 0, NULL, ?)",
+                           [(f"f{i}", "x" * 200) for i in range(20_000)])
+    s0.remember("k", "workspace", "/w", "allow", now=T0, expires_at=None)
+    deny = s0.remember("k", "global", "", "deny", now=T0, expires_at=None)
+    s0._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    s0.close()
+    shutil.copyfile(path, tmp_path / "backup")
+    s = Store(path)
+    s.forget(ids=[deny])
+    s._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert s.lookup("k", SCOPES, T0).decision == "allow"  # type: ignore[union-attr]
+    s._reader.execute("SELECT sum(length(example_title)) FROM remembered").fetchall()  # other pages cached
+    inode = path.stat().st_ino
+    time.sleep(0.01)  # a new mtime even on a coarse clock
+    shutil.copyfile(tmp_path / "backup", path)  # in place: same inode
+    assert inode == path.stat().st_ino
+    try:
+        found = s.lookup("k", SCOPES, T0)
+    except StoreError:
+        return  # damaged to this connection: the caller asks and reopens
+    assert found is not None and found.decision == "deny"
