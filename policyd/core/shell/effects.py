@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from policyd.core.shell.catalogue import Catalogue, Operand, Option, Program
-from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, SimpleCommand
+from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, SimpleCommand, record
 from policyd.core.shell.scripts import judge_script
 from policyd.core.shell.wrappers import unwraps
 
@@ -46,7 +46,7 @@ _GIT_SAFE_CONFIG = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Judgement:
     """The catalogue's verdict on one command.
 

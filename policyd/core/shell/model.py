@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar, dataclass_transform
+
+_T = TypeVar("_T")
 
 #: Nesting of shell-in-shell strings (bash -c, eval, ssh, heredoc to sh) before giving up.
 MAX_DEPTH: int = 4
@@ -22,7 +25,19 @@ MAX_ERRORS: int = 20
 # --------------------------------------------------------------------------- public types
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+def record(cls: type[_T]) -> type[_T]:
+    """The analysis's value classes: slots dataclasses, equal and hashable by their compared
+    fields, immutable to the type checker (``frozen_default``, PEP 681: ``mypy --strict``
+    refuses an assignment to a field; tests/test_shell_records.py checks it) but built without
+    a frozen dataclass's ``object.__setattr__`` per field: 3.5 against 0.4 µs for 14 fields
+    here, several objects per command, ~13 % of a 200-command chain's instructions
+    (callgrind). Nothing may change one after it is built: the memo shares analyses between
+    decisions."""
+    return dataclass(slots=True, unsafe_hash=True)(cls)
+
+
+@record
 class SimpleCommand:
     """One simple command (a program run with arguments).
 
@@ -68,7 +83,7 @@ class SimpleCommand:
 LITERAL, PATTERN, EXPANSION = 0, 1, 2
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Redirect:
     """A redirection: ``op`` as written with its fd (``">"``, ``"2>"``, ``"&>"``, ``">&"``,
     ``"<<"``, ``"<<<"``...), the unquoted ``target`` word (``""`` for heredocs; the content
@@ -80,7 +95,7 @@ class Redirect:
     kind: int = field(default=0, compare=False)  # LITERAL, PATTERN or EXPANSION
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ShellAnalysis:
     """Everything :func:`analyze` found in one command string.
 

@@ -26,12 +26,12 @@ import fnmatch
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from policyd.core import paths
 from policyd.core.shell.catalogue import Catalogue
 from policyd.core.shell.effects import SYSTEM_DIRS, Judgement, Word, judge
-from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, ShellAnalysis, SimpleCommand
+from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, ShellAnalysis, SimpleCommand, record
 from policyd.core.shell.walk import analyze
 
 #: Where relative paths point after a ``cd`` known only at run time: outside every root.
@@ -63,7 +63,7 @@ _SUBST = re.compile(r"\$\(([^()`]*)\)|`([^`]*)`")
 _DEVICES = ("/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CommandFacts:
     """One command's catalogue verdict with its paths resolved.
 
