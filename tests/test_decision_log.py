@@ -5,6 +5,7 @@ written whole even when threads log at once, and seen by the taps."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from policyd import logs
 from policyd.core.jsonline import RawNumber
+from policyd.jsonout import dumps_finite, dumps_strict
 
 
 class Custom:
@@ -94,7 +96,27 @@ _VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4) | st.
 def test_dumps_finite_writes_the_values_json_writes(value: Any) -> None:
     """Whether orjson writes it or refuses it (ints beyond 64 bits, lone surrogates, float
     subclasses), the line reads back as the standard library's line does."""
-    assert json.loads(json.dumps(value)) == json.loads(logs.dumps_finite(value))
+    assert json.loads(json.dumps(value)) == json.loads(dumps_finite(value))
+
+
+def _nulled(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _nulled(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_nulled(v) for v in value]
+    return value
+
+
+@given(st.recursive(_SCALARS | st.floats() | st.builds(RawNumber, st.just("1e400")),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+                    max_leaves=20))
+def test_dumps_strict_is_strict_json_with_non_finite_numbers_null(value: Any) -> None:
+    def refuse(token: str) -> Any:
+        raise ValueError(f"not JSON: {token}")
+
+    assert _nulled(json.loads(json.dumps(value))) == json.loads(dumps_strict(value), parse_constant=refuse)
 
 
 def test_threads_writing_at_once_leave_whole_lines(tmp_path: Path) -> None:
