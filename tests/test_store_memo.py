@@ -88,6 +88,15 @@ def test_a_repeated_lookup_reads_no_row_and_the_memo_is_bounded(tmp_path: Path,
         s.lookup(f"k{i}", SCOPES, T0)
     assert all(len(answers) <= 5 for _, answers in s._memo.values())
     assert s.lookup("k", SCOPES, T0).decision == "allow"  # type: ignore[union-attr]
+    fresh = Store(tmp_path / "t.sqlite3")
+    seen = _selects(fresh._reader)
+    monkeypatch.setattr(store_module, "LOOKUP_MEMO_ENTRIES", 3)
+    for key in ("a", "b", "c", "d"):  # full at "d": the oldest answer ("a") goes
+        fresh.lookup(key, SCOPES, T0)
+    fresh.lookup("b", SCOPES, T0)
+    assert len(seen) == 4
+    fresh.lookup("a", SCOPES, T0)
+    assert len(seen) == 5
 
 
 def test_an_expiry_that_is_no_number_is_left_to_the_file(tmp_path: Path) -> None:
