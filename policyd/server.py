@@ -47,6 +47,8 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from policyd import logs, sdnotify
 from policyd.core import wire
 from policyd.core.decide import choose_outcome
@@ -528,9 +530,25 @@ class _LineRefused(Exception):
         self.code = code
 
 
+#: Every digit as "0", so that a run of 19 (an integer orjson would read as a double,
+#: beyond 64 bits) is found by ``bytes.find``, several times faster than a regular expression.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_DIGITS = b"0" * 19
+
+
 def _loads(line: bytes) -> tuple[Any, bool]:
     """The JSON value of ``line`` and whether every number in it is finite (no ``NaN``,
-    ``Infinity`` or a float beyond the double range, which Python's parser accepts)."""
+    ``Infinity`` or a float beyond the double range, which Python's parser accepts).
+
+    orjson first (about a quarter of the json module's time): it refuses what it cannot
+    read exactly as the json module does (non-finite numbers, lone surrogates, other
+    encodings than UTF-8), and a line where it would turn a long integer into a double
+    never reaches it; those go to the json module, whose value is the answer."""
+    if _LONG_DIGITS not in line.translate(_DIGITS_AS_ZERO):
+        try:
+            return orjson.loads(line), True
+        except orjson.JSONDecodeError:
+            pass
     finite = True
 
     def number(text: str) -> float:

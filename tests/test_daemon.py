@@ -854,6 +854,19 @@ def test_decide_reply_and_record_keep_every_value_the_request_sent(served: Daemo
         assert raw == reply["result"]["fields"]["request"]["toolCall"]["rawInput"], reply
 
 
+@pytest.mark.parametrize("rid", [2**70, -(2**70), 10**18, 2**63 - 1, 0.1, "\ud800"])
+def test_the_reply_echoes_the_request_id_exactly(served: Daemon, rid: Any) -> None:
+    """An id orjson would read as a double (an integer beyond 64 bits) or refuses (a lone
+    surrogate) comes back as sent: the parser falls back to the json module for those."""
+    conn = Conn(served.socket)
+    try:
+        conn.send_raw(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "v1/status"}).encode() + b"\n")
+        reply = conn.read_json()
+    finally:
+        conn.close()
+    assert rid == reply["id"] and type(rid) is type(reply["id"]), reply
+
+
 def test_a_request_with_non_finite_numbers_is_answered_in_strict_json(served: Daemon) -> None:
     """Python's parser accepts ``NaN`` and ``1e400``; the reply still comes, strict JSON,
     those numbers written as null (as JSON.stringify writes them)."""

@@ -354,20 +354,28 @@ def bound_owned(value: Any, limits: tuple[int, int, int], cut: list[str] | None 
     if depth >= max_depth:
         return _too_deep(max_depth, cut)
     if t is dict:
-        if any(type(k) is not str or len(k) > max_chars for k in value):
-            return bound(value, limits, cut, depth)
+        for k in value:  # a plain loop: any() over a generator costs a frame per call
+            if type(k) is not str or len(k) > max_chars:
+                return bound(value, limits, cut, depth)
     elif len(value) > max_items:
         return bound(value, limits, cut, depth)
+    inner = depth + 1
     # values replaced in place, never keys: the iteration stays valid
     for k, item in value.items() if t is dict else enumerate(value):
         ti = type(item)
         if ti is str:
             if len(item) > max_chars:
-                value[k] = bound(item, limits, cut, depth + 1)
+                value[k] = bound(item, limits, cut, inner)
+        elif ti is list and inner < max_depth and len(item) <= max_items:
+            # inline, the common case (a tool field: a short list of short strings)
+            for s in item:
+                if type(s) is not str or len(s) > max_chars:
+                    value[k] = bound_owned(item, limits, cut, inner)
+                    break
         elif ti is list or ti is dict:
-            value[k] = bound_owned(item, limits, cut, depth + 1)
+            value[k] = bound_owned(item, limits, cut, inner)
         elif not (ti is bool or item is None):
-            value[k] = bound(item, limits, cut, depth + 1)
+            value[k] = bound(item, limits, cut, inner)
     return value
 
 
