@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import grp
 import json
+import math
 import os
 import shutil
 import signal
@@ -36,6 +37,8 @@ from typing import Any
 
 import pytest
 from conftest import AcpClient, isolated_env
+from hypothesis import given
+from hypothesis import strategies as st
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -852,6 +855,35 @@ def test_decide_reply_and_record_keep_every_value_the_request_sent(served: Daemo
         finally:
             conn.close()
         assert raw == reply["result"]["fields"]["request"]["toolCall"]["rawInput"], reply
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=12)
+
+
+@given(_json_values)
+def test_request_parse_reads_every_line_as_the_json_module_does(value: Any) -> None:
+    """The daemon's parser (orjson first) gives the json module's value, types included
+    (an integer beyond 64 bits stays an int), and says whether every number is finite."""
+    from policyd.server import _loads
+
+    line = json.dumps(value).encode() + b"\n"
+    got, finite = _loads(line)
+    assert json.dumps(json.loads(line)) == json.dumps(got)
+    assert repr(json.loads(line)) == repr(got)
+    assert finite == _all_finite(value)
+
+
+def _all_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(map(_all_finite, value))
+    if isinstance(value, dict):
+        return all(map(_all_finite, value.values()))
+    return True
 
 
 @pytest.mark.parametrize("rid", [2**70, -(2**70), 10**18, 2**63 - 1, 0.1, "\ud800"])
