@@ -14,11 +14,18 @@ Everything here is immutable and free of I/O.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from policyd.core import paths
+
+
+@functools.lru_cache(maxsize=256)
+def _normalised_roots(raw: tuple[str, ...]) -> tuple[str, ...]:
+    """``raw`` roots normalised (pure; a session's roots are read again for each request)."""
+    return tuple(paths.resolve(r, "/", "") for r in raw)
 
 #: ACP ToolKind values (protocol v1). An absent or unknown kind is treated as ``other``.
 TOOL_KINDS: frozenset[str] = frozenset(
@@ -83,7 +90,7 @@ class SessionInfo:
     _roots: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_roots", tuple(paths.resolve(r, "/", "") for r in self.raw_roots))
+        object.__setattr__(self, "_roots", _normalised_roots(self.raw_roots))
 
     @property
     def raw_roots(self) -> tuple[str, ...]:
