@@ -2,7 +2,8 @@
 as the pure-Python package: it is built for real into a temporary directory (~2 minutes),
 and a process that imports it reports, per case of the shared public and red-team files
 and this project's variants, the decision, its rule matches and errors and every ``tool.*``
-fact; and the analysis of 3,000 generated shell texts. Each must equal what this process
+fact; the analysis of 3,000 generated shell texts; the real path of 600 generated paths
+through links, loops and missing names. Each must equal what this process
 (pure Python) computes.
 
 A difference here is a mypyc departure from Python semantics (one was seen while building
@@ -29,6 +30,7 @@ from policyd.core.decide import decide
 from policyd.core.facts import Facts
 from policyd.core.policy import build_set
 from policyd.core.shell import analyze
+from policyd.realpaths import Resolver
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "cases"
@@ -60,11 +62,39 @@ def shell_texts(n: int = 3000) -> list[str]:
             for _ in range(n)]
 
 
-def report() -> dict[str, Any]:
+#: Components of the generated paths resolved under the test's tree (see :func:`make_tree`).
+COMPONENTS = ("a", "b", "c", "d", "loop1", "abs", "f", "..", ".", "x", "new", "")
+
+
+def make_tree(root: Path) -> None:
+    """A directory, links to it (absolute, relative, through ``..``), a dangling link, a loop
+    and a link out of the tree: what ``Resolver`` branches on."""
+    (root / "a").mkdir()
+    (root / "a" / "f").write_text("")
+    (root / "b").symlink_to(root / "a")
+    (root / "c").symlink_to("x/../a")
+    (root / "x").mkdir()
+    (root / "d").symlink_to("nowhere")
+    (root / "loop1").symlink_to("loop2")
+    (root / "loop2").symlink_to("loop1")
+    (root / "abs").symlink_to("/etc")
+
+
+def tree_paths(root: str, n: int = 600) -> list[str]:
+    rng = random.Random(SEED)
+    return [root + "/" + "/".join(rng.choice(COMPONENTS) for _ in range(rng.randint(1, 5))) for _ in range(n)]
+
+
+def report(tree: str) -> dict[str, Any]:
     """What the importing policyd computes: per case its verdict and facts, per generated
-    text its analysis (every field, sets sorted: string hashes differ between processes)."""
+    text its analysis (every field, sets sorted: string hashes differ between processes),
+    per generated path under ``tree`` its real path (a Resolver per 10 paths: its memo)."""
     shipped = build_set([(str(p), p.read_text()) for p in sorted((ROOT / "policies").glob("*.toml"))])
-    out: dict[str, Any] = {"cases": {}, "shell": [_canonical(analyze(t)) for t in shell_texts()]}
+    out: dict[str, Any] = {"cases": {}, "shell": [_canonical(analyze(t)) for t in shell_texts()], "paths": []}
+    paths = tree_paths(tree)
+    for i in range(0, len(paths), 10):
+        resolver = Resolver()
+        out["paths"].extend(resolver(p) for p in paths[i : i + 10])
     for path in CASE_FILES:
         for line in path.read_text().splitlines() if path.exists() else ():
             if not line.strip():
@@ -121,10 +151,12 @@ def test_the_build_loads_every_listed_module_compiled(compiled_site: Path) -> No
         assert file.startswith(str(compiled_site)) and file.endswith(".so"), (module, file)
 
 
-def test_the_build_decides_and_analyses_as_pure_python(compiled_site: Path) -> None:
-    code = "import json, test_compiled; print(json.dumps(test_compiled.report()))"
+def test_the_build_decides_analyses_and_resolves_as_pure_python(compiled_site: Path, tmp_path: Path) -> None:
+    make_tree(tmp_path)
+    code = f"import json, test_compiled; print(json.dumps(test_compiled.report({str(tmp_path)!r})))"
     theirs = json.loads(_in_compiled(compiled_site, code))
-    mine = report()
+    mine = report(str(tmp_path))
+    assert mine["paths"] == theirs["paths"] and len(set(mine["paths"])) > 100
     assert len(mine["cases"]) > 1000 and len(mine["shell"]) == 3000
     differ = [k for k in mine["cases"] if theirs["cases"].get(k) != mine["cases"][k]]
     if differ:
