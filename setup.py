@@ -1,6 +1,6 @@
 """The optional compiled build: ``POLICYD_COMPILE=1 pip install .`` compiles the modules
 below with mypyc (the compiler mypy ships; the code is ``mypy --strict`` typed) into C
-extensions, the same code, ~1.35x faster per cold decision (README, "Compiled build").
+extensions, the same code, ~1.3x faster per cold decision (README, "Compiled build").
 Without the variable, the package is pure Python (what ``./dev`` and the tests use:
 an edited source always runs as written). Everything else is in pyproject.toml.
 """
@@ -12,7 +12,8 @@ import os
 from setuptools import setup
 
 #: The hot path of a decision. Not compiled: policyd.core.facts (mypyc 2.4 stops on its
-#: generic ``once`` descriptor) and policyd.core.shell.model (the analysis's records: a
+#: generic ``once`` descriptor; with that moved out and Facts a non-native class, its cached
+#: properties recompute: 4.7x slower than pure) and policyd.core.shell.model (the analysis's records: a
 #: compiled ``dataclass_transform`` decorator fails at import), and everything that does I/O
 #: or runs once (loading, the relay, the daemon).
 COMPILED = (
