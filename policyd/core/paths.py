@@ -106,16 +106,37 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
                 out.append(re.escape(c))
                 i += 1
             else:
-                body = pattern[i + 1 : j]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                # a class body's own syntax stays literal (no nested sets, no set operations)
-                out.append("[" + re.sub(r"([\\\[&~|])", r"\\\1", body) + "]")
+                out.append(_bracket(pattern[i + 1 : j]))
                 i = j + 1
         else:
             out.append(re.escape(c))
             i += 1
     return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
+def _bracket(body: str) -> str:
+    """The regex of a bracket expression whose text between ``[`` and ``]`` is ``body``: a
+    leading ``!`` or ``^`` negates; ``a-z`` is a range, ``-`` first or last is itself; every
+    other character stands for itself (no nested sets, no set operations). A range whose
+    end comes before its start matches nothing (as in Python's ``fnmatch``; ``re`` would
+    refuse the pattern): a bracket left with nothing matches no character, or, negated,
+    any character."""
+    negate = body[:1] in ("!", "^")
+    if negate:
+        body = body[1:]
+    items: list[str] = []
+    k, n = 0, len(body)
+    while k < n:
+        if k + 2 < n and body[k + 1] == "-":
+            if body[k] <= body[k + 2]:
+                items.append(f"{re.escape(body[k])}-{re.escape(body[k + 2])}")
+            k += 3
+        else:
+            items.append(re.escape(body[k]))
+            k += 1
+    if not items:
+        return "." if negate else "(?!)"
+    return "[" + ("^" if negate else "") + "".join(items) + "]"
 
 
 def glob(path: str, pattern: str) -> bool:
