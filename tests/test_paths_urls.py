@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -80,6 +82,12 @@ def test_within_is_component_wise_and_case_exact(path: str, directory: str, expe
         ("/w/ab.py", "/w/[ab].py", False),
         ("/w/b.py", "/w/[ab].py", True),
         ("/w/c.py", "/w/[!ab].py", True),
+        ("/w/b.py", "/w/[a-c].py", True),
+        ("/w/-.py", "/w/[a-].py", True),
+        ("/w/b.py", "/w/[z-a].py", False),  # a reversed range matches nothing (fnmatch)
+        ("/w/b.py", "/w/[!z-a].py", True),
+        ("/w/b.py", "/w/[b-a-c].py", False),
+        ("/w/].py", "/w/[]a].py", True),
     ],
 )
 def test_glob(path: str, pattern: str, expected: bool) -> None:
@@ -114,10 +122,57 @@ def test_url_invalid_never_raises() -> None:
     assert 443 == urls.parse("https://example.com/x").port
 
 
+@pytest.mark.parametrize("url", ["http://-1/", "http://0x-1/", "http://1.-2/", "http://-0x1.1/"])
+def test_url_signed_number_host_is_no_address(url: str) -> None:
+    """``int()`` reads a sign: a host such as ``-1`` once reached ``IPv4Address(-1)``, which
+    raises. It is a name, not an address, and parsing does not raise."""
+    parts = urls.parse(url)
+    assert (parts.valid, parts.ip) == (True, "")
+
+
+def _reference_ip(host: str) -> object:
+    """What :func:`urls._ip` computed before its shortcut for names: ``ip_address``, then
+    the ``inet_aton`` spellings."""
+    try:
+        addr = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return urls._inet_aton(host)
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped
+    return addr
+
+
+_HOST_CHARS = "0123456789abcdefxX.:%_+- \t\x1cgz[]"
+
+
+@given(st.one_of(
+    st.text(alphabet=_HOST_CHARS, min_size=1, max_size=14),
+    st.lists(st.integers(-3, 300).map(str), min_size=1, max_size=4).map(".".join),
+    st.tuples(st.text(alphabet=_HOST_CHARS, min_size=1, max_size=10), st.sampled_from(["eth0", "zz", "1"]))
+    .map("%".join),
+))
+def test_ip_shortcut_is_exact(host: str) -> None:
+    """A host with a character no IPv4 spelling holds and no ``:`` is a name at once; every
+    other host is read as before (the shortcut changes no answer)."""
+    assert urls._ip(host) == _reference_ip(host)
+
+
 _GLOB_PARTS = st.sampled_from(["a", "b", ".env", "*", "?", "**", "[ab]", "[!a]", "x.pem", "/", "-", "["])
 _GLOBS = st.lists(_GLOB_PARTS, min_size=1, max_size=6).map("".join)
 _PATHS = st.lists(st.sampled_from(["a", "b", ".env", "x.pem", "ab", "[", "-"]), min_size=1, max_size=5).map(
     lambda parts: "/" + "/".join(parts))
+
+
+_BRACKETS = st.builds(lambda a, body, b: f"{a}[{body}]{b}", st.sampled_from(["", "*", "/w/", "**/"]),
+                      st.text(alphabet="abz-!^]\\&~|[", max_size=6), st.sampled_from(["", "*", "[", "/**"]))
+
+
+@given(st.one_of(_BRACKETS, st.text(alphabet="ab-z[]!^*?/\\&~|.", max_size=12)))
+def test_glob_any_pattern_compiles(pattern: str) -> None:
+    """Every pattern is a glob: a bracket with a reversed range (``[m-[]``), a lone ``[``, a
+    ``[^]`` once reached ``re`` as an invalid regex and raised at evaluation."""
+    assert paths.glob("/a/b", pattern) in (True, False)
+    assert paths.glob_any("/a/b", (pattern, "**/x")) == paths.glob("/a/b", pattern)
 
 
 @given(_PATHS, st.lists(_GLOBS, max_size=8))

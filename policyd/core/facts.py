@@ -476,6 +476,11 @@ class Facts:
             return self.title.split()[0] if self.title.split() else ""
         return ""
 
+    @once
+    def url_parts(self) -> urls.UrlParts:
+        """``url`` parsed (``tool.url_parts`` and the remember key read it)."""
+        return urls.parse(self.url)
+
     # ------------------------------------------------------------------ CEL
 
     @once
@@ -592,7 +597,7 @@ _TOOL_GETTERS: dict[str, Callable[[Facts], Any]] = {
     "execs": lambda f: list(f._unions[5]),
     "unknown": lambda f: list(f.unknown),
     "url": lambda f: f.url,
-    "url_parts": lambda f: urls.parse(f.url).as_dict(),
+    "url_parts": lambda f: f.url_parts.as_dict(),
 }
 
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policyd.core import cel, urls
+from policyd.core import cel
 from policyd.core.facts import Facts
 from policyd.core.model import Decision, Verdict
 
@@ -108,7 +108,7 @@ def default_key(facts: Facts) -> str:
     elif kind in _FILE_KINDS:
         body = " ; ".join(sorted(facts.paths))
     elif kind == "fetch":
-        body = urls.parse(facts.url).host or facts.url
+        body = facts.url_parts.host or facts.url
     else:
         body = facts.name or facts.title
     return f"{kind}:{body}"[:MAX_KEY_CHARS]

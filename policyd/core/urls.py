@@ -66,13 +66,16 @@ def _inet_aton(host: str) -> ipaddress.IPv4Address | None:
             return None
         try:
             if part.lower().startswith("0x"):
-                values.append(int(part[2:] or "0", 16))
+                value = int(part[2:] or "0", 16)
             elif len(part) > 1 and part.startswith("0"):
-                values.append(int(part, 8))
+                value = int(part, 8)
             else:
-                values.append(int(part, 10))
+                value = int(part, 10)
         except ValueError:
             return None
+        if value < 0:  # int() takes a sign ("-1", "0x-1"): no address
+            return None
+        values.append(value)
     *head, last = values
     if any(v > 255 for v in head) or last >= 256 ** (5 - len(values)):
         return None
@@ -83,9 +86,18 @@ def _inet_aton(host: str) -> ipaddress.IPv4Address | None:
     return ipaddress.IPv4Address(number)
 
 
+#: Every ASCII character an IPv4 spelling may hold, as ``int()`` reads the parts in
+#: :func:`_inet_aton` (digits, hex digits and ``x``, a sign, ``_``, what ``str.isspace``
+#: calls blank) and the dots.
+_IPV4_CHARS = frozenset("0123456789abcdefABCDEFxX._+- \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f")
+
+
 def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    head = host.split("%", 1)[0]
+    if ":" not in head and not _IPV4_CHARS.issuperset(head):
+        return None  # a name (docs.python.org): no IPv4 spelling, and IPv6 needs a ':'
     try:
-        addr = ipaddress.ip_address(host.split("%", 1)[0])
+        addr = ipaddress.ip_address(head)
     except ValueError:
         return _inet_aton(host)
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
