@@ -26,6 +26,9 @@ def test_profile_choice_follows_the_ci_variable() -> None:
     assert HYPOTHESIS_PROFILES["ci"]["derandomize"] is True
     assert HYPOTHESIS_PROFILES["ci"]["database"] is None
     assert HYPOTHESIS_PROFILES["dev"]["database"] is None
+    assert "hunt" == hypothesis_profile({"CI": "true", "HYPOTHESIS_PROFILE": "hunt"})
+    assert HYPOTHESIS_PROFILES["hunt"]["max_examples"] == 1000  # random: never the CI profile
+    assert not HYPOTHESIS_PROFILES["hunt"].get("derandomize", False)
 
 
 def test_loaded_profile_is_in_force_here() -> None:
