@@ -64,6 +64,8 @@ def test_dynamic_fields_are_not_checked() -> None:
         ('tool.paths.exists(p, p.matches("(a)\\\\1"))', "invalid RE2 pattern"),
         ("99999999999999999999 > 1", "outside int64"),
         ('.tool.kind == "x"', "is not supported by policyd's CEL evaluator"),
+        ('tool.paths.exists(p, glob(p, "**/.env[[:foo:]]"))', "unknown character class [:foo:]"),
+        ('tool.paths.exists(p, glob(p, ["**/a", "**/[[.hyphen.]]"]))', "collating symbol"),
     ],
 )
 def test_unsupported_constructs_are_refused_at_load(when: str, expected: str) -> None:

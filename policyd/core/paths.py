@@ -9,7 +9,8 @@ Rules this module owns:
 - ``within(p, d)`` is component-wise and case-exact: ``/a/b2`` is not within ``/a/b``;
   a directory is within itself.
 - ``glob(p, pattern)``: ``*`` and ``?`` never cross ``/``; ``**`` spans any number of
-  whole components (including none); ``[...]`` is a character class; a pattern that does
+  whole components (including none); ``[...]`` is a bracket expression as in bash (``!``/``^`` negate, ranges,
+  ``[:alpha:]``-style classes: :mod:`policyd.core.brackets`); a pattern that does
   not start with ``/`` matches at any depth (as if prefixed with ``**/``); a trailing
   ``/**`` also matches the directory itself. Dotfiles are matched like any other name.
 
@@ -21,6 +22,8 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
+
+from policyd.core import brackets
 
 #: Upper bound on one path's length we normalise; longer values are truncated (bounded work).
 MAX_PATH_CHARS = 8192
@@ -100,43 +103,13 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
         elif c == "?":
             out.append("[^/]")
             i += 1
-        elif c == "[":
-            j = pattern.find("]", i + 2)
-            if j == -1:
-                out.append(re.escape(c))
-                i += 1
-            else:
-                out.append(_bracket(pattern[i + 1 : j]))
-                i = j + 1
+        elif c == "[" and (end := brackets.bracket_end(pattern, i, escapes=False)) > 0:
+            out.append(brackets.bracket_regex(pattern[i + 1 : end - 1], strict=True, escapes=False))
+            i = end
         else:
             out.append(re.escape(c))
             i += 1
     return re.compile("".join(out) + r"\Z", re.DOTALL)
-
-
-def _bracket(body: str) -> str:
-    """The regex of a bracket expression whose text between ``[`` and ``]`` is ``body``: a
-    leading ``!`` or ``^`` negates; ``a-z`` is a range, ``-`` first or last is itself; every
-    other character stands for itself (no nested sets, no set operations). A range whose
-    end comes before its start matches nothing (as in Python's ``fnmatch``; ``re`` would
-    refuse the pattern): a bracket left with nothing matches no character, or, negated,
-    any character."""
-    negate = body[:1] in ("!", "^")
-    if negate:
-        body = body[1:]
-    items: list[str] = []
-    k, n = 0, len(body)
-    while k < n:
-        if k + 2 < n and body[k + 1] == "-":
-            if body[k] <= body[k + 2]:
-                items.append(f"{re.escape(body[k])}-{re.escape(body[k + 2])}")
-            k += 3
-        else:
-            items.append(re.escape(body[k]))
-            k += 1
-    if not items:
-        return "." if negate else "(?!)"
-    return "[" + ("^" if negate else "") + "".join(items) + "]"
 
 
 def glob(path: str, pattern: str) -> bool:

@@ -255,7 +255,11 @@ class Compiler:
             pattern = _literal_value(args[1])
             patterns = (pattern,) if type(pattern) is str else _literal_str_list(args[1])
             if patterns is not None:
-                return _literal_glob(self.node(args[0], scope), tuple(patterns))
+                path = self.node(args[0], scope)
+                try:
+                    return _literal_glob(path, tuple(patterns))
+                except ValueError as exc:  # an unknown [:class:] (policyd.core.brackets)
+                    raise Unsupported(f"glob pattern: {exc}", *_pos(args[1])) from None
         return _call(fn, [self.node(x, scope) for x in args])
 
     def _literal_regex(self, text: Node, pattern: str, at: Tree[Any]) -> Node:

@@ -133,11 +133,14 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 
 def glob(path: Any, pattern: Any) -> bool:
     p = _str(path, "glob")
-    if type(pattern) is str:
-        return paths.glob(p, pattern)
-    if type(pattern) is list and all(type(x) is str for x in pattern):
-        return paths.glob_any(p, tuple(pattern))
-    return any(paths.glob(p, pat) for pat in _strs(pattern, "glob"))
+    try:
+        if type(pattern) is str:
+            return paths.glob(p, pattern)
+        if type(pattern) is list and all(type(x) is str for x in pattern):
+            return paths.glob_any(p, tuple(pattern))
+        return any(paths.glob(p, pat) for pat in _strs(pattern, "glob"))
+    except ValueError as exc:  # a pattern computed at evaluation: an unknown [:class:]
+        raise CelError(f"glob: {exc}") from None
 
 
 def within(path: Any, directory: Any) -> bool:

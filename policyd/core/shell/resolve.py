@@ -22,13 +22,12 @@ Rules this module owns:
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from policyd.core import paths
+from policyd.core import brackets, paths
 from policyd.core.shell.catalogue import Catalogue
 from policyd.core.shell.effects import SYSTEM_DIRS, Judgement, Word, judge
 from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, ShellAnalysis, SimpleCommand, record
@@ -287,13 +286,13 @@ def _glob_candidates(path: str) -> list[str]:
         globbed = True
         low = part.lower()
         dot = low.startswith(".")  # bash: a leading "." is matched only by a literal "."
-        if dot and (fnmatch.fnmatchcase("..", low) or fnmatch.fnmatchcase(".", low)):
+        if dot and (brackets.component_matches("..", part) or brackets.component_matches(".", part)):
             return [UNKNOWN_PATH]
         # a bare * as the last part is "everything here", like reading the directory: no name
         # in particular; as a directory part (.git/*/pre-commit) it is a step to one of them
         last = i == len(parts) - 1
         hits = [] if last and not low.strip("*?") else [
-            n for n in SENSITIVE_NAMES if (dot or not n.startswith(".")) and fnmatch.fnmatchcase(n.lower(), low)]
+            n for n in SENSITIVE_NAMES if (dot or not n.startswith(".")) and brackets.component_matches(n, part)]
         options.append([part, *hits])
     if not globbed:
         return []
