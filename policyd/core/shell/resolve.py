@@ -31,7 +31,7 @@ from policyd.core import brackets, paths
 from policyd.core.shell.catalogue import Catalogue
 from policyd.core.shell.effects import SYSTEM_DIRS, Judgement, Word, judge
 from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, ShellAnalysis, SimpleCommand, record
-from policyd.core.shell.walk import analyze
+from policyd.core.shell.walk import BRACE_RANGE, analyze
 
 #: Where relative paths point after a ``cd`` known only at run time: outside every root.
 UNKNOWN_DIR = "/(unknown directory)"
@@ -56,7 +56,7 @@ SENSITIVE_NAMES: tuple[str, ...] = (
     "passwd", "environ", "proc", "self", "etc", "home", "root", "tmp", "dev", "tcp", "udp",
     ".pre-commit-config.yaml",
 )
-_BRACE = re.compile(r"\{([^{}]*,[^{}]*)\}")
+_BRACE = re.compile(r"\{([^{}]*)\}")
 _GLOB = re.compile(r"[*?\[]")
 _SUBST = re.compile(r"\$\(([^()`]*)\)|`([^`]*)`")
 _DEVICES = ("/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr")
@@ -303,20 +303,52 @@ def _glob_candidates(path: str) -> list[str]:
 
 
 def _resolve_braces(path: str, cwd: str, home: str) -> list[str]:
-    """``paths.resolve`` after a brace expansion ``{a,b}`` (each alternative; bounded)."""
+    """``paths.resolve`` after bash's brace expansion (``{a,b}`` lists and ``{m..o}``,
+    ``{1..9..2}`` sequences, nested; each alternative). Past :data:`MAX_BRACE_ALTERNATIVES`
+    alternatives, or braces still nested after as many rounds, :data:`UNKNOWN_PATH` stands
+    for the rest: a word never passes unexpanded as the literal name ``{a,...,.env}``."""
     words = [path]
-    for _ in range(4):
+    for _ in range(16):  # one group per word per round: nesting and several groups
         expanded: list[str] = []
+        changed = False
         for w in words:
-            m = _BRACE.search(w)
-            if m is None:
+            found = next(((m, alts) for m in _BRACE.finditer(w) if (alts := _brace_words(m.group(1))) is not None),
+                         None)
+            if found is None:
                 expanded.append(w)
                 continue
-            expanded.extend(w[: m.start()] + alt + w[m.end() :] for alt in m.group(1).split(","))
-        if expanded == words or len(expanded) > MAX_BRACE_ALTERNATIVES:
-            break
+            m, alts = found
+            changed = True
+            expanded.extend(w[: m.start()] + alt + w[m.end() :] for alt in alts)
+            if len(expanded) > MAX_BRACE_ALTERNATIVES:
+                return [*(paths.resolve(x, cwd, home) for x in expanded[:MAX_BRACE_ALTERNATIVES]), UNKNOWN_PATH]
+        if not changed:
+            return [paths.resolve(w, cwd, home) for w in words]
         words = expanded
-    return [paths.resolve(w, cwd, home) for w in words]
+    return [*(paths.resolve(w, cwd, home) for w in words), UNKNOWN_PATH]
+
+
+def _brace_words(group: str) -> list[str] | None:
+    """The words bash expands ``{group}`` to, or None when it is no expansion (``{x}``, a
+    mixed ``{1..z}``). A sequence longer than :data:`MAX_BRACE_ALTERNATIVES` yields one word
+    more than that (its first ones: the caller stops there)."""
+    if "," in group:
+        return group.split(",")
+    m = BRACE_RANGE.fullmatch(group)
+    if m is None:
+        return None
+    a, b, step = m.group(1), m.group(2), abs(int(m.group(3) or 1)) or 1
+    numeric = a.lstrip("-").isdigit()
+    if numeric != b.lstrip("-").isdigit():
+        return None
+    lo, hi = (int(a), int(b)) if numeric else (ord(a), ord(b))
+    span = range(lo, hi + 1, step) if lo <= hi else range(lo, hi - 1, -step)
+    items = span[: MAX_BRACE_ALTERNATIVES + 1]
+    if not numeric:
+        return [chr(i) for i in items]
+    # bash pads to the wider end when either is written with a leading zero ({01..10})
+    width = max(len(a), len(b)) if any(len(x.lstrip("-")) > 1 and x.lstrip("-")[0] == "0" for x in (a, b)) else 0
+    return [f"{i:0{width}d}" for i in items]
 
 
 def _bounded(dirs: Iterable[str]) -> list[str]:

@@ -166,12 +166,13 @@ MAX_BRACE_WORDS = 10_000  # a {a..b} sequence longer than this is a denial of se
 _ALWAYS_SUCCEEDS = frozenset({"true", ":", "sleep"})  # as a while condition: endless
 _ALWAYS_FAILS = frozenset({"false"})  # as an until condition: endless
 _BRACE_GROUP = re.compile(r"\{([^{}\s]*)\}")
-_BRACE_RANGE = re.compile(r"(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?")
+#: A brace sequence expression (bash "Brace Expansion"): ``x..y`` or ``x..y..incr``, integers or letters.
+BRACE_RANGE = re.compile(r"(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?")
 
 
 def _brace_group_size(group: str) -> int:
     """Words one ``{...}`` group expands to: a range's length or a list's items (1 if neither)."""
-    m = _BRACE_RANGE.fullmatch(group)
+    m = BRACE_RANGE.fullmatch(group)
     if m is None:
         return group.count(",") + 1
     a, b, step = m.group(1), m.group(2), m.group(3)
