@@ -44,12 +44,13 @@ TRANSCRIPT = FIXTURES / "ts-sdk-example-agent.transcript.jsonl"
 #: every run (derandomize, no example database, no deadline), so a CI run is reproducible;
 #: ``dev`` (local default) explores randomly but keeps no example database either: a failure
 #: prints its seed and blob (``print_blob``) instead of being replayed silently from a stale
-#: ``.hypothesis/`` in every later run; ``hunt`` is ``dev`` with ten times the examples.
+#: ``.hypothesis/`` in every later run; ``hunt`` is ``dev`` with ten times the examples (for
+#: the tests that set no ``max_examples`` of their own).
 #: ``HYPOTHESIS_PROFILE`` picks one explicitly.
 HYPOTHESIS_PROFILES: dict[str, dict[str, Any]] = {
     "ci": {"derandomize": True, "database": None, "deadline": None, "print_blob": True},
     "dev": {"database": None, "deadline": None, "print_blob": True},
-    # a bug hunt by hand (HYPOTHESIS_PROFILE=hunt): random, ten times the default examples
+    # a bug hunt by hand (HYPOTHESIS_PROFILE=hunt): random, ten times the default count
     "hunt": {"database": None, "deadline": None, "print_blob": True, "max_examples": 1000},
 }
 for _name, _values in HYPOTHESIS_PROFILES.items():

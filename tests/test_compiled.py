@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -124,9 +125,15 @@ def _canonical(value: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def compiled_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    site = tmp_path_factory.mktemp("compiled") / "site"
+    base = tmp_path_factory.mktemp("compiled")
+    site = base / "site"
+    # a copy of the sources: pip builds in the tree, and a build/ left there by an earlier
+    # build can be reused stale (a module compiled from code since changed, seen 2026-12-03)
+    source = base / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", "build", ".venv", "node_modules", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"))
     build = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-                            "--target", str(site), str(ROOT)], env={**os.environ, "POLICYD_COMPILE": "1"},
+                            "--target", str(site), str(source)], env={**os.environ, "POLICYD_COMPILE": "1"},
                            capture_output=True, text=True, timeout=900)
     assert build.returncode == 0, build.stderr[-3000:]
     return site
