@@ -8,12 +8,15 @@ an edited source always runs as written). Everything else is in pyproject.toml.
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 from setuptools import setup
 
 #: The hot path of a decision. Not compiled: policyd.core.facts (mypyc 2.4 stops on its
 #: generic ``once`` descriptor; with that moved out and Facts a non-native class, its cached
-#: properties recompute: 4.7x slower than pure), policyd.core.shell.model (the analysis's
+#: properties recompute, 4.7x slower than pure; with plain lazy attributes it compiles and
+#: decides the same, but no faster: 0.360 against 0.371 ms, 2026-12-03), policyd.core.shell.model (the analysis's
 #: records: a compiled ``dataclass_transform`` decorator fails at import), and everything
 #: that does I/O or runs once (loading, the relay, the daemon).
 COMPILED = (
@@ -39,6 +42,9 @@ if os.environ.get("POLICYD_COMPILE") == "1":
         # into the answer to get_requires_for_build_wheel), then it runs this file again
         setup(setup_requires=["mypy>=1.10"])
     else:
+        # pip builds in the source tree: an extension left in build/ by an earlier build was
+        # seen reused after its module changed (2026-12-03), so every compiled build is cold
+        shutil.rmtree(Path(__file__).resolve().parent / "build", ignore_errors=True)
         setup(ext_modules=mypycify(list(COMPILED), opt_level="3"))
 else:
     setup()
