@@ -136,3 +136,12 @@ def test_a_pattern_computed_at_evaluation_with_an_unknown_class_is_a_cel_error()
 
     with pytest.raises(CelError, match="unknown character class"):
         functions.glob("/w/x", "**/[[:foo:]]")
+
+
+def test_many_stars_do_not_backtrack() -> None:
+    """``*e*e...*q`` (30 stars) against 60 e's: with plain ``.*`` pieces the regex engine
+    tries every split (an agent's word stalling the analysis for years); each piece between
+    stars is matched once, atomically, so this returns at once (the suite's timeout is the
+    guard)."""
+    assert not brackets.component_matches("e" * 60, "*e" * 30 + "q")
+    assert brackets.component_matches("e" * 60, "*e" * 30)
