@@ -41,6 +41,8 @@ CLASSES: dict[str, str] = {
     "cntrl": "\\x00-\\x1f\\x7f",
     "ascii": "\\x00-\\x7f",
 }
+
+
 def bracket_end(pattern: str, i: int, escapes: bool) -> int:
     """The index just past the ``]`` closing the bracket expression that opens at
     ``pattern[i]`` (a ``[``), or -1 when it is not closed (the ``[`` is then a character)."""

@@ -9,10 +9,11 @@ Rules this module owns:
 - ``within(p, d)`` is component-wise and case-exact: ``/a/b2`` is not within ``/a/b``;
   a directory is within itself.
 - ``glob(p, pattern)``: ``*`` and ``?`` never cross ``/``; ``**`` spans any number of
-  whole components (including none); ``[...]`` is a bracket expression as in bash (``!``/``^`` negate, ranges,
-  ``[:alpha:]``-style classes: :mod:`policyd.core.brackets`); a pattern that does
-  not start with ``/`` matches at any depth (as if prefixed with ``**/``); a trailing
-  ``/**`` also matches the directory itself. Dotfiles are matched like any other name.
+  whole components (including none); ``[...]`` is a bracket expression as in bash (``!`` or
+  ``^`` negates, ranges, ``[:alpha:]`` classes: :mod:`policyd.core.brackets`); a pattern
+  that does not start with ``/`` matches at any depth (as if prefixed with ``**/``); a
+  trailing ``/**`` also matches the directory itself. Dotfiles are matched like any other
+  name.
 
 Symlink resolution needs the filesystem and lives in the I/O shell (``policyd.realpaths``).
 """
