@@ -16,9 +16,10 @@ from setuptools import setup
 #: The hot path of a decision. Not compiled: policyd.core.facts (mypyc 2.4 stops on its
 #: generic ``once`` descriptor; with that moved out and Facts a non-native class, its cached
 #: properties recompute, 4.7x slower than pure; with plain lazy attributes it compiles and
-#: decides the same, but no faster: 0.360 against 0.371 ms, 2026-12-03), policyd.core.shell.model (the analysis's
-#: records: a compiled ``dataclass_transform`` decorator fails at import), and everything
-#: that does I/O or runs once (loading, the relay, the daemon).
+#: decides the same, but no faster: 0.360 against 0.371 ms, 2026-12-03),
+#: policyd.core.shell.model (the analysis's records: a compiled ``dataclass_transform``
+#: decorator fails at import), and everything that does I/O or runs once (loading, the
+#: relay, the daemon).
 COMPILED = (
     "policyd/core/shell/walk.py",
     "policyd/core/shell/words.py",

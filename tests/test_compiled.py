@@ -127,8 +127,8 @@ def _canonical(value: Any) -> Any:
 def compiled_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("compiled")
     site = base / "site"
-    # a copy of the sources: pip builds in the tree, and a build/ left there by an earlier
-    # build can be reused stale (a module compiled from code since changed, seen 2026-12-03)
+    # a copy of the sources: pip builds in the tree (setup.py then clears its build/, where
+    # a stale extension was once reused), and the checkout's own build/ is left alone
     source = base / "source"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
         ".git", "build", ".venv", "node_modules", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"))
