@@ -26,6 +26,11 @@ from policyd.core.shell import catalogue as shell_catalogue
 cel.before_parser_build = celcache.install_parser
 shell_catalogue.shipped_loader = celcache.shipped_catalogue
 
+#: Parse CEL in a child process (:mod:`policyd.treeworker`) when the tree cache has nothing
+#: for a set, so that cel-python never loads into this process: set once by ``policyd
+#: serve``, a process that lives for weeks; every other command parses in-process.
+PARSE_IN_CHILD = False
+
 #: Largest policy file read (a policy is text written by people; bigger is a mistake).
 MAX_POLICY_FILE_BYTES = 4 * 1024 * 1024
 
@@ -169,14 +174,44 @@ def build_checked(sources: list[tuple[str, str]]) -> PolicySet:
     for path, text in sources:
         digest.update(path.encode() + b"\0" + text.encode() + b"\0")
     key = digest.hexdigest()
-    trees = celcache.load_trees(key)
-    cel.preload_trees(trees)
+    cached = celcache.load_trees(key)
+    cel.preload_trees(cached)
+    fetched: dict[str, str] = {}
     try:
+        if PARSE_IN_CHILD:
+            with cel.deferred_parsing() as missing:
+                try:
+                    first: PolicySet | None = _build_once(sources, key)
+                except PolicyError:
+                    if not missing:
+                        raise
+                    first = None
+            if not missing and first is not None:
+                return first
+            fetched = _parse_in_child(sorted(missing))
         return _build_once(sources, key)
     finally:
-        if not trees:
-            celcache.save_trees(key, cel.parsed_trees())
+        new = {**fetched, **cel.parsed_trees()}
+        if new:
+            celcache.save_trees(key, {**cached, **new})
         cel.release_trees()
+
+
+def _parse_in_child(sources: list[str]) -> dict[str, str]:
+    """Have :mod:`policyd.treeworker` parse ``sources`` (CEL texts), preload its trees and
+    syntax errors, and return the trees (for the cache); logged as
+    ``policy.parsed_in_worker`` (``asked``, ``trees``, ``errors``: counts, trees and errors
+    0 when the worker failed; ``ms``: wall time)."""
+    import time
+
+    from policyd import logs, treeworker
+
+    t0 = time.perf_counter()
+    parsed = treeworker.parse_in_child(sources)
+    cel.preload_trees(parsed.trees, parsed.errors)
+    logs.get().info("policy.parsed_in_worker", asked=len(sources), trees=len(parsed.trees),
+                    errors=len(parsed.errors), ms=round((time.perf_counter() - t0) * 1000, 1))
+    return parsed.trees
 
 
 def _build_once(sources: list[tuple[str, str]], key: str) -> PolicySet:

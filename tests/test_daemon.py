@@ -412,6 +412,36 @@ def test_admin_status_and_reload_talk_to_the_daemon(tmp_path: Path, daemons: Cal
     assert "deny" == result(daemon.socket, "v1/decide", decide_params())["decision"]
 
 
+def test_daemon_parses_new_rules_in_a_worker_process(tmp_path: Path, daemons: Callable[..., Daemon]) -> None:
+    """With nothing cached, the daemon's start and a reload that brings a new rule parse in
+    the worker (``policy.parsed_in_worker``; cel-python stays out of the daemon); a start
+    from the tree cache needs no worker. Decisions are the policy's either way."""
+    policy = write_policy(tmp_path / "org.toml", policy_text("allow"))
+    env = {**isolated_env(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    daemon = daemons(tmp_path, policy, extra=["--no-watch"], env=env).start()
+    assert [1] == [e["trees"] for e in daemon.events("policy.parsed_in_worker")]
+    assert "allow" == result(daemon.socket, "v1/decide", decide_params())["decision"]
+    write_policy(policy, policy_text("deny") + '\n[[rule]]\nid = "tests"\nkinds = ["execute"]\n'
+                 'when = \'tool.command == "npm test"\'\ndecision = "allow"\nreason = "r"\n')
+    old = daemon.status()["policyHash"]
+    result(daemon.socket, "v1/reload", {})
+    poll(lambda: daemon.status()["policyHash"] != old, 10, "the requested reload")
+    # the reload: only the new text is parsed (`true` is compiled already)
+    assert [1, 1] == [e["trees"] for e in daemon.events("policy.parsed_in_worker")]
+    npm_test = decide_params("c2", kind="execute", title="npm test", rawInput={"command": "npm test"})
+    assert "deny" == result(daemon.socket, "v1/decide", decide_params())["decision"]
+    assert "allow" == result(daemon.socket, "v1/decide", npm_test)["decision"]
+    assert 0 == daemon.terminate()
+    # The reload cached only what it parsed: a start parses `true` again (in the worker), and
+    # then the set's cache is whole.
+    for name, asked in (("again", [1]), ("third", [])):
+        again = daemons(tmp_path, policy, extra=["--no-watch"], env=env, name=name).start()
+        assert asked == [e["asked"] for e in again.events("policy.parsed_in_worker")]
+        assert "deny" == result(again.socket, "v1/decide", decide_params())["decision"]
+        assert "allow" == result(again.socket, "v1/decide", npm_test)["decision"]
+        assert 0 == again.terminate()
+
+
 def test_proxy_auto_mode_finds_the_default_socket(
     tmp_path: Path, daemons: Callable[..., Daemon], proxies: Callable[..., AcpClient]
 ) -> None:

@@ -212,10 +212,12 @@ class _EmbeddedStart:
 
 
 def serve(settings: Settings, socket_path: str | None, cli_policy: list[str] | None, config: str | None) -> int:
+    from policyd import loader
     from policyd.cli.common import build_engine, build_reloader, load_policy, report_load_error
     from policyd.core.policy import PolicyError
     from policyd.server import Daemon, default_socket_path
 
+    loader.PARSE_IN_CHILD = True  # cel-python stays out of the long-running daemon
     try:
         engine = build_engine(settings, load_policy(settings, secure=True), secure=True)
     except PolicyError as exc:

@@ -26,12 +26,13 @@ non-bool).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import json
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,17 +189,49 @@ _LINE_COL = re.compile(r"line (\d+)(?:, column (\d+)|:(\d+))?", re.IGNORECASE)
 
 #: Parse trees given by the I/O layer from its cache (source -> tree data), see preload_trees.
 _PRELOADED: dict[str, Any] = {}
+#: Syntax errors given by the I/O layer (source -> (message, line, column)), see preload_trees.
+_PRELOADED_ERRORS: dict[str, tuple[str, int, int]] = {}
 #: Trees this process parsed itself (source -> tree data), for the I/O layer to cache.
 _PARSED: dict[str, Any] = {}
 _MAX_TREES = 8192
 
 
-def preload_trees(trees: Mapping[str, Any]) -> None:
+class ParseDeferred(CelCompileError):
+    """Raised by :func:`parse` inside :func:`deferred_parsing` for a source with no preloaded
+    tree or error; the source is recorded for the I/O layer to have parsed elsewhere."""
+
+
+#: Per thread: the set that :func:`deferred_parsing` collects into (absent: parse here).
+_DEFER = threading.local()
+
+
+@contextlib.contextmanager
+def deferred_parsing() -> Iterator[set[str]]:
+    """Within the block, on this thread, :func:`parse` of a source with no preloaded tree
+    or error adds it to the yielded set and raises :class:`ParseDeferred` instead of
+    loading cel-python. The daemon builds a set this way, has the missing sources parsed
+    in a child process (:mod:`policyd.treeworker`), preloads what comes back and builds
+    again: a result built while a parse was deferred is never used."""
+    missing: set[str] = set()
+    _DEFER.missing = missing
+    try:
+        yield missing
+    finally:
+        _DEFER.missing = None
+
+
+def preload_trees(trees: Mapping[str, Any], errors: Mapping[str, tuple[str, int, int]] | None = None) -> None:
     """Trees (as :mod:`policyd.core.celc.trees` data) parsed earlier by this very code, for
-    these exact sources; a malformed entry is ignored (parsed again)."""
+    these exact sources, and the syntax errors of sources that did not parse (``(message,
+    line, column)`` as :class:`CelCompileError` has them); a malformed tree is ignored
+    (parsed again)."""
     if len(_PRELOADED) + len(trees) > _MAX_TREES:
         _PRELOADED.clear()
     _PRELOADED.update(trees)
+    if errors:
+        if len(_PRELOADED_ERRORS) + len(errors) > _MAX_TREES:
+            _PRELOADED_ERRORS.clear()
+        _PRELOADED_ERRORS.update(errors)
 
 
 def parsed_trees() -> dict[str, Any]:
@@ -214,6 +247,13 @@ def parse(source: str) -> Any:
             return trees.from_data(json.loads(cached) if isinstance(cached, str) else cached)
         except (ValueError, TypeError, KeyError):
             _PRELOADED.pop(source, None)
+    error = _PRELOADED_ERRORS.get(source)
+    if error is not None:
+        raise CelCompileError(*error)
+    missing: set[str] | None = getattr(_DEFER, "missing", None)
+    if missing is not None:
+        missing.add(source)
+        raise ParseDeferred("parsing deferred to the parse worker")
     tree = _parse(source)
     if len(_PARSED) < _MAX_TREES:
         _PARSED[source] = trees.to_data(tree)
@@ -286,6 +326,7 @@ def release_trees() -> None:
     """Forget the parse trees kept for the checker and the I/O layer's cache (call once a
     set is loaded and its trees saved): they are not needed to evaluate."""
     _PRELOADED.clear()
+    _PRELOADED_ERRORS.clear()
     _PARSED.clear()
 
 

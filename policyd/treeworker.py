@@ -1,0 +1,85 @@
+"""The daemon's parse worker: CEL parsed in a child process, so cel-python never loads into
+the daemon.
+
+``policyd serve`` runs for weeks; cel-python's modules, its Lark parser (~5 MB) and the heap
+a parse leaves behind stay in a process that parsed once (a first start of a 1,000-rule set
+ended ~10 MB above a start from the tree cache, issue 12). So the daemon builds a set with
+parsing deferred (:func:`policyd.core.cel.deferred_parsing`): every CEL text with no cached
+tree is collected, :func:`parse_in_child` has this module parse them in a child (the same
+interpreter and the same ``sys.path``, isolated mode) with cel-python exactly as the daemon
+would, and the daemon preloads the trees and syntax errors that come back and builds
+again: compiling, checking and the inline examples stay in the daemon. The trees are data
+(JSON cannot run code) from this very code; a tree that does not decode is parsed again in
+the daemon, and a worker that fails in any way (a crash, a time-out, output that is not the
+protocol) means the daemon parses itself: never a different policy, only more memory.
+
+Protocol: stdin ``{"sources": [CEL text, ...]}``; stdout ``{"trees": {text: tree JSON
+text}, "errors": {text: [message, line, column]}}`` (trees as :mod:`policyd.core.celc.trees`
+data in compact JSON text, as the on-disk cache keeps them; errors as
+:class:`policyd.core.cel.CelCompileError` has them); exit 0. Run as ``python -I -c ...`` by
+:func:`parse_in_child`, never by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+#: Seconds the daemon waits for the worker before parsing in-process instead.
+TIMEOUT_S = 120.0
+
+_BOOT = "import json, sys; sys.path[:] = json.loads(sys.argv[1]); from policyd.treeworker import main; main()"
+
+
+@dataclass
+class Parsed:
+    """What the worker sent back: ``trees`` (text -> tree JSON text) and ``errors`` (text ->
+    (message, line, column)); both empty when it failed."""
+
+    trees: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+
+
+def main() -> None:
+    """The worker's side: parse every text read from stdin, write trees and errors."""
+    from policyd import celcache
+    from policyd.core import cel
+
+    cel.before_parser_build = celcache.install_parser  # Lark's grammar cache, as the loader has it
+    errors: dict[str, list[object]] = {}
+    for source in json.load(sys.stdin)["sources"]:
+        try:
+            cel.parse(str(source))
+        except cel.CelCompileError as exc:
+            errors[str(source)] = [exc.message, exc.line, exc.column]
+    trees = {k: v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
+             for k, v in cel.parsed_trees().items()}
+    json.dump({"trees": trees, "errors": errors}, sys.stdout, separators=(",", ":"))
+
+
+def parse_in_child(sources: Sequence[str]) -> Parsed:
+    """The parse trees and syntax errors of the CEL texts ``sources``, parsed by a child
+    process running :func:`main`. Empty when the worker fails in any way (the caller then
+    parses in-process); never raises but for KeyboardInterrupt."""
+    import subprocess  # ~13 ms of imports: only a daemon's load of new rules pays it
+
+    data = json.dumps({"sources": list(sources)})
+    try:
+        done = subprocess.run([sys.executable, "-I", "-c", _BOOT, json.dumps(sys.path)], input=data.encode(),
+                              capture_output=True, timeout=TIMEOUT_S, check=False)
+        if done.returncode != 0:
+            return Parsed()
+        reply = json.loads(done.stdout)
+        trees, errors = reply["trees"], reply["errors"]
+        if not isinstance(trees, dict) or not isinstance(errors, dict):
+            return Parsed()
+        return Parsed(
+            {k: v for k, v in trees.items() if isinstance(k, str) and isinstance(v, str)},
+            {k: (v[0], v[1], v[2]) for k, v in errors.items()
+             if isinstance(k, str) and isinstance(v, list) and len(v) == 3 and isinstance(v[0], str)
+             and all(isinstance(n, int) and not isinstance(n, bool) for n in v[1:])},
+        )
+    except (OSError, ValueError, KeyError, TypeError, subprocess.SubprocessError):
+        return Parsed()
