@@ -4,9 +4,9 @@ same run (interleaved per query: the same facts, the same machine load).
 Scenarios (``Engine.evaluate``: fresh Facts per sample = shell analysis, paths, activation,
 kinds prefilter, rules):
 
-- shipped policies (policies/baseline.toml + ci.toml) on every public case
-  (/work/shared/cases/public.jsonl, when present) and every red-team variant
-  (tests/cases/variants.jsonl); targets p50 <= 0.3 ms, p99 <= 2 ms;
+- shipped policies (policies/baseline.toml + ci.toml) on every public and red-team case
+  (../shared/cases/public.jsonl and redteam-public.jsonl beside the checkout, when present)
+  and every own variant (tests/cases/variants.jsonl); targets p50 <= 0.3 ms, p99 <= 2 ms;
 - an allowed 12-command pipeline and a chain of 200 commands (target <= 20 ms);
 - synthetic sets of 10, 100 and 1,000 rules (targets p99 <= 1 ms at 100, <= 10 ms at 1,000);
 - memory per compiled rule (tracemalloc over building 1,000 rules).
@@ -47,7 +47,8 @@ from policyd.core.shell import catalogue as shell_catalogue  # noqa: E402
 from policyd.engine import Engine  # noqa: E402
 from policyd.realpaths import Resolver  # noqa: E402
 
-PUBLIC = Path(os.environ.get("POLICYD_PUBLIC_CASES", "/work/shared/cases/public.jsonl"))
+PUBLIC = Path(os.environ.get("POLICYD_PUBLIC_CASES", ROOT.parent / "shared" / "cases" / "public.jsonl"))
+REDTEAM = Path(os.environ.get("POLICYD_REDTEAM_CASES", ROOT.parent / "shared" / "cases" / "redteam-public.jsonl"))
 VARIANTS = ROOT / "tests" / "cases" / "variants.jsonl"
 CWD, HOME = "/workspace/project", "/home/dev"
 OPTIONS = (PermissionOption("allow", "Allow", "allow_once"), PermissionOption("reject", "Reject", "reject_once"))
@@ -62,7 +63,7 @@ def query(call: dict[str, Any], cwd: str = CWD) -> PermissionQuery:
 
 def case_queries() -> list[Query]:
     out: list[Query] = []
-    for path in (PUBLIC, VARIANTS):
+    for path in (PUBLIC, REDTEAM, VARIANTS):
         if not path.exists():
             continue
         for line in path.read_text().splitlines():
@@ -194,7 +195,7 @@ def main() -> int:
           f"{'facts50':>9}")
     results: list[dict[str, Any]] = []
     runs: list[tuple[str, PolicySet, list[Query], int, int]] = [
-        (f"shipped, {len(cases)} public+variant cases", shipped, cases, 5, 1),
+        (f"shipped, {len(cases)} public+red-team+own cases", shipped, cases, 5, 1),
         ("shipped, the same cases repeated (memo on)", shipped, cases, 5, 1),
         ("shipped, allowed 12-command pipeline", shipped, [execute("p12", PIPELINE_12)], 200, 20),
         ("shipped, 200 chained commands", shipped, [execute("c200", CHAIN_200)], 30, 3),
