@@ -26,9 +26,9 @@ from policyd.core.shell import catalogue as shell_catalogue
 cel.before_parser_build = celcache.install_parser
 shell_catalogue.shipped_loader = celcache.shipped_catalogue
 
-#: Parse CEL in a child process (:mod:`policyd.treeworker`) when the tree cache has nothing
-#: for a set, so that cel-python never loads into this process: set once by ``policyd
-#: serve``, a process that lives for weeks; every other command parses in-process.
+#: Parse the CEL texts the tree cache does not hold in a child process
+#: (:mod:`policyd.treeworker`), so that cel-python never loads into this process: set once by
+#: ``policyd serve``, a process that lives for weeks; every other command parses in-process.
 PARSE_IN_CHILD = False
 
 #: Largest policy file read (a policy is text written by people; bigger is a mistake).
@@ -169,7 +169,9 @@ def build_checked(sources: list[tuple[str, str]]) -> PolicySet:
     validated before. Examples are tests of the rules, deterministic for the same text and
     code (they use no filesystem state), so a set validated once needs no second run; the
     cache (``$XDG_CACHE_HOME/policyd/validated-sets``) is best effort and never weakens a
-    rule: rules are always parsed and compiled."""
+    rule: rules are always parsed and compiled. Parse trees come from the tree cache, then
+    (with :data:`PARSE_IN_CHILD`) from the parse worker, then from cel-python here; each
+    tree this build parsed or fetched is added to the set's cache file."""
     digest = hashlib.sha256(celcache.code_fingerprint().encode())
     for path, text in sources:
         digest.update(path.encode() + b"\0" + text.encode() + b"\0")

@@ -240,7 +240,8 @@ def parsed_trees() -> dict[str, Any]:
 
 
 def parse(source: str) -> Any:
-    """cel-python's parse tree of ``source``; raises CelCompileError with its message."""
+    """cel-python's parse tree of ``source``; raises CelCompileError with its message
+    (:class:`ParseDeferred` inside :func:`deferred_parsing` when nothing was preloaded)."""
     cached = _PRELOADED.get(source) or _PARSED.get(source)
     if cached is not None:
         try:  # the I/O layer's cache keeps each tree as JSON text (decoded one rule at a time)
