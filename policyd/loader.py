@@ -184,7 +184,7 @@ def build_checked(sources: list[tuple[str, str]]) -> PolicySet:
             with cel.deferred_parsing() as missing:
                 try:
                     first: PolicySet | None = _build_once(sources, key)
-                except PolicyError:
+                except Exception:  # whatever a deferred parse led to: the build below decides
                     if not missing:
                         raise
                     first = None

@@ -324,9 +324,11 @@ class Reloader:
                 raise PolicyError([*errors, *read_errors])
             # build exactly what was hashed: never a second read of the files
             policy = await asyncio.to_thread(loader.build_checked, sources)
-        except PolicyError as exc:
+        except Exception as exc:  # a PolicyError, or a bug: the set in force stays, the watch goes on
             self._failed_hash = new_hash
-            messages = [str(e) for e in exc.errors]
+            failed = exc.errors if isinstance(exc, PolicyError) else [
+                LoadError("(policy set)", 0, "", f"could not be built: {exc!r}")]
+            messages = [str(e) for e in failed]
             if messages == self.status.last_error and reason in _RETRIES:  # a retry failing the same way
                 return False  # (a failing watch retries often): logged once
             self.status.last_error = messages

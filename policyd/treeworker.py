@@ -6,12 +6,14 @@ a parse leaves behind stay in a process that parsed once (a first start of a 1,0
 ended ~10 MB above a start from the tree cache, issue 12). So the daemon builds a set with
 parsing deferred (:func:`policyd.core.cel.deferred_parsing`): every CEL text with no cached
 tree is collected, :func:`parse_in_child` has this module parse them in a child (the same
-interpreter and the same ``sys.path``, isolated mode) with cel-python exactly as the daemon
-would, and the daemon preloads the trees and syntax errors that come back and builds
-again: compiling, checking and the inline examples stay in the daemon. The trees are data
-(JSON cannot run code) from this very code; a tree that does not decode is parsed again in
-the daemon, and a worker that fails in any way (a crash, a time-out, output that is not the
-protocol) means the daemon parses itself: never a different policy, only more memory.
+interpreter and ``sys.path`` but for the working directory, isolated mode) with cel-python
+exactly as the daemon would, and the daemon preloads the trees and syntax errors that come
+back and builds again: compiling, checking and the inline examples stay in the daemon (a
+tree is compiled the same wherever it came from: :func:`policyd.core.cel.parse`). The
+trees are data (JSON cannot run code) from this very code; a tree that does not decode is
+parsed again in the daemon, and a worker that fails in any way (a crash, a time-out,
+output that is not the protocol) means the daemon parses itself: never a different policy,
+only more memory.
 
 Protocol: stdin ``{"sources": [CEL text, ...]}``; stdout ``{"trees": {text: tree JSON
 text}, "errors": {text: [message, line, column]}}`` (trees as :mod:`policyd.core.celc.trees`
@@ -23,6 +25,7 @@ data in compact JSON text, as the on-disk cache keeps them; errors as
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -59,6 +62,17 @@ def main() -> None:
     json.dump({"trees": trees, "errors": errors}, sys.stdout, separators=(",", ":"))
 
 
+def _child_path() -> list[str]:
+    """The worker's ``sys.path``: this process's, with the directory policyd was imported
+    from first and the working directory left out (``python -m policyd serve`` puts it
+    first; what appears there after start must not run in the worker)."""
+    import policyd
+
+    home = os.path.dirname(os.path.dirname(os.path.abspath(policyd.__file__ or "")))
+    cwd = os.getcwd()
+    return [home, *(p for p in sys.path if p and os.path.abspath(p) not in (cwd, home))]
+
+
 def parse_in_child(sources: Sequence[str]) -> Parsed:
     """The parse trees and syntax errors of the CEL texts ``sources``, parsed by a child
     process running :func:`main`. Empty when the worker fails in any way (the caller then
@@ -67,7 +81,7 @@ def parse_in_child(sources: Sequence[str]) -> Parsed:
 
     data = json.dumps({"sources": list(sources)})
     try:
-        done = subprocess.run([sys.executable, "-I", "-c", _BOOT, json.dumps(sys.path)], input=data.encode(),
+        done = subprocess.run([sys.executable, "-I", "-c", _BOOT, json.dumps(_child_path())], input=data.encode(),
                               capture_output=True, timeout=TIMEOUT_S, check=False)
         if done.returncode != 0:
             return Parsed()

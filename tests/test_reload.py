@@ -1107,3 +1107,33 @@ def test_next_request_after_sighup_gets_the_new_decision(spawn: Callable[..., Pr
     reloads = proxy.events("policy.reloaded")
     assert 5 == len(reloads) and {"sighup"} == {e["reason"] for e in reloads}, reloads
     assert 51 == reloads[-1]["rules"], reloads[-1]
+
+
+
+def test_build_that_raises_a_bug_keeps_the_set_and_the_watch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In process: a build that raises something other than PolicyError (a bug: the daemon's
+    watch once died of an exception a deferred parse leaked) is a failed reload, reported in
+    the status; the set in force stays, and the next change loads."""
+    path = tmp_path / "p.toml"
+    path.write_text(policy_text("deny"))
+    engine = Engine(build_set([(str(path), policy_text("deny"))]))
+    reloader = Reloader(engine, lambda: ([str(path)], [], None), rehash_s=3600, watch=False)
+    in_force = engine.policy.hash
+    real_build = loader.build_checked
+
+    def broken(sources: list[tuple[str, str]]) -> Any:
+        raise RuntimeError("a bug in the build")
+
+    async def rounds() -> None:
+        monkeypatch.setattr(loader, "build_checked", broken)
+        path.write_text(policy_text("allow"))
+        assert not await reloader.reload("test")
+        assert in_force == engine.policy.hash
+        assert ["(policy set): could not be built: RuntimeError('a bug in the build')"] == reloader.status.last_error
+        monkeypatch.setattr(loader, "build_checked", real_build)
+        path.write_text(policy_text("allow", marker="fixed"))
+        assert await reloader.reload("test")
+
+    asyncio.run(rounds())
+    assert "fixed" == engine.policy.rules[0].reason
+    assert reloader.status.last_error is None

@@ -141,3 +141,75 @@ def test_failed_worker_means_an_in_process_parse(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     loaded = loader.build_checked(sources)
     assert [r.id for r in loaded.rules] == [r.id for r in loader.build_set(sources).rules]
+
+
+def build_both(sources: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch, cache: Path) -> list[str]:
+    """What a build of ``sources`` gives with the parse worker and without (rule ids, or the
+    error messages), each from empty parse caches."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    out = []
+    for on in (True, False):
+        cel.compile_expr.cache_clear()
+        cel._CHECKED.clear()
+        cel.release_trees()
+        monkeypatch.setattr(loader, "PARSE_IN_CHILD", on)
+        try:
+            out.append(" ".join(r.id for r in loader.build_checked(sources).rules))
+        except PolicyError as exc:
+            out.append("\n".join(str(e) for e in exc.errors))
+        for f in (cache / "policyd" / "parsed").glob("*.json"):
+            f.unlink()
+    return out
+
+
+def rule(rule_id: str, when: str) -> str:
+    return (f'\n[[rule]]\nid = "{rule_id}"\nkinds = ["read"]\nwhen = {json.dumps(when)}\n'
+            'decision = "deny"\nreason = "r"\n')
+
+
+@pytest.mark.parametrize("when", [
+    "", "  ", "'\\U00110000' == ''", "1" * 5000 + " > 0", "!" * 199 + "false", "!" * 220 + "false",
+    " || ".join(f"tool.title == 't{i}'" for i in range(600)), "tool" + ".a" * 250 + " == 1",
+    "1 +", "tool.kind == 'read' && tool.nmae == 'x'", "tool.kind == 'réad'",
+])
+def test_odd_rules_load_or_fail_alike_with_and_without_the_worker(
+        when: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Empty texts, undecodable escapes, huge literals, chains far deeper than the parser
+    nests, syntax and schema errors: the same rules or the same errors either way, never
+    an exception other than PolicyError (one once escaped the deferred build and killed the
+    daemon's watch). An empty ``when`` is an error (it once dropped the rule silently)."""
+    sources = [("/etc/p.toml", '[policy]\nname = "p"\n' + rule("ok", "true") + rule("odd", when))]
+    with_worker, without = build_both(sources, monkeypatch, tmp_path)
+    assert with_worker == without
+    assert "odd" in without  # a load error naming the rule, or the rule loaded
+    if not when.strip():
+        assert "rule 'odd'" in without
+
+
+def test_text_compiled_before_but_not_checked_is_deferred_not_leaked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A text the compile cache holds (a [modes] rule compiled it, or the check cache was
+    cleared) is parsed again for the facts check: with the worker that parse is deferred
+    like any other, and the set loads (it once escaped as ParseDeferred)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(loader, "PARSE_IN_CHILD", True)
+    text = "tool.kind == 'read' && tool.title.startsWith('x')"
+    cel.compile_expr(text)
+    cel.release_trees()
+    cel._CHECKED.clear()
+    loaded = loader.build_checked([("/etc/q.toml", '[policy]\nname = "q"\n' + rule("late", text))])
+    assert ["late"] == [r.id for r in loaded.rules]
+
+
+def test_worker_does_not_import_from_the_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``python -m policyd serve`` puts its working directory first on sys.path: a package
+    named ``policyd`` (or ``celpy``) planted there after start does not run in the worker."""
+    marker = tmp_path / "ran"
+    for name in ("policyd", "celpy", "lark"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f"open({str(marker)!r}, 'a').write({name!r})\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    parsed = treeworker.parse_in_child(["tool.kind == 'read'"])
+    assert ["tool.kind == 'read'"] == list(parsed.trees)
+    assert not marker.exists()

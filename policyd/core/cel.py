@@ -50,6 +50,10 @@ MAX_LIST_ITEMS = 2048
 MAX_DEPTH = 12
 #: Deepest parenthesis/call nesting accepted in a rule (the parser and compiler recurse per level).
 MAX_EXPR_NESTING = 40
+#: Deepest parse tree accepted (operators chain without parentheses: ``a || b || …``, ``!!…x``,
+#: ``x.a.b…``), measured on the collapsed tree every path compiles (:func:`parse`): the
+#: compiler, the checker and evaluation recurse per level, far below Python's limit here.
+MAX_TREE_DEPTH = 200
 
 _LIMITS = (MAX_STRING_CHARS, MAX_LIST_ITEMS, MAX_DEPTH)
 
@@ -240,14 +244,21 @@ def parsed_trees() -> dict[str, Any]:
 
 
 def parse(source: str) -> Any:
-    """cel-python's parse tree of ``source``; raises CelCompileError with its message
+    """The parse tree of ``source`` as every path gives it: cel-python's tree in
+    :mod:`policyd.core.celc.trees` form (wrapper chains collapsed, string literals decoded),
+    whether parsed here, read from the I/O layer's cache or sent by the parse worker, so a
+    rule compiles and checks the same wherever its tree came from. Raises CelCompileError
+    with cel-python's message, or for a tree deeper than :data:`MAX_TREE_DEPTH`
     (:class:`ParseDeferred` inside :func:`deferred_parsing` when nothing was preloaded)."""
     cached = _PRELOADED.get(source) or _PARSED.get(source)
     if cached is not None:
         try:  # the I/O layer's cache keeps each tree as JSON text (decoded one rule at a time)
-            return trees.from_data(json.loads(cached) if isinstance(cached, str) else cached)
-        except (ValueError, TypeError, KeyError):
+            data = json.loads(cached) if isinstance(cached, str) else cached
+            _check_depth(data)
+            return trees.from_data(data)
+        except (ValueError, TypeError, KeyError, RecursionError):
             _PRELOADED.pop(source, None)
+            _PARSED.pop(source, None)
     error = _PRELOADED_ERRORS.get(source)
     if error is not None:
         raise CelCompileError(*error)
@@ -256,9 +267,30 @@ def parse(source: str) -> Any:
         missing.add(source)
         raise ParseDeferred("parsing deferred to the parse worker")
     tree = _parse(source)
+    try:
+        data = trees.to_data(tree)
+    except RecursionError:
+        raise CelCompileError("expression too deeply nested") from None
+    except ValueError as exc:  # a string literal cel-python cannot decode ('\U00110000')
+        raise CelCompileError(f"CEL string literal: {exc}") from None
+    _check_depth(data)
     if len(_PARSED) < _MAX_TREES:
-        _PARSED[source] = trees.to_data(tree)
-    return tree
+        _PARSED[source] = data
+    return trees.from_data(data)
+
+
+def _check_depth(data: Any) -> None:
+    """CelCompileError when tree ``data`` nests deeper than :data:`MAX_TREE_DEPTH`
+    (iterative: any depth is measured without recursion)."""
+    stack = [(data, 1)]
+    deepest = 0
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(node, dict):
+            stack.extend((child, depth + 1) for child in node.get("c", ()))
+    if deepest > MAX_TREE_DEPTH:
+        raise CelCompileError(f"expression nests {deepest} levels deep; the limit is {MAX_TREE_DEPTH}")
 
 
 def _parse(source: str) -> Any:
@@ -304,6 +336,8 @@ def compile_expr(source: str) -> Program:
         raise CelCompileError(exc.message, exc.line, exc.column) from None
     except RecursionError as exc:
         raise CelCompileError("expression too deeply nested") from exc
+    except (ValueError, OverflowError) as exc:  # a literal Python refuses (a 5,000-digit integer)
+        raise CelCompileError(f"CEL literal: {exc}") from None
     return Program(source, compiled, guards.name_guards(tree))
 
 
@@ -316,7 +350,11 @@ def check_facts(program: Program, schema: Mapping[str, Any]) -> list[check.Check
     if found is None or found[0] is not schema:  # a reload re-checks only rules that changed
         if len(_CHECKED) >= _MAX_TREES:
             _CHECKED.clear()
-        found = _CHECKED[key] = (schema, check.check(parse(program.source), schema))
+        try:
+            problems = check.check(parse(program.source), schema)
+        except RecursionError:
+            raise CelCompileError("expression too deeply nested") from None
+        found = _CHECKED[key] = (schema, problems)
     return list(found[1])
 
 

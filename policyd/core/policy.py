@@ -394,10 +394,11 @@ def _parse_rule(
 
         try:
             program = cel.compile_expr(when)
+            errors.extend(cel_error(e.message, e.line, e.column) for e in cel.check_facts(program, FACTS_SCHEMA))
         except cel.CelCompileError as exc:
             errors.append(cel_error(exc.message, exc.line, exc.column))
-        if program is not None:
-            errors.extend(cel_error(e.message, e.line, e.column) for e in cel.check_facts(program, FACTS_SCHEMA))
+    elif raw.get("when") == "":
+        errors.append(LoadError(path, line, rule_id, "'when' is empty"))
     if errors or program is None:
         return None, errors
     rule = Rule(rule_id, description, kinds, when, program, decision, reason, path, line, _needs(when), remember)

@@ -25,18 +25,32 @@ _WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "a
 
 
 def to_data(t: Any) -> Any:
-    """Tree or token -> JSON-able data (wrapper chains collapsed)."""
-    if isinstance(t, Token):
-        if t.type in ("STRING_LIT", "MLSTRING_LIT"):
-            from celpy.evaluation import celstr  # cel-python's own escape rules
+    """Tree or token -> JSON-able data (wrapper chains collapsed). Iterative: a tree of any
+    depth converts the same whatever the caller's stack (depth is limited afterwards, on
+    this data: ``policyd.core.cel.MAX_TREE_DEPTH``)."""
+    root: list[Any] = []
+    stack: list[tuple[Any, list[Any]]] = [(t, root)]
+    while stack:
+        node, out = stack.pop()
+        if isinstance(node, Token):
+            out.append(_token_data(node))
+            continue
+        while node.data in _WRAPPERS and len(node.children) == 1 and isinstance(node.children[0], Tree):
+            node = node.children[0]
+        meta = node.meta
+        children: list[Any] = []
+        out.append({"d": str(node.data), "c": children,
+                    "p": [getattr(meta, "line", 0) or 0, getattr(meta, "column", 0) or 0]})
+        stack.extend((k, children) for k in reversed(node.children))
+    return root[0]
 
-            return [DECODED_STRING, str(celstr(t)), t.line or 0, t.column or 0]
-        return [t.type, str(t), t.line or 0, t.column or 0]
-    while t.data in _WRAPPERS and len(t.children) == 1 and isinstance(t.children[0], Tree):
-        t = t.children[0]
-    meta = t.meta
-    return {"d": str(t.data), "c": [to_data(k) for k in t.children],
-            "p": [getattr(meta, "line", 0) or 0, getattr(meta, "column", 0) or 0]}
+
+def _token_data(t: Token) -> list[Any]:
+    if t.type in ("STRING_LIT", "MLSTRING_LIT"):
+        from celpy.evaluation import celstr  # cel-python's own escape rules
+
+        return [DECODED_STRING, str(celstr(t)), t.line or 0, t.column or 0]
+    return [t.type, str(t), t.line or 0, t.column or 0]
 
 
 def from_data(o: Any) -> Any:
