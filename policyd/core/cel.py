@@ -269,8 +269,6 @@ def parse(source: str) -> Any:
     tree = _parse(source)
     try:
         data = trees.to_data(tree)
-    except RecursionError:
-        raise CelCompileError("expression too deeply nested") from None
     except ValueError as exc:  # a string literal cel-python cannot decode ('\U00110000')
         raise CelCompileError(f"CEL string literal: {exc}") from None
     _check_depth(data)
