@@ -325,8 +325,9 @@ class Reloader:
             # build exactly what was hashed: never a second read of the files
             policy = await asyncio.to_thread(loader.build_checked, sources)
         except Exception as exc:  # a PolicyError, or a bug: the set in force stays, the watch goes on
-            self._failed_hash = new_hash
-            failed = exc.errors if isinstance(exc, PolicyError) else [
+            if isinstance(exc, PolicyError):  # this content fails: not built again until it changes
+                self._failed_hash = new_hash
+            failed = exc.errors if isinstance(exc, PolicyError) else [  # may pass next time (MemoryError)
                 LoadError("(policy set)", 0, "", f"could not be built: {exc!r}")]
             messages = [str(e) for e in failed]
             if messages == self.status.last_error and reason in _RETRIES:  # a retry failing the same way

@@ -15,10 +15,12 @@ parsed again in the daemon, and a worker that fails in any way (a crash, a time-
 output that is not the protocol) means the daemon parses itself: never a different policy,
 only more memory.
 
-Protocol: stdin ``{"sources": [CEL text, ...]}``; stdout ``{"trees": {text: tree JSON
+Protocol: stdin ``{"sources": [CEL text, ...], "fingerprint": the daemon's
+:func:`policyd.celcache.code_fingerprint`}``; stdout ``{"trees": {text: tree JSON
 text}, "errors": {text: [message, line, column]}}`` (trees as :mod:`policyd.core.celc.trees`
 data in compact JSON text, as the on-disk cache keeps them; errors as
-:class:`policyd.core.cel.CelCompileError` has them); exit 0. Run as ``python -I -c ...`` by
+:class:`policyd.core.cel.CelCompileError` has them); exit 0 (3, nothing written, when the
+worker's code is not the daemon's). Run as ``python -I -c ...`` by
 :func:`parse_in_child`, never by hand.
 """
 
@@ -46,17 +48,24 @@ class Parsed:
 
 
 def main() -> None:
-    """The worker's side: parse every text read from stdin, write trees and errors."""
+    """The worker's side: parse every text read from stdin, write trees and errors. Exits 3,
+    writing nothing, when this code is not the daemon's (policyd upgraded in place while
+    the daemon runs: its trees would be another code's)."""
     from policyd import celcache
     from policyd.core import cel
 
+    request = json.load(sys.stdin)
+    if request["fingerprint"] != celcache.code_fingerprint():
+        sys.exit(3)
     cel.before_parser_build = celcache.install_parser  # Lark's grammar cache, as the loader has it
     errors: dict[str, list[object]] = {}
-    for source in json.load(sys.stdin)["sources"]:
+    for source in request["sources"]:
         try:
             cel.parse(str(source))
         except cel.CelCompileError as exc:
             errors[str(source)] = [exc.message, exc.line, exc.column]
+        except Exception:  # neither tree nor error: the daemon parses this text itself
+            continue
     trees = {k: v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
              for k, v in cel.parsed_trees().items()}
     json.dump({"trees": trees, "errors": errors}, sys.stdout, separators=(",", ":"))
@@ -79,7 +88,9 @@ def parse_in_child(sources: Sequence[str]) -> Parsed:
     parses in-process); never raises but for KeyboardInterrupt."""
     import subprocess  # ~13 ms of imports: only a daemon's load of new rules pays it
 
-    data = json.dumps({"sources": list(sources)})
+    from policyd import celcache
+
+    data = json.dumps({"sources": list(sources), "fingerprint": celcache.code_fingerprint()})
     try:
         done = subprocess.run([sys.executable, "-I", "-c", _BOOT, json.dumps(_child_path())], input=data.encode(),
                               capture_output=True, timeout=TIMEOUT_S, check=False)

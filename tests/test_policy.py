@@ -80,6 +80,13 @@ def test_failing_examples_reject_the_set() -> None:
     assert "should match but does not" in errs[0] and "should not match but does" in errs[1]
 
 
+def test_example_raw_input_that_is_not_a_table_is_a_load_error() -> None:
+    """``raw_input = 1`` in an example names the rule (it escaped as TypeError)."""
+    for value in ("1", "[1]", '"x"'):
+        errs = errors_of(HEADER + rule("ex", "true", extra=f"examples.match = [{{ raw_input = {value} }}]\n"))
+        assert 1 == len(errs) and "rule 'ex'" in errs[0] and "'raw_input' must be a table" in errs[0]
+
+
 def test_one_bad_file_rejects_everything() -> None:
     """Loading is all-or-nothing: a good file next to a bad one is not loaded alone."""
     with pytest.raises(PolicyError):

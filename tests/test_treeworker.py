@@ -168,7 +168,8 @@ def rule(rule_id: str, when: str) -> str:
 
 
 @pytest.mark.parametrize("when", [
-    "", "  ", "'\\U00110000' == ''", "1" * 5000 + " > 0", "!" * 199 + "false", "!" * 220 + "false",
+    "", "  ", "'\\U00110000' == ''", "'\\U80000000' == ''", "1" * 5000 + " > 0",
+    "!" * 199 + "false", "!" * 220 + "false",
     " || ".join(f"tool.title == 't{i}'" for i in range(600)), "tool" + ".a" * 250 + " == 1",
     "1 +", "tool.kind == 'read' && tool.nmae == 'x'", "tool.kind == 'réad'",
 ])
@@ -213,3 +214,13 @@ def test_worker_does_not_import_from_the_working_directory(tmp_path: Path, monke
     parsed = treeworker.parse_in_child(["tool.kind == 'read'"])
     assert ["tool.kind == 'read'"] == list(parsed.trees)
     assert not marker.exists()
+
+
+def test_worker_of_other_code_sends_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker whose policyd is not the daemon's (upgraded in place while the daemon runs)
+    exits without trees: the daemon parses itself rather than compile another code's trees."""
+    from policyd import celcache
+
+    assert treeworker.parse_in_child(["true"]).trees  # the same code: trees come back
+    monkeypatch.setattr(celcache, "_FINGERPRINT", "the daemon's code before an upgrade")
+    assert treeworker.Parsed() == treeworker.parse_in_child(["true"])

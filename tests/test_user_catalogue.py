@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from policyd.core.policy import PolicyError, build_set
+
 ROOT = Path(__file__).resolve().parent.parent
 TOKEI = """schema = 1
 
@@ -73,3 +77,12 @@ def test_a_catalogue_file_that_breaks_the_schema_is_a_load_error(tmp_path: Path)
     code, decisions, err = decide(d, tmp_path, "tokei src")
     assert 2 == code and [] == decisions
     assert "tools.catalogue.toml" in err
+
+
+@pytest.mark.parametrize("count", ["[]", "{}", "2.5"])
+def test_an_operand_count_of_the_wrong_type_is_a_load_error(count: str) -> None:
+    """``count = []`` is named with its file (a list once escaped as TypeError: unhashable)."""
+    cat = TOKEI.replace('count = "*"', f"count = {count}")
+    with pytest.raises(PolicyError) as exc:
+        build_set([("/d/tools.catalogue.toml", cat), ("/d/p.toml", (ROOT / "policies" / "baseline.toml").read_text())])
+    assert any("tools.catalogue.toml" in str(e) and "count" in str(e) for e in exc.value.errors)

@@ -254,9 +254,11 @@ def parse(source: str) -> Any:
     if cached is not None:
         try:  # the I/O layer's cache keeps each tree as JSON text (decoded one rule at a time)
             data = json.loads(cached) if isinstance(cached, str) else cached
+            if not isinstance(data, dict):
+                raise ValueError("a parse tree's root is a node")
             _check_depth(data)
             return trees.from_data(data)
-        except (ValueError, TypeError, KeyError, RecursionError):
+        except (ValueError, TypeError, KeyError, OverflowError, RecursionError):
             _PRELOADED.pop(source, None)
             _PARSED.pop(source, None)
     error = _PRELOADED_ERRORS.get(source)
@@ -269,7 +271,7 @@ def parse(source: str) -> Any:
     tree = _parse(source)
     try:
         data = trees.to_data(tree)
-    except ValueError as exc:  # a string literal cel-python cannot decode ('\U00110000')
+    except (ValueError, OverflowError) as exc:  # a string literal cel-python cannot decode ('\U00110000')
         raise CelCompileError(f"CEL string literal: {exc}") from None
     _check_depth(data)
     if len(_PARSED) < _MAX_TREES:

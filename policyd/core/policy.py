@@ -420,7 +420,10 @@ def example_query(example: Mapping[str, Any]) -> PermissionQuery:
     unknown = set(example) - _EXAMPLE_KEYS
     if unknown:
         raise ValueError(f"unknown example keys {sorted(unknown)}; allowed: {sorted(_EXAMPLE_KEYS)}")
-    raw_input = dict(example.get("raw_input", {}))
+    raw = example.get("raw_input", {})
+    if not isinstance(raw, dict):
+        raise ValueError("example 'raw_input' must be a table")
+    raw_input = dict(raw)
     if "command" in example:
         raw_input["command"] = example["command"]
     if "url" in example:

@@ -273,7 +273,7 @@ class _Checker:
         if "role" not in raw:
             self.bad(where, "operand role is required")
         count = raw.get("count", 1)
-        if isinstance(count, bool) or count not in COUNTS:
+        if isinstance(count, bool) or not isinstance(count, (int, str)) or count not in COUNTS:
             self.bad(where, f"count {count!r} must be 1, \"?\", \"*\" or \"+\"")
             count = 1
         effects = self.strings(where, raw.get("effects"), "effects", EFFECTS)
