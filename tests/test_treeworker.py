@@ -57,11 +57,16 @@ def shipped_sources() -> list[tuple[str, str]]:
     return [(str(p), p.read_text()) for p in sorted(SHIPPED.glob("*.toml"))]
 
 
-def in_process_trees(sources: list[tuple[str, str]]) -> dict[str, Any]:
-    """Every tree an in-process build of ``sources`` parses (nothing cached), decoded."""
+def forget_parses() -> None:
+    """This process as if it had parsed, compiled and checked no CEL yet."""
     cel.compile_expr.cache_clear()
     cel._CHECKED.clear()
     cel.release_trees()
+
+
+def in_process_trees(sources: list[tuple[str, str]]) -> dict[str, Any]:
+    """Every tree an in-process build of ``sources`` parses (nothing cached), decoded."""
+    forget_parses()
     loader.build_set(sources, check_examples=False)
     trees = cel.parsed_trees()
     cel.release_trees()
@@ -135,8 +140,7 @@ def test_failed_worker_means_an_in_process_parse(tmp_path: Path, monkeypatch: py
         monkeypatch.setattr(treeworker, "_BOOT", boot)
         monkeypatch.setattr(treeworker, "TIMEOUT_S", 3.0)
         assert treeworker.Parsed() == treeworker.parse_in_child(["true", "1 +"])
-    cel.compile_expr.cache_clear()
-    cel._CHECKED.clear()
+    forget_parses()
     monkeypatch.setattr(loader, "PARSE_IN_CHILD", True)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     loaded = loader.build_checked(sources)
@@ -149,9 +153,7 @@ def build_both(sources: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     out = []
     for on in (True, False):
-        cel.compile_expr.cache_clear()
-        cel._CHECKED.clear()
-        cel.release_trees()
+        forget_parses()
         monkeypatch.setattr(loader, "PARSE_IN_CHILD", on)
         try:
             out.append(" ".join(r.id for r in loader.build_checked(sources).rules))
