@@ -245,7 +245,8 @@ def load(
     errors.extend(read_errors)
     if errors:
         if any(e.message.startswith(("cannot read", "cannot access", "policy path: cannot",
-                                     "search-path directory: cannot")) for e in errors):
+                                     "search-path directory: cannot", "policy path does not exist"))
+               for e in errors):
             raise PolicyUnreadable(errors)
         raise PolicyError(errors)
     if not files:
