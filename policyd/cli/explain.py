@@ -106,7 +106,7 @@ def _selected(item: Mapping[str, Any], select: str | None) -> bool:
 def explain_one(policy: PolicySet, item: Mapping[str, Any], home: str) -> Explanation:
     """Explain one eval line or decision-log entry; raises ValueError on a bad line."""
     query = eval_query(item, home)
-    return explain(policy, Facts(query, realpath=os.path.realpath))
+    return explain(policy, Facts(query, realpath=os.path.realpath, catalogue=policy.catalogue))
 
 
 def run(settings: Settings, file: str | None, command: str | None, cwd: str | None,
