@@ -674,3 +674,41 @@ def test_a_listed_endpoint_that_refuses_is_a_502_and_logged(tmp_path: Path, deci
     assert (decided["event"], decided["decision"], decided["address"]) == ("egress.decided", "allow", "127.0.0.1")
     assert (failed["event"], failed["connection_id"], failed["port"]) == ("egress.failed", decided["connection_id"],
                                                                           port)
+
+
+def test_sandbox_init_imports_only_builtins() -> None:
+    """sandbox_init's start-up is the interpreter's plus almost nothing: it imports no module
+    beyond those a bare ``python -I -S`` loads and ``_socket`` (``os``, ``signal`` and
+    ``socket`` would pull in enum, selectors, collections: milliseconds each). Checked by
+    ``-X importtime``, not by a clock."""
+    init = str(Path(egress.__file__).with_name("sandbox_init.py"))
+
+    def imported(argv: list[str]) -> set[str]:
+        err = subprocess.run([sys.executable, "-I", "-S", "-X", "importtime", *argv], capture_output=True,
+                             text=True, check=True).stderr
+        return {line.rsplit("|", 1)[1].strip() for line in err.splitlines() if line.startswith("import time:")
+                and "|" in line and not line.rstrip().endswith("imported package")}
+
+    bare = imported(["-c", "pass"])
+    assert imported([init, "--", "true"]) - bare == {"_socket"}
+
+
+def test_sandbox_init_runs_as_a_module_too(tmp_path: Path) -> None:
+    """``python -I -m policyd.sandbox_init -- AGENT`` works as the script form does."""
+    result = subprocess.run([sys.executable, "-I", "-m", "policyd.sandbox_init", "--", "sh", "-c", "exit 5"],
+                            capture_output=True, timeout=TIMEOUT_S)
+    assert result.returncode == 5 and result.stdout == b""
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--", ], b"no agent command after '--'"),
+    (["--proxy", "3128", "--", "true"], b"--socket PATH is required"),
+    (["--socket", "/x", "--forward", "10.0.0.1:80", "--", "true"], b"only loopback addresses can be forwarded"),
+    (["--socket", "/x", "--proxy", "http", "--", "true"], b"--proxy 'http' is not a port"),
+    (["--bogus", "--", "true"], b"unknown or incomplete option '--bogus'"),
+])
+def test_sandbox_init_bad_options(argv: list[str], message: bytes) -> None:
+    """Bad options: exit 125 with a message naming the problem, and the agent is not run."""
+    init = str(Path(egress.__file__).with_name("sandbox_init.py"))
+    result = subprocess.run([sys.executable, "-I", "-S", init, *argv], capture_output=True, timeout=TIMEOUT_S)
+    assert result.returncode == 125 and message in result.stderr and result.stdout == b""
