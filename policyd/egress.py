@@ -24,7 +24,7 @@ What a connection from the sandbox can be:
   method, absolute-form) is sent on as origin-form with ``Connection: close``, one request
   per connection (its response ends the connection). Refusals are HTTP answers naming why:
   ``400`` bad request, ``403`` denied by policy, ``502`` the name did not resolve or the
-  connection failed, ``504`` the decision or the connection timed out.
+  connection failed, ``503`` more than :data:`MAX_CONNECTIONS` open, ``504`` the lookup timed out.
 - ``forward``: a named loopback endpoint (a local model server, a test's fake model API,
   the model gateway's Unix socket), reachable inside at the same ``host:port`` as outside.
   The bytes are relayed unchanged; a refused connection is closed at once.
@@ -88,6 +88,9 @@ DECIDE_TIMEOUT_S = 5.0
 #: Seconds for a name to resolve and for a TCP connection to open.
 RESOLVE_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 10.0
+#: Connections open at once through one egress; past it a new one is refused (503): the
+#: agent must not be able to exhaust policyd's file descriptors (policyd relays its ACP too).
+MAX_CONNECTIONS = 512
 #: Bytes per read when relaying.
 CHUNK = 65536
 #: The decision-log event of every connection decision (and of a refused bridge header).
@@ -147,7 +150,8 @@ class Refused(Exception):
         self.status = status
 
 
-_STATUS_TEXT = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway", 504: "Gateway Timeout"}
+_STATUS_TEXT = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway", 503: "Service Unavailable",
+                504: "Gateway Timeout"}
 
 
 def engine_decider(engine: Any) -> Decide:
@@ -260,6 +264,11 @@ class Egress:
 
     async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
+        if len(self._tasks) >= MAX_CONNECTIONS:
+            logs.get().warning("egress.overloaded", open=len(self._tasks), limit=MAX_CONNECTIONS)
+            await _answer(writer, 503, f"policyd egress: more than {MAX_CONNECTIONS} connections open")
+            writer.close()
+            return
         if task is not None:
             self._tasks.add(task)
         try:

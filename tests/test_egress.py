@@ -712,3 +712,36 @@ def test_sandbox_init_bad_options(argv: list[str], message: bytes) -> None:
     init = str(Path(egress.__file__).with_name("sandbox_init.py"))
     result = subprocess.run([sys.executable, "-I", "-S", init, *argv], capture_output=True, timeout=TIMEOUT_S)
     assert result.returncode == 125 and message in result.stderr and result.stdout == b""
+
+
+def test_connections_beyond_the_limit_are_refused(tmp_path: Path, decision_log: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_CONNECTIONS open at once, a new connection gets 503 (the agent cannot
+    exhaust policyd's descriptors); the open ones keep working."""
+    monkeypatch.setattr(egress, "MAX_CONNECTIONS", 2)
+    client = ("import socket, sys\n"
+              "held = [socket.create_connection(('127.0.0.1', int(sys.argv[1]))) for _ in range(2)]\n"
+              "for s in held: s.sendall(b'CONNECT 127.0.0.1:' + sys.argv[2].encode() + b' HTTP/1.1\\r\\n\\r\\n')\n"
+              "for s in held: print(s.recv(100).split(b'\\r\\n')[0].decode())\n"
+              "extra = socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n"
+              "extra.sendall(b'CONNECT 127.0.0.1:' + sys.argv[2].encode() + b' HTTP/1.1\\r\\n\\r\\n')\n"
+              "print(extra.recv(200).split(b'\\r\\n')[0].decode())\n")
+
+    async def main() -> tuple[int, bytes, bytes]:
+        async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.read()
+            writer.close()
+
+        server = await asyncio.start_server(hold, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        eg = await egress.Egress.start(runtime(tmp_path), engine_decide(), network=[f"127.0.0.1:{port}"])
+        try:
+            return await run_in_sandbox(eg, [sys.executable, "-c", client, str(eg.proxy_port), str(port)])
+        finally:
+            await eg.close()
+            server.close()
+
+    code, out, err = asyncio.run(main())
+    assert code == 0, err
+    assert out.decode().splitlines() == ["HTTP/1.1 200 Connection Established"] * 2 + [
+        "HTTP/1.1 503 Service Unavailable"]
