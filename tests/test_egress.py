@@ -389,24 +389,28 @@ def test_a_listed_name_that_does_not_resolve_is_a_502(tmp_path: Path, decision_l
 # ----------------------------------------------------------------------------- bad input
 
 
-def test_bad_bridge_header_gets_a_clear_error_and_no_connection(tmp_path: Path, decision_log: Any) -> None:
-    """Code inside the sandbox can reach the egress socket itself. A garbage header, or one
-    naming a forward this sandbox does not have (the listener it would like to reach), gets
-    a 400 naming the problem; no listener is connected to; each is in the decision log."""
+def test_registration_from_inside_is_checked_not_trusted(tmp_path: Path, decision_log: Any) -> None:
+    """Code in the sandbox can reach the egress's Unix socket itself. Garbage, a second
+    registration, or a listening socket passed as a forward the sandbox does not have (to
+    reach a host listener) each get ``ERROR`` naming the problem; nothing connects to the
+    listener; each refusal is in the decision log (``egress.invalid``)."""
 
     async def main() -> tuple[int, bytes, bytes, Listener]:
         secret = await Listener().start()
         eg = await egress.Egress.start(runtime(tmp_path), engine_decide())
         script = ("import socket, sys\n"
-                  "for header in sys.argv[2:]:\n"
+                  "def ask(payload, fds=()):\n"
                   "    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
-                  "    s.sendall(header.encode() + b'GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
-                  "    data = b''\n"
-                  "    while chunk := s.recv(4096): data += chunk\n"
-                  "    print(data.split(b'\\r\\n\\r\\n', 1)[1].decode().strip())\n")
+                  "    socket.send_fds(s, [payload], list(fds)) if fds else s.sendall(payload)\n"
+                  "    print(s.recv(4096).decode().strip())\n"
+                  "ask(b'HELLO\\n')\n"
+                  "fake = socket.socket(); fake.bind(('127.0.0.1', int(sys.argv[2]))); fake.listen()\n"
+                  "ask(b'POLICYD-EGRESS/2\\nforward 127.0.0.1:' + sys.argv[2].encode() + b'\\n', [fake.fileno()])\n"
+                  "proxy = socket.socket(); proxy.bind(('127.0.0.1', int(sys.argv[3]) + 1)); proxy.listen()\n"
+                  "ask(b'POLICYD-EGRESS/2\\nproxy\\n', [proxy.fileno()])\n")
         try:
-            result = await run_in_sandbox(eg, [sys.executable, "-c", script, eg.socket_path, "HELLO\n",
-                                               f"POLICYD-EGRESS/1 forward 127.0.0.1:{secret.port}\n"])
+            result = await run_in_sandbox(eg, [sys.executable, "-c", script, eg.socket_path, str(secret.port),
+                                               str(eg.proxy_port)])
         finally:
             await eg.close()
             await secret.stop()
@@ -414,14 +418,69 @@ def test_bad_bridge_header_gets_a_clear_error_and_no_connection(tmp_path: Path, 
 
     code, out, err, secret = asyncio.run(main())
     assert code == 0, err
-    lines = out.decode().splitlines()
-    assert lines[0].startswith("policyd egress: bad bridge header: expected 'POLICYD-EGRESS/1 proxy'")
-    assert lines[1] == (f"policyd egress: bad bridge header: 'forward 127.0.0.1:{secret.port}' "
-                        "names no listener of this sandbox")
+    assert out.decode().splitlines() == ["ERROR this sandbox's listeners are registered already"] * 3
     assert secret.received == []
-    entries = decision_log()
-    assert [e["event"] for e in entries] == ["egress.invalid", "egress.invalid"]
-    assert all(e["decision"] == "deny" for e in entries)
+    entries = [e for e in decision_log() if e["event"] == "egress.invalid"]
+    assert len(entries) == 3 and all(e["decision"] == "deny" for e in entries)
+
+
+@pytest.mark.parametrize(("payload", "names", "message"), [
+    (b"HELLO\n", [], "bad registration: expected 'POLICYD-EGRESS/2'"),
+    (b"POLICYD-EGRESS/2\nproxy\n", ["proxy", "proxy"], "bad registration: 1 names for 2 sockets"),
+    (b"POLICYD-EGRESS/2\nforward 127.0.0.1:1\n", ["forward"], "names no listener of this sandbox"),
+    (b"POLICYD-EGRESS/2\nproxy\n", ["wrong port"], "bound to 127.0.0.1:"),
+    (b"POLICYD-EGRESS/2\nproxy\n", ["not listening"], "not a listening TCP socket"),
+])
+def test_a_bad_first_registration_is_refused(tmp_path: Path, decision_log: Any, payload: bytes, names: list[str],
+                                             message: str) -> None:
+    """The first registration, from whoever connects first, is checked as strictly: a bad
+    one is refused with ``ERROR`` naming the problem and serves nothing."""
+
+    async def main() -> tuple[str, bool]:
+        eg = await egress.Egress.start(runtime(tmp_path), engine_decide())
+        socks = []
+        for name in names:
+            s = socket.socket()
+            if name == "proxy":
+                s.bind(("127.0.0.1", 0))
+            elif name == "wrong port" or name == "forward":
+                s.bind(("127.0.0.1", 0))
+                s.listen()
+            socks.append(s)
+        client = socket.socket(socket.AF_UNIX)
+        client.setblocking(False)
+        loop = asyncio.get_running_loop()
+        await loop.sock_connect(client, eg.socket_path)
+        if socks:
+            socket.send_fds(client, [payload], [s.fileno() for s in socks])
+        else:
+            await loop.sock_sendall(client, payload)
+        answer = (await asyncio.wait_for(loop.sock_recv(client, 4096), TIMEOUT_S)).decode()
+        registered = eg.registered.is_set()
+        client.close()
+        for s in socks:
+            s.close()
+        await eg.close()
+        return answer, registered
+
+    answer, registered = asyncio.run(main())
+    assert answer.startswith("ERROR ") and message in answer
+    assert not registered
+    assert [e["event"] for e in decision_log()] == ["egress.invalid"]
+
+
+def test_sandbox_init_refuses_to_start_the_agent_without_the_egress(tmp_path: Path) -> None:
+    """No egress socket (policyd gone): sandbox_init exits 125 naming it and the agent
+    never runs (no egress, no agent)."""
+    init = str(Path(egress.__file__).with_name("sandbox_init.py"))
+    marker = tmp_path / "ran"
+    assert BWRAP is not None
+    result = subprocess.run([BWRAP, "--bind", "/", "/", "--dev", "/dev", "--unshare-net", "--", sys.executable,
+                             "-I", "-S", init, "--socket", str(tmp_path / "absent.sock"), "--proxy", "3128", "--",
+                             "touch", str(marker)], capture_output=True, timeout=TIMEOUT_S)
+    assert result.returncode == 125
+    assert b"cannot reach policyd's egress at " in result.stderr
+    assert not marker.exists()
 
 
 @pytest.mark.parametrize(("request_head", "message"), [
@@ -486,8 +545,8 @@ def test_agent_stdio_is_passed_byte_exact(tmp_path: Path) -> None:
     (["/etc/hostname"], 126),
 ])
 def test_exit_code_is_the_agents(tmp_path: Path, argv: list[str], expected: int) -> None:
-    """sandbox_init exits with the agent's code, 128+N when it died of signal N, 127 when the
-    program is missing and 126 when it cannot be run."""
+    """The sandbox exits with the agent's code (sandbox_init became the agent), 128+N when it
+    died of signal N, 127 when the program is missing and 126 when it cannot be run."""
 
     async def main() -> tuple[int, bytes, bytes]:
         eg = await egress.Egress.start(runtime(tmp_path), engine_decide())
@@ -505,11 +564,12 @@ def test_exit_code_is_the_agents(tmp_path: Path, argv: list[str], expected: int)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 @pytest.mark.parametrize("handled", [True, False])
 def test_signals_are_relayed_to_the_agent(tmp_path: Path, sig: signal.Signals, handled: bool) -> None:
-    """SIGTERM, SIGINT and SIGHUP sent to sandbox_init reach the agent: an agent that handles
-    it exits as it chooses (0 here), one that does not dies of it (exit 128+N)."""
+    """SIGTERM, SIGINT and SIGHUP sent to the sandbox's first process (sandbox_init, which
+    became the agent) are the agent's: one that handles it exits as it chooses (0 here), one
+    that does not dies of it (bwrap exits 128+N)."""
     agent = ("import os, signal, sys, time\n"
              f"if {handled}: signal.signal({int(sig)}, lambda *a: (print('got', a[0], flush=True), os._exit(0)))\n"
-             "print(os.getppid(), flush=True)\n"
+             "print(os.getpid(), flush=True)\n"
              "time.sleep(60)\n")
 
     async def main() -> tuple[int, bytes]:
