@@ -3,22 +3,22 @@
 Part 1, a connection decision (target p50 <= 1 ms, issue 30): :meth:`policyd.egress.Egress.judge`
 plus the decision-log line (a real file), on the shipped policies with a 50-entry
 ``[sandbox] network`` list, for an address literal (no lookup) and for ``localhost`` (a
-lookup through /etc/hosts, on asyncio's resolver thread); then a whole connection set-up
-over the bridge socket (header, ``CONNECT``, decision, TCP connect, ``200``), from this
-process.
+lookup through /etc/hosts, on asyncio's resolver thread). Part 2 also times a whole
+connection set-up from inside the sandbox (``CONNECT``, decision, TCP connect, ``200``).
 
 Part 2, streaming a model API's SSE answer (target >= 0.9x direct, issue 30): a server on
 the host's loopback writes :data:`EVENTS` events of ~100 bytes, one ``send`` each (TCP_NODELAY,
 as a streaming API does); a client in a real ``bwrap`` reads them all. Direct: bwrap without
 ``--unshare-net``, the client connects to the server. Forward: ``--unshare-net``, the client
-connects to the same address, a named loopback endpoint (sandbox_init -> Unix socket ->
-egress -> server). CONNECT: through the proxy port. Unpaced (the server writes as fast as
+connects to the same address, a named loopback endpoint (accepted by policyd on the
+socket sandbox_init handed over -> server). CONNECT: through the proxy port. Unpaced (the server writes as fast as
 it can: throughput ratio, median of :data:`REPEATS` alternated runs) and paced (one event
 every :data:`PACE_MS` ms, a fast model: the median latency each event gains).
 
 Part 3, start-up of sandbox_init (target: the whole sandbox <= 30 ms): ``python -I -S
-sandbox_init.py [listeners] -- true`` against ``true``, and ``bwrap ... -- sandbox_init -- true``
-against ``bwrap ... -- true``, medians of :data:`STARTS` runs.
+sandbox_init.py -- true`` against ``true`` and the bare interpreter, and ``bwrap ... --
+sandbox_init (proxy and two forwards handed to a live egress) -- true`` against ``bwrap ...
+-- true``, medians of :data:`STARTS` runs.
 
 Run: ``python benchmarks/bench_egress.py [PART...]`` (all three: ~1 minute; needs bwrap).
 """
@@ -35,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,6 +45,7 @@ from _common import machine, nearest_rank  # noqa: E402 - benchmarks/_common.py 
 
 from policyd import egress, logs  # noqa: E402
 from policyd.core.policy import build_set  # noqa: E402
+from policyd.core.relay import Resolution  # noqa: E402
 from policyd.engine import Engine  # noqa: E402
 from policyd.loader import embedded_sources  # noqa: E402
 
@@ -84,29 +86,29 @@ async def part1(run_dir: str) -> None:
             assert j.decision.value == "allow", j.fields
             print(f"  decision, {label:38s} ms  {pct(times)}")
 
-        async def sink(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await reader.read(1)
-            writer.close()
-
-        server = await asyncio.start_server(sink, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        eg.network = eg.network + egress.core.parse_network([f"127.0.0.1:{port}"])
-        times = []
-        for _ in range(SETUPS):
-            t0 = time.perf_counter()
-            r, w = await asyncio.open_unix_connection(eg.socket_path)
-            w.write(b"POLICYD-EGRESS/1 proxy\n" + f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n".encode())
-            head = await r.readuntil(b"\r\n\r\n")
-            times.append((time.perf_counter() - t0) * 1000)
-            assert head.startswith(b"HTTP/1.1 200"), head
-            w.close()
-        server.close()
-        print(f"  connection set-up (bridge socket -> 200) ms  {pct(times)}")
     finally:
         await eg.close()
 
 
 # ----------------------------------------------------------------------------- part 2
+
+SETUP_CLIENT = r"""
+import socket, sys, time
+proxy, port, count = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+times = []
+for _ in range(count):
+    t0 = time.perf_counter()
+    s = socket.create_connection(("127.0.0.1", proxy))
+    s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % port)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(4096)
+    times.append((time.perf_counter() - t0) * 1000)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    s.close()
+times.sort()
+print(times[len(times) // 2], times[int(len(times) * 0.9)], times[int(len(times) * 0.99)])
+"""
 
 CLIENT = r"""
 import socket, sys, time
@@ -172,13 +174,25 @@ class SSEServer:
                 conn.sendall(b"data: %d {\"delta\": %d, \"p\": \"%s\"}\n\n" % (time.time_ns(), i, pad))
 
 
-async def stream_once(eg: egress.Egress, server: SSEServer, mode: str, count: int) -> tuple[float, float]:
+async def sandboxed(run_dir: str, engine: Engine, port: int, argv: list[str], unshare: bool = True) -> bytes:
+    """Run ``argv`` in bwrap (with its own egress: one per sandbox); its stdout."""
     base = [BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    client = [sys.executable, "-I", "-S", "-c", CLIENT, mode, str(server.port), str(eg.proxy_port), str(count)]
-    argv = [*base, "--", *client] if mode == "direct" else [*base, "--unshare-net", *eg.bwrap_args(), "--",
-                                                              *eg.wrap_argv(client)]
-    proc = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE)
-    out, _ = await proc.communicate()
+    if not unshare:
+        proc = await asyncio.create_subprocess_exec(*base, "--", *argv, stdout=subprocess.PIPE)
+        return (await proc.communicate())[0]
+    eg = await egress.Egress.start(run_dir, egress.engine_decider(engine), network=[f"127.0.0.1:{port}"],
+                                   forwards=[f"127.0.0.1:{port}"])
+    try:
+        proc = await asyncio.create_subprocess_exec(*base, "--unshare-net", *eg.bwrap_args(), "--",
+                                                    *eg.wrap_argv(argv), stdout=subprocess.PIPE)
+        return (await proc.communicate())[0]
+    finally:
+        await eg.close()
+
+
+async def stream_once(run_dir: str, engine: Engine, server: SSEServer, mode: str, count: int) -> tuple[float, float]:
+    client = [sys.executable, "-I", "-S", "-c", CLIENT, mode, str(server.port), str(egress.PROXY_PORT), str(count)]
+    out = await sandboxed(run_dir, engine, server.port, client, unshare=mode != "direct")
     seen, elapsed, lag = out.split()
     assert int(seen) == count, out
     return float(elapsed), float(lag)
@@ -187,15 +201,13 @@ async def stream_once(eg: egress.Egress, server: SSEServer, mode: str, count: in
 async def part2(run_dir: str) -> None:
     server = SSEServer()
     engine = Engine(build_set(embedded_sources()))
-    eg = await egress.Egress.start(run_dir, egress.engine_decider(engine), network=[f"127.0.0.1:{server.port}"],
-                                   forwards=[f"127.0.0.1:{server.port}"])
     logs.configure(decision_log=os.path.join(run_dir, "decisions.jsonl"))
     modes = ("direct", "forward", "connect")
     try:
         elapsed: dict[str, list[float]] = {m: [] for m in modes}
         for _ in range(REPEATS):
             for m in modes:
-                elapsed[m].append((await stream_once(eg, server, m, EVENTS))[0])
+                elapsed[m].append((await stream_once(run_dir, engine, server, m, EVENTS))[0])
         direct = statistics.median(elapsed["direct"])
         size_mb = EVENTS * 100 / 1e6
         for m in modes:
@@ -203,11 +215,16 @@ async def part2(run_dir: str) -> None:
             print(f"  unpaced {EVENTS} events (~{size_mb:.0f} MB), {m:8s} median {med * 1000:7.1f} ms  "
                   f"({EVENTS / med:9.0f} events/s)  ratio to direct {direct / med:5.2f}x  "
                   f"runs {' '.join(f'{x * 1000:.0f}' for x in elapsed[m])}")
+        out = await sandboxed(run_dir, engine, server.port, [sys.executable, "-I", "-S", "-c", SETUP_CLIENT,
+                                                             str(egress.PROXY_PORT), str(server.port), str(SETUPS)])
+        p50, p90, p99 = (float(x) for x in out.split())
+        print(f"  connection set-up inside the sandbox (CONNECT -> decided, connected -> 200) ms  "
+              f"p50 {p50:7.3f}  p90 {p90:7.3f}  p99 {p99:7.3f}")
         server.count, server.pace_s = PACED_EVENTS, PACE_MS / 1000
         lags: dict[str, list[float]] = {m: [] for m in modes}
         for _ in range(3):
             for m in modes:
-                lags[m].append((await stream_once(eg, server, m, PACED_EVENTS))[1])
+                lags[m].append((await stream_once(run_dir, engine, server, m, PACED_EVENTS))[1])
         base = statistics.median(lags["direct"])
         for m in modes:
             med = statistics.median(lags[m])
@@ -215,7 +232,6 @@ async def part2(run_dir: str) -> None:
                   f"(added {med - base:+6.3f} ms)")
     finally:
         logs.configure()
-        await eg.close()
 
 
 # ----------------------------------------------------------------------------- part 3
@@ -230,27 +246,38 @@ def median_run_ms(argv: list[str]) -> float:
     return statistics.median(times)
 
 
+async def median_registered_ms(run_dir: str, argv_of: Callable[[egress.Egress], list[str]]) -> float:
+    """Median ms of ``argv_of(egress)`` with a fresh egress each run (one sandbox each)."""
+    times = []
+    for _ in range(STARTS):
+        eg = await egress.Egress.start(run_dir, lambda q: Resolution(None), forwards=["127.0.0.1:18080",
+                                                                                      "127.0.0.1:18081"])
+        try:
+            t0 = time.perf_counter()
+            proc = await asyncio.create_subprocess_exec(*argv_of(eg), stdin=subprocess.DEVNULL)
+            assert await proc.wait() == 0
+            times.append((time.perf_counter() - t0) * 1000)
+        finally:
+            await eg.close()
+    return statistics.median(times)
+
+
 def part3(run_dir: str) -> None:
     true = shutil.which("true") or "/bin/true"
-    sock = os.path.join(run_dir, "absent.sock")
-    listeners = ["--socket", sock, "--proxy", "3128", "--forward", "127.0.0.1:18080", "--forward", "127.0.0.1:18081"]
     base = median_run_ms([true])
-    rows = [
-        ("python -I -S -c pass (the interpreter alone)", [sys.executable, "-I", "-S", "-c", "pass"]),
-        ("python -I -S sandbox_init.py -- true", [sys.executable, "-I", "-S", INIT, "--", true]),
-        ("  + --proxy and 2 --forward listeners", [sys.executable, "-I", "-S", INIT, *listeners, "--", true]),
-        ("python -I -m policyd.sandbox_init -- true", [sys.executable, "-I", "-m", "policyd.sandbox_init", "--", true]),
-    ]
-    print(f"  true                                         {base:6.2f} ms")
-    for label, argv in rows:
+    print(f"  true                                               {base:6.2f} ms")
+    for label, argv in (("python -I -S -c pass (the interpreter alone)", [sys.executable, "-I", "-S", "-c", "pass"]),
+                        ("python -I -S sandbox_init.py -- true", [sys.executable, "-I", "-S", INIT, "--", true]),
+                        ("python -I -m policyd.sandbox_init -- true",
+                         [sys.executable, "-I", "-m", "policyd.sandbox_init", "--", true])):
         ms = median_run_ms(argv)
-        print(f"  {label:44s} {ms:6.2f} ms  (added {ms - base:5.2f} ms)")
-    bw = [BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--ro-bind", run_dir,
-          run_dir, "--"]
-    b0 = median_run_ms([*bw, true])
-    b1 = median_run_ms([*bw, sys.executable, "-I", "-S", INIT, *listeners, "--", true])
-    print(f"  bwrap --unshare-net -- true                  {b0:6.2f} ms")
-    print(f"  bwrap --unshare-net -- sandbox_init ... true {b1:6.2f} ms  (sandbox_init adds {b1 - b0:5.2f} ms)")
+        print(f"  {label:50s} {ms:6.2f} ms  (added {ms - base:5.2f} ms)")
+    bw = [BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net"]
+    b0 = asyncio.run(median_registered_ms(run_dir, lambda eg: [*bw, *eg.bwrap_args(), "--", true]))
+    b1 = asyncio.run(median_registered_ms(run_dir, lambda eg: [*bw, *eg.bwrap_args(), "--", *eg.wrap_argv([true])]))
+    print(f"  bwrap --unshare-net -- true                        {b0:6.2f} ms")
+    print(f"  bwrap --unshare-net -- sandbox_init (proxy + 2 forwards registered) -- true  {b1:6.2f} ms  "
+          f"(sandbox_init adds {b1 - b0:5.2f} ms)")
 
 
 def main() -> None:
