@@ -54,7 +54,8 @@ runs on the event loop; an exception, a ``None`` decision or :data:`DECIDE_TIMEO
 denies. ``network`` entries are as in :func:`policyd.core.egress.parse_network` (ValueError
 on a bad one). Forwarded endpoints count as listed. ``context`` (set it when the proxy
 learns them) gives the queries their agent, client and session roots: a connection has no
-session of its own.
+session of its own. One ``Egress`` serves one sandbox run: it takes one registration
+(``registered`` is set then); :meth:`add_forward` must come before :meth:`wrap_argv`.
 
 Ask is refused, never put to the human (docs/network.md says why).
 """
@@ -423,13 +424,13 @@ class Egress:
         entry = f"forward {fwd.key}" if fwd else core.listed(self.network, host, port)
         if not entry:
             fields.update(decision="deny", addresses=[], rules=[{"id": core.NETWORK_RULE, "decision": "deny"}],
-                          reason=f"{core.NETWORK_RULE}: {host}:{port} is not listed")
+                          reason=f"{core.NETWORK_RULE}: {host}:{port} is not listed", decided_by=core.NETWORK_RULE)
             return Judgement(Decision.DENY, fields, start, 403)
         fields["listed"] = entry
         try:
             addresses = [fwd.host] if fwd else await self._resolve(host, port)
         except Refused as exc:
-            fields.update(decision="deny", addresses=[], reason=str(exc))
+            fields.update(decision="deny", addresses=[], reason=str(exc), decided_by="error")
             return Judgement(Decision.DENY, fields, start, exc.status)
         fields["addresses"] = addresses
         c = self.context

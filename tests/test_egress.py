@@ -203,7 +203,7 @@ def test_unnamed_loopback_listener_receives_nothing(tmp_path: Path, decision_log
     [entry] = [d for d in decision_log() if d["event"] == "egress.decided"]
     assert (entry["decision"], entry["answer"], entry["host"], entry["port"]) == ("deny", "refused", "127.0.0.1",
                                                                                   secret.port)
-    assert entry["rules"][0]["id"] == "[sandbox] network"
+    assert entry["rules"][0]["id"] == entry["decided_by"] == "[sandbox] network"
     assert entry["addresses"] == []  # an unlisted name is never resolved
 
 
