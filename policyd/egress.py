@@ -417,7 +417,9 @@ class Egress:
         addresses policyd resolves and the rules. Never raises; nothing is logged yet."""
         seq = next(self._seq)
         start = time.perf_counter_ns()
-        fields: dict[str, Any] = {"connection_id": seq, "host": host, "port": port, "via": via}
+        shown = f"[{host}]" if ":" in host else host
+        fields: dict[str, Any] = {"connection_id": seq, "host": host, "port": port, "via": via,
+                                  "title": f"{method or 'connect'} {shown}:{port}"}
         if method:
             fields["http_method"] = method
         fwd = forward or self.forwards.get(Forward(host, port).key)
@@ -441,8 +443,9 @@ class Egress:
         decision, by = core.combine(entry, resolution.decision, resolution.fields.get("defaulted") is True)
         fields = {**resolution.fields, **fields, "method": "egress/connect", "decided_by": by,
                   "decision": decision.value if resolution.decision is not None else "error"}
-        if by == core.NETWORK_RULE:
+        if by == core.NETWORK_RULE:  # no rule matched: the listing decided (named as the rule)
             fields["reason"] = f"{core.NETWORK_RULE}: {entry}"
+            fields["rules"] = [{"id": core.NETWORK_RULE, "decision": "allow", "reason": entry}]
         elif decision is Decision.ASK:
             fields["reason"] = f"{fields.get('reason', '')} ({core.ASK_REFUSED})".strip()
         return Judgement(decision, fields, start, 403, fwd, addresses)

@@ -170,6 +170,8 @@ def test_named_loopback_endpoint_is_reachable_at_the_same_address(tmp_path: Path
     assert (entry["host"], entry["port"], entry["address"], entry["via"]) == ("127.0.0.1", target.port, "127.0.0.1",
                                                                              "forward")
     assert entry["listed"] == f"forward 127.0.0.1:{target.port}"
+    assert entry["rules"] == [{"id": "[sandbox] network", "decision": "allow", "reason": entry["listed"]}]
+    assert entry["title"] == f"connect 127.0.0.1:{target.port}"
 
 
 def test_unnamed_loopback_listener_receives_nothing(tmp_path: Path, decision_log: Any) -> None:
