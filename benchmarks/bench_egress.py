@@ -18,7 +18,8 @@ every :data:`PACE_MS` ms, a fast model: the median latency each event gains).
 Part 3, start-up of sandbox_init (target: the whole sandbox <= 30 ms): ``python -I -S
 sandbox_init.py -- true`` against ``true`` and the bare interpreter, and ``bwrap ... --
 sandbox_init (proxy and two forwards handed to a live egress) -- true`` against ``bwrap ...
--- true``, medians of :data:`STARTS` runs.
+-- true``, medians of :data:`STARTS` runs; wall time, and CPU time (user + system from the
+children's rusage: less swayed by other load on the machine than wall time).
 
 Run: ``python benchmarks/bench_egress.py [PART...]`` (all three: ~1 minute; needs bwrap).
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -238,46 +240,59 @@ async def part2(run_dir: str) -> None:
 
 
 def median_run_ms(argv: list[str]) -> float:
-    times = []
+    return median_run(argv)[0]
+
+
+def median_run(argv: list[str]) -> tuple[float, float]:
+    """Median wall and CPU (user + system, from the children's rusage) ms of ``argv``."""
+    wall, cpu = [], []
     for _ in range(STARTS):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(argv, check=True, stdin=subprocess.DEVNULL)
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+        wall.append((time.perf_counter() - t0) * 1000)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
+    return statistics.median(wall), statistics.median(cpu)
 
 
-async def median_registered_ms(run_dir: str, argv_of: Callable[[egress.Egress], list[str]]) -> float:
-    """Median ms of ``argv_of(egress)`` with a fresh egress each run (one sandbox each)."""
-    times = []
+async def median_registered(run_dir: str, argv_of: Callable[[egress.Egress], list[str]]) -> tuple[float, float]:
+    """Median wall and CPU ms of ``argv_of(egress)`` with a fresh egress each run (one
+    sandbox each; the egress's own work is in this process, not counted as CPU here)."""
+    wall, cpu = [], []
     for _ in range(STARTS):
         eg = await egress.Egress.start(run_dir, lambda q: Resolution(None), forwards=["127.0.0.1:18080",
                                                                                       "127.0.0.1:18081"])
         try:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             proc = await asyncio.create_subprocess_exec(*argv_of(eg), stdin=subprocess.DEVNULL)
             assert await proc.wait() == 0
-            times.append((time.perf_counter() - t0) * 1000)
+            wall.append((time.perf_counter() - t0) * 1000)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
         finally:
             await eg.close()
-    return statistics.median(times)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def part3(run_dir: str) -> None:
     true = shutil.which("true") or "/bin/true"
-    base = median_run_ms([true])
-    print(f"  true                                               {base:6.2f} ms")
+    base, base_cpu = median_run([true])
+    print(f"  true                                               {base:6.2f} ms wall  {base_cpu:6.2f} ms CPU")
     for label, argv in (("python -I -S -c pass (the interpreter alone)", [sys.executable, "-I", "-S", "-c", "pass"]),
                         ("python -I -S sandbox_init.py -- true", [sys.executable, "-I", "-S", INIT, "--", true]),
                         ("python -I -m policyd.sandbox_init -- true",
                          [sys.executable, "-I", "-m", "policyd.sandbox_init", "--", true])):
-        ms = median_run_ms(argv)
-        print(f"  {label:50s} {ms:6.2f} ms  (added {ms - base:5.2f} ms)")
+        ms, cpu = median_run(argv)
+        print(f"  {label:50s} {ms:6.2f} ms wall  {cpu:6.2f} ms CPU  (added {ms - base:5.2f} ms wall)")
     bw = [BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net"]
-    b0 = asyncio.run(median_registered_ms(run_dir, lambda eg: [*bw, *eg.bwrap_args(), "--", true]))
-    b1 = asyncio.run(median_registered_ms(run_dir, lambda eg: [*bw, *eg.bwrap_args(), "--", *eg.wrap_argv([true])]))
-    print(f"  bwrap --unshare-net -- true                        {b0:6.2f} ms")
-    print(f"  bwrap --unshare-net -- sandbox_init (proxy + 2 forwards registered) -- true  {b1:6.2f} ms  "
-          f"(sandbox_init adds {b1 - b0:5.2f} ms)")
+    b0, c0 = asyncio.run(median_registered(run_dir, lambda eg: [*bw, *eg.bwrap_args(), "--", true]))
+    b1, c1 = asyncio.run(median_registered(run_dir, lambda eg: [*bw, *eg.bwrap_args(), "--", *eg.wrap_argv([true])]))
+    print(f"  bwrap --unshare-net -- true                        {b0:6.2f} ms wall  {c0:6.2f} ms CPU")
+    print(f"  bwrap --unshare-net -- sandbox_init (proxy + 2 forwards registered) -- true\n"
+          f"                                                     {b1:6.2f} ms wall  {c1:6.2f} ms CPU  "
+          f"(sandbox_init adds {b1 - b0:5.2f} ms wall, {c1 - c0:5.2f} ms CPU)")
 
 
 def main() -> None:
