@@ -12,7 +12,9 @@ as a streaming API does); a client in a real ``bwrap`` reads them all. Direct: b
 ``--unshare-net``, the client connects to the server. Forward: ``--unshare-net``, the client
 connects to the same address, a named loopback endpoint (accepted by policyd on the
 socket sandbox_init handed over -> server). CONNECT: through the proxy port. Unpaced (the server writes as fast as
-it can: throughput ratio, median of :data:`REPEATS` alternated runs) and paced (one event
+it can: throughput ratio, median of :data:`REPEATS` alternated runs; and the CPU the egress
+spends per event: this process's CPU time over the direct run's, which runs the same server
+threads) and paced (one event
 every :data:`PACE_MS` ms, a fast model: the median latency each event gains).
 
 Part 3, start-up of sandbox_init (target: the whole sandbox <= 30 ms): ``python -I -S
@@ -56,7 +58,7 @@ SETUPS = 500
 EVENTS = 20000
 PACED_EVENTS = 300
 PACE_MS = 2.0
-REPEATS = 7
+REPEATS = 9
 STARTS = 30
 BWRAP = shutil.which("bwrap") or "bwrap"
 INIT = str(ROOT / "policyd" / "sandbox_init.py")
@@ -192,12 +194,17 @@ async def sandboxed(run_dir: str, engine: Engine, port: int, argv: list[str], un
         await eg.close()
 
 
-async def stream_once(run_dir: str, engine: Engine, server: SSEServer, mode: str, count: int) -> tuple[float, float]:
+async def stream_once(run_dir: str, engine: Engine, server: SSEServer, mode: str, count: int
+                      ) -> tuple[float, float, float]:
+    """(client's elapsed s, median event lag ms, this process's CPU s: the server's
+    threads, and the egress when there is one)."""
     client = [sys.executable, "-I", "-S", "-c", CLIENT, mode, str(server.port), str(egress.PROXY_PORT), str(count)]
+    cpu0 = time.process_time()
     out = await sandboxed(run_dir, engine, server.port, client, unshare=mode != "direct")
+    cpu = time.process_time() - cpu0
     seen, elapsed, lag = out.split()
     assert int(seen) == count, out
-    return float(elapsed), float(lag)
+    return float(elapsed), float(lag), cpu
 
 
 async def part2(run_dir: str) -> None:
@@ -207,16 +214,21 @@ async def part2(run_dir: str) -> None:
     modes = ("direct", "forward", "connect")
     try:
         elapsed: dict[str, list[float]] = {m: [] for m in modes}
+        cpu: dict[str, list[float]] = {m: [] for m in modes}
         for _ in range(REPEATS):
             for m in modes:
-                elapsed[m].append((await stream_once(run_dir, engine, server, m, EVENTS))[0])
+                took, _, used = await stream_once(run_dir, engine, server, m, EVENTS)
+                elapsed[m].append(took)
+                cpu[m].append(used)
         direct = statistics.median(elapsed["direct"])
+        direct_cpu = statistics.median(cpu["direct"])
         size_mb = EVENTS * 100 / 1e6
         for m in modes:
             med = statistics.median(elapsed[m])
+            extra_us = (statistics.median(cpu[m]) - direct_cpu) / EVENTS * 1e6
             print(f"  unpaced {EVENTS} events (~{size_mb:.0f} MB), {m:8s} median {med * 1000:7.1f} ms  "
                   f"({EVENTS / med:9.0f} events/s)  ratio to direct {direct / med:5.2f}x  "
-                  f"runs {' '.join(f'{x * 1000:.0f}' for x in elapsed[m])}")
+                  f"egress CPU {extra_us:5.2f} us/event  runs {' '.join(f'{x * 1000:.0f}' for x in elapsed[m])}")
         out = await sandboxed(run_dir, engine, server.port, [sys.executable, "-I", "-S", "-c", SETUP_CLIENT,
                                                              str(egress.PROXY_PORT), str(server.port), str(SETUPS)])
         p50, p90, p99 = (float(x) for x in out.split())

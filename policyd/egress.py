@@ -637,10 +637,15 @@ async def _answer(writer: asyncio.StreamWriter, status: int, message: str) -> No
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy until EOF, then half-close. ``drain`` (flow control) only when the write did
+    not go out at once: most chunks leave in ``write`` itself, and an await per chunk is
+    most of the relay's cost on a stream of small events."""
+    transport = writer.transport
     try:
         while data := await reader.read(CHUNK):
             writer.write(data)
-            await writer.drain()
+            if transport.get_write_buffer_size() or transport.is_closing():
+                await writer.drain()
         if writer.can_write_eof():
             writer.write_eof()
     except (ConnectionError, OSError):
