@@ -289,13 +289,28 @@ def _mkdirs(path: str) -> bool:
         return False
 
 
+def _under_tmp(paths: Sequence[str]) -> list[str]:
+    """The directories right below ``/tmp`` holding ``paths`` (what runs the agent: policyd's
+    package, this Python, the agent's files): kept visible, read-only, under the private /tmp."""
+    found: list[str] = []
+    for p in paths:
+        real = _real(p) if p.startswith("/") else ""
+        for path in {p, real}:
+            parts = path.split("/")
+            if len(parts) > 2 and parts[1] == "tmp" and parts[2] and os.path.exists("/tmp/" + parts[2]):
+                found.append("/tmp/" + parts[2])
+    return sorted(dict.fromkeys(found))
+
+
 def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state: Sequence[str],
-              notes: dict[str, object]) -> list[str]:
+              notes: dict[str, object], needed: Sequence[str] = ()) -> list[str]:
     """The bwrap options of the file-system view (order matters: later mounts win)."""
     plan = core.plan_view(config, roots, home, state)
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     if home and core_paths.within(home, "/tmp") and os.path.isdir(home):
         args += ["--ro-bind", home, home]  # the home stays visible (read-only) under the private /tmp
+    for visible in _under_tmp(needed):
+        args += ["--ro-bind", visible, visible]
     writable: list[str] = []
     for root in plan.roots:
         args += ["--bind", root, root]
@@ -432,7 +447,8 @@ def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], c
     state = core.agent_state(agent, environ, home) if home else ()
     notes: dict[str, object] = {"roots": list(roots), "state": list(state), "spawn": "after the settings"}
     args = [bwrap, "--die-with-parent", "--unshare-all", "--new-session"]
-    args += view_args(config, roots, home, state, notes)
+    needed = [os.path.dirname(os.path.abspath(__file__)), sys.executable, *(a for a in agent if a.startswith("/"))]
+    args += view_args(config, roots, home, state, notes, needed)
     env = agent_env(environ, config)
     box = Plan(args, env, roots, notes=notes, inner=list(agent), config=config)
     if config.network_unrestricted:

@@ -276,3 +276,15 @@ def test_unsandboxed_early_spawn_imports_nothing_more(tmp_path: Path) -> None:
     loaded = set(done.stdout.split())
     assert "policyd.sandbox_early" in loaded
     assert set() == loaded & {"typing", "dataclasses", "re", "policyd.sandbox", "policyd.core.sandbox", "tomllib"}
+
+
+def test_what_runs_the_agent_stays_visible_under_the_private_tmp(tmp_path: Path) -> None:
+    """A checkout, a Python or an agent under /tmp (replaced by the private /tmp inside) is
+    bound back read-only: its directory right below /tmp."""
+    from policyd.sandbox import _under_tmp
+
+    inside = tmp_path / "pkg" / "policyd"
+    inside.mkdir(parents=True)
+    top = "/tmp/" + str(tmp_path).split("/")[2]
+    assert [top] == _under_tmp([str(inside), str(inside / "sandbox_init.py")])
+    assert [] == _under_tmp(["/usr/bin/python3", "relative/path", "/tmp"])
