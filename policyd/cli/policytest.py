@@ -35,7 +35,7 @@ def _what(case: dict[str, Any]) -> str:
 
 
 def run(settings: Settings, files: Sequence[str], home: str,
-        verbose: bool, as_json: bool) -> int:
+        verbose: bool, as_json: bool, sandboxed: bool = False) -> int:
     """See the module doc."""
     try:
         # the set a proxy given the same flags would run: search path and --policy, the
@@ -49,7 +49,7 @@ def run(settings: Settings, files: Sequence[str], home: str,
         for entry in read_entries(files, problems):
             case = entry.fields
             try:
-                query = case_query(case, home)
+                query = case_query(case, home, sandboxed)
                 facts = Facts(query, realpath=virtual_realpath(symlinks(case)), catalogue=policy.catalogue)
             except ValueError as exc:
                 problems.append(f"{entry.where}: {exc}")
