@@ -30,7 +30,7 @@ from dataclasses import replace
 from policyd.core import brackets, paths
 from policyd.core.shell.catalogue import Catalogue
 from policyd.core.shell.effects import SYSTEM_DIRS, Judgement, Word, judge
-from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, ShellAnalysis, SimpleCommand, record
+from policyd.core.shell.model import EXPANSION, FILTER, LITERAL, PATTERN, ShellAnalysis, SimpleCommand, record
 from policyd.core.shell.walk import BRACE_RANGE, analyze
 
 #: Where relative paths point after a ``cd`` known only at run time: outside every root.
@@ -241,7 +241,9 @@ class _Resolver:
         for base in bases or ["/"]:
             for r in _resolve_braces(text, base, self.home):
                 out.append(r)
-                if kind == PATTERN or _GLOB.search(r):
+                if kind == FILTER:
+                    out.extend(_glob_candidates(r, filter_=True))
+                elif kind == PATTERN or _GLOB.search(r):
                     out.extend(_glob_candidates(r))
         return out
 
@@ -274,8 +276,11 @@ class _Resolver:
         return ok
 
 
-def _glob_candidates(path: str) -> list[str]:
-    """Concrete paths a glob path may name that deny rules care about (see module doc)."""
+def _glob_candidates(path: str, filter_: bool = False) -> list[str]:
+    """Concrete paths a glob path may name that deny rules care about (see module doc). A
+    ``filter_`` (a program's own name pattern: ``find -name``, ``grep --include``) matches
+    names with a leading dot too, and selects names: it never walks up a ``..``, and only its
+    last part is matched against the sensitive names (``*/node_modules/*`` is no ``.ssh``)."""
     parts = path.split("/")
     options: list[list[str]] = []
     globbed = False
@@ -285,13 +290,13 @@ def _glob_candidates(path: str) -> list[str]:
             continue
         globbed = True
         low = part.lower()
-        dot = low.startswith(".")  # bash: a leading "." is matched only by a literal "."
-        if dot and (brackets.component_matches("..", part) or brackets.component_matches(".", part)):
+        dot = filter_ or low.startswith(".")  # bash: a leading "." is matched only by a literal "."
+        if dot and not filter_ and (brackets.component_matches("..", part) or brackets.component_matches(".", part)):
             return [UNKNOWN_PATH]
         # a bare * as the last part is "everything here", like reading the directory: no name
         # in particular; as a directory part (.git/*/pre-commit) it is a step to one of them
         last = i == len(parts) - 1
-        hits = [] if last and not low.strip("*?") else [
+        hits = [] if (last and not low.strip("*?")) or (filter_ and not last) else [
             n for n in SENSITIVE_NAMES if (dot or not n.startswith(".")) and brackets.component_matches(n, part)]
         options.append([part, *hits])
     if not globbed:
