@@ -27,7 +27,7 @@ from policyd.core import cel, paths, shell, urls
 from policyd.core.envvars import assignment_allowed
 from policyd.core.model import TOOL_KINDS, PermissionQuery
 from policyd.core.shell import catalogue as shell_catalogue
-from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN
+from policyd.core.shell.model import EXPANSION, FILTER, LITERAL, PATTERN
 from policyd.core.shell.resolve import (
     UNKNOWN_DIR,  # noqa: F401 - re-exported (facts.UNKNOWN_DIR)
     UNKNOWN_PATH,
@@ -57,6 +57,17 @@ PATH_KEYS: tuple[str, ...] = (
 )
 #: rawInput keys holding a list of paths.
 PATH_LIST_KEYS: tuple[str, ...] = ("paths", "file_paths", "files")
+#: rawInput keys holding file-name filters of a search (Claude's Grep ``glob``, Gemini's
+#: ``include``): a filter that can match a secret's name names it.
+FILTER_KEYS: tuple[str, ...] = ("glob", "include", "includes", "file_pattern", "glob_pattern")
+#: Tool names whose ``pattern`` is a file-name glob, not a regular expression.
+GLOB_TOOLS: frozenset[str] = frozenset({"glob", "findfiles", "find_files", "file_search"})
+#: A directory named as a whole holds the files its name promises: naming ``.git`` names its
+#: ``config`` (where CI checkouts keep their token), naming ``.ssh`` names the keys in it.
+NAMED_DIR_FILES: Mapping[str, str] = {
+    ".git": "config", ".ssh": "id_rsa", ".gnupg": "private-keys-v1.d", ".aws": "credentials",
+    ".azure": "credentials", ".kube": "config", ".docker": "config.json",
+}
 #: rawInput keys holding a URL.
 URL_KEYS: tuple[str, ...] = ("url", "uri", "href")
 
@@ -311,7 +322,9 @@ class Facts:
         if word.startswith(("/", "~", "$HOME", "${HOME}")):
             bases = bases[:1]
         found = [r for b in bases for r in _resolve_braces(word, b, self.query.home)]
-        if kind == PATTERN or any(_GLOB_CHARS.search(r) for r in found):
+        if kind == FILTER:
+            found.extend(g for r in found for g in _glob_candidates(r, filter_=True))
+        elif kind == PATTERN or any(_GLOB_CHARS.search(r) for r in found):
             found.extend(g for r in found for g in _glob_candidates(r))
         return found
 
@@ -351,6 +364,9 @@ class Facts:
         if isinstance(self.raw_input.get("cwd"), str) and self.raw_input.get("cwd"):
             found.append(self.cwd)  # the tool runs there: it must pass the same checks
         resolved = [r for p in found for r in self._resolve_in(p, LITERAL, [self.cwd])]
+        for pattern in self._filters():  # a search's file filter: what it selects under its paths
+            for base in list(resolved) or [self.cwd]:
+                resolved.extend(self._resolve_in(_under(base, pattern), FILTER, [self.cwd]))
         if self.analysis is not None:
             for c, cf in zip(self.analysis.commands, self.shell_facts, strict=True):
                 resolved.extend(cf.reads)
@@ -360,7 +376,21 @@ class Facts:
             for _, raw, _, targets in self.redirect_targets:
                 if raw:
                     resolved.extend(t for t in targets if t.startswith("/"))
+        resolved.extend(f"{p}/{NAMED_DIR_FILES[p.rsplit('/', 1)[-1]]}" for p in resolved
+                        if p.rsplit("/", 1)[-1] in NAMED_DIR_FILES)
         return _with_case_variants(_unique(resolved), self.query.session.roots)
+
+    def _filters(self) -> list[str]:
+        """File-name filters of a search call (:data:`FILTER_KEYS`; a glob tool's ``pattern``)."""
+        out: list[str] = []
+        keys = [*FILTER_KEYS, *(["pattern"] if self.name.lower() in GLOB_TOOLS
+                               or self.title.split(" ", 1)[0].lower() in GLOB_TOOLS else [])]
+        for key in keys:
+            value = self.raw_input.get(key)
+            for v in (value if isinstance(value, list) else [value])[: cel.MAX_LIST_ITEMS]:
+                if isinstance(v, str) and v and not v.startswith("!"):
+                    out.extend(p for p in _split_filter(v) if p)
+        return out
 
     @once
     def write_paths(self) -> tuple[str, ...]:
@@ -770,6 +800,20 @@ def _with_case_variants(found: tuple[str, ...], roots: Iterable[str]) -> tuple[s
         if low != p:
             extra.append(low)
     return _unique([*found, *extra]) if extra else found
+
+
+def _split_filter(value: str) -> list[str]:
+    """A filter value's patterns: ``*.{ts,tsx}`` and ``a,b`` lists are each one pattern."""
+    if "{" in value:
+        return [value]  # braces are expanded when resolved
+    return [v.strip() for v in value.split(",")] if "," in value else [value]
+
+
+def _under(base: str, pattern: str) -> str:
+    """Where a filter selects files below ``base`` (``**/`` and ``./`` lead-ins dropped)."""
+    while pattern.startswith(("**/", "./")):
+        pattern = pattern[3:] if pattern.startswith("**/") else pattern[2:]
+    return pattern if pattern.startswith(("/", "~")) else base.rstrip("/") + "/" + pattern
 
 
 def _add_path(found: list[str], value: object) -> None:

@@ -105,11 +105,16 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
     out: list[CommandFacts] = []
     current: list[str] = [cwd]
     found: tuple[Word, ...] = ()  # what the last find starts from: `-exec cmd {}` operands
+    in_exec = ""  # the name of the last command of a find -exec chain (`-exec env rm {} +`)
     for i, (c, j) in enumerate(zip(cmds, judgements, strict=True)):
         if c.name.lower() == "find":
             found = j.reads
-        elif c.wrapper.startswith("find -") and found:
-            j = _placeholders(j, found)
+            in_exec = ""
+        elif (c.wrapper.startswith("find -") or (in_exec and c.wrapper == in_exec)) and found:
+            j = _placeholders(j, found)  # also behind the wrappers -exec runs
+            in_exec = c.name.lower()
+        else:
+            in_exec = ""
         unknown = list(j.reasons)
         own = list(current)
         chdirs: list[str] = []
@@ -140,6 +145,9 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
                 writes.extend(own)
             elif not j.effects & {"build", "test"}:  # a build tool cleans its own outputs
                 writes.extend(own)
+        if j.links and _links_out(j, own, writes, cwd, res):
+            unknown.append("a symbolic link to a directory that holds the workspace or the home "
+                           "directory (or into the home directory): recursive readers reach everything through it")
         if links and "link" not in j.effects and (reads or writes):
             unknown.append("paths used after a symlink is made in the same command cannot "
                            "be resolved before it runs")
@@ -156,6 +164,22 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
         elif chdirs and _wraps(c, i, cmds):
             current = _bounded([*current, *chdirs])
     return tuple(out)
+
+
+def _links_out(j: Judgement, cwds: list[str], writes: list[str], root: str, res: _Resolver) -> bool:
+    """Whether a symbolic link ``j`` makes points at a directory holding ``root`` or the home
+    directory, or into the home directory (a relative target resolves from the link's own
+    directory: each written directory and each directory the command runs in is tried)."""
+    home = res.home
+    bases = _unique([*cwds, *(posixpath.dirname(w) for w in writes), *writes])
+    for text, kind in j.links:
+        if kind != LITERAL:
+            return True
+        for target in res.word((text, kind), bases):
+            if target == UNKNOWN_PATH or paths.within(root, target) or (home and (
+                    paths.within(home, target) or paths.within(target, home))):
+                return True
+    return False
 
 
 def _placeholders(j: Judgement, starts: tuple[Word, ...]) -> Judgement:
