@@ -118,6 +118,8 @@ TOOL_FIELDS: tuple[str, ...] = (
 )
 
 RealPath = Callable[[str], str]
+#: The real paths the symbolic links below a directory lead to; None when not known (too big).
+LinksBelow = Callable[[str], "tuple[str, ...] | None"]
 
 _T = TypeVar("_T")
 
@@ -205,12 +207,18 @@ class Facts:
 
     ``realpath`` maps an absolute path to its symlink-resolved form (the shell passes
     ``os.path.realpath``); without it ``tool.real_paths`` equals ``tool.paths``.
+    ``links_below`` (the shell passes ``realpaths.links_below``) lists where the symbolic links
+    below a directory lead: a command that follows links below its directories (``grep -R``,
+    ``cp -rL``, ``zip -r``) through one that leaves the roots is unknown; without it nothing
+    is scanned (pure contexts: policy examples).
     """
 
     def __init__(self, query: PermissionQuery, realpath: RealPath | None = None,
-                 catalogue: shell_catalogue.Catalogue | None = None) -> None:
+                 catalogue: shell_catalogue.Catalogue | None = None,
+                 links_below: LinksBelow | None = None) -> None:
         self.query = query
         self._realpath = realpath
+        self._links_below = links_below
         self._catalogue = catalogue
         self.call: Mapping[str, Any] = query.tool_call
         raw = self.call.get("rawInput")
@@ -462,9 +470,34 @@ class Facts:
         found = list(a.unknown)
         found.extend(f"{c.name}: {why}" for c, cf in zip(a.commands, self.shell_facts, strict=True)
                      for why in cf.unknown)
+        found.extend(self._links_out())
         if not a.parse_ok:
             found.extend(a.errors)
         return _unique(found)
+
+    def _links_out(self) -> list[str]:
+        """Why a command that follows symbolic links below its directories is unknown: a link
+        there leads out of the session roots, or the tree is too big to scan."""
+        if self._links_below is None or not any(cf.judgement.follows for cf in self.shell_facts):
+            return []
+        roots = [*self.query.session.roots, *(self._realpath(r) for r in self.query.session.raw_roots
+                                               if self._realpath is not None)]
+        out: list[str] = []
+        for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
+            if not cf.judgement.follows:
+                continue
+            for p in _unique([*cf.reads, *cf.writes]):
+                if not p.startswith("/") or p == UNKNOWN_PATH or _GLOB_CHARS.search(p):
+                    continue
+                targets = self._links_below(p)
+                if targets is None:
+                    out.append(f"{c.name}: follows symbolic links below {p}, too big to scan")
+                    continue
+                away = next((t for t in targets if not any(paths.within(t, r) for r in roots)), None)
+                if away is not None:
+                    out.append(f"{c.name}: follows symbolic links below {p}: one leads to {away}, "
+                               "outside the session roots")
+        return out
 
     @once
     def assignments(self) -> tuple[tuple[str, str], ...]:

@@ -43,10 +43,11 @@ COUNTS: frozenset[object] = frozenset({1, "?", "*", "+"})
 _PROGRAM_KEYS = frozenset({
     "names", "summary", "source", "syntax", "handler", "effects", "operands", "options",
     "subcommand", "stdout", "stdin", "script_language", "env", "writes_into",
-    "response_files", "registry",
+    "response_files", "registry", "follows_links",
 })
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
-                          "repeat", "summary", "values", "lists_only", "remote", "forces_local"})
+                          "repeat", "summary", "values", "lists_only", "remote", "forces_local",
+                          "follows_links", "keeps_links"})
 _OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is"})
 
 
@@ -72,6 +73,8 @@ class Option:
     lists_only: bool = False  # a list/test mode: the entry's ``writes_into`` does not apply
     remote: bool = False  # a value HOST:PATH names a file on another host (GNU tar -f: rsh/ssh)
     forces_local: bool = False  # turns ``remote`` values back into local files (tar --force-local)
+    follows_links: bool = False  # follows symlinks below its directories (grep -R, cp -L, tar -h)
+    keeps_links: bool = False  # copies symlinks as links after all (zip -y)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +121,8 @@ class Program:
     #: that fetches what is not installed (``npx``) runs it as this entry; any other name is
     #: whatever package the registry holds under it
     registry: str = ""
+    #: it follows symbolic links below its directory operands whatever its options (zip -r)
+    follows_links: bool = False
 
 
 class Catalogue:
@@ -272,12 +277,13 @@ class _Checker:
         values = self.strings(w, raw.get("values"), "values")
         if values and arity == 0:
             self.bad(w, "values given for an option of arity 0")
-        remote, forces_local = (self.flag(w, raw, k) for k in ("remote", "forces_local"))
+        remote, forces_local, follows, keeps = (self.flag(w, raw, k) for k in (
+            "remote", "forces_local", "follows_links", "keeps_links"))
         if remote and arity == 0:
             self.bad(w, "remote given for an option of arity 0")
         return self.intern(Option(self.intern(names), arity, value, self.intern(frozenset(effects)), replaces,
                                   operands_as, self.intern(frozenset(values)), lists_only, remote,
-                                  forces_local))
+                                  forces_local, follows, keeps))
 
     def flag(self, where: str, raw: Mapping[str, Any], key: str) -> bool:
         value = raw.get(key, False)
@@ -334,6 +340,7 @@ class _Checker:
             self.bad(path, 'writes_into must be "." (the directory it runs in)')
             writes_into = ""
         response_files = self.flag(path, raw, "response_files")
+        follows_links = self.flag(path, raw, "follows_links")
         registry = self.choice(path, raw.get("registry"), "registry", REGISTRIES, "")
         operands = self._list(path, raw.get("operands"), "operands", self.operand)
         options = self._list(path, raw.get("options"), "options", self.option)
@@ -358,7 +365,7 @@ class _Checker:
                        self.intern(tuple(operands)), opts, subs, stdout,
                        "" if stdin == "data" else stdin, lang, self.intern(frozenset(env)),
                        str(raw.get("summary", "")), index, long_names, writes_into, response_files,
-                       registry)
+                       registry, follows_links)
 
     def _list(self, where: str, value: object, what: str, one: Any) -> list[Any]:
         if value is None:

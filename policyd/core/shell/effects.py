@@ -61,7 +61,9 @@ class Judgement:
     why something is ``unknown``; ``stdin_role``: the role operands arriving on stdin take
     (behind xargs), ``""`` when none; ``stdout``: the entry's output kind; ``links``: the
     targets of the symbolic links it makes (not accessed now; ``ln`` without ``-s`` makes hard
-    links, whose targets are ``writes``: the file is writable through the new name).
+    links, whose targets are ``writes``: the file is writable through the new name);
+    ``follows``: it follows symbolic links below its directory reads and writes (``grep -R``,
+    ``cp -rL``, ``find -L``, ``zip -r``): what they lead to is read or written too.
     """
 
     entry: str
@@ -79,6 +81,7 @@ class Judgement:
     creates: tuple[Word, ...] = ()
     risky_options: bool = False
     links: tuple[Word, ...] = ()
+    follows: bool = False
 
 
 @dataclass
@@ -99,6 +102,8 @@ class _Acc:
     links: list[Word] = field(default_factory=list)
     filters: list[Word] = field(default_factory=list)
     remote: list[Word] = field(default_factory=list)
+    follows: bool = False
+    keeps: bool = False
 
     def unknown(self, why: str) -> None:
         self.effects.add("unknown")
@@ -185,6 +190,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         tuple(acc.creates),
         any(_risky(p) for p in chain),
         tuple(acc.links),
+        (acc.follows or any(p.follows_links for p in chain)) and not acc.keeps,
     )
 
 
@@ -332,6 +338,8 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
                 replaced.append(opt.replaces)
             if opt.operands_as:
                 operands_as = opt.operands_as
+            acc.follows = acc.follows or opt.follows_links
+            acc.keeps = acc.keeps or opt.keeps_links
             if opt.remote and value is not None and _remote_shaped(value):
                 acc.remote.append(value)
             if value is not None and opt.value != "arg":
@@ -695,6 +703,7 @@ def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
     i, n = 0, len(words)
     starts: list[Word] = []
     while i < n and words[i][0] in ("-H", "-L", "-P"):
+        acc.follows = words[i][0] == "-L"  # the last of them counts
         i += 1
     while i < n and not (words[i][0].startswith("-") or words[i][0] in _FIND_OPERATORS):
         starts.append(words[i])
@@ -722,6 +731,7 @@ def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
             i += 1
             continue
         acc.effects |= o.effects
+        acc.follows = acc.follows or o.follows_links  # -follow
         if "delete" in o.effects:
             for s in starts:  # -name P before it narrows what is deleted to START/.../P
                 for t in ([(s[0].rstrip("/") + "/" + nm[0], PATTERN) for nm in names] if plain and names
