@@ -486,7 +486,7 @@ class Facts:
         for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
             if not cf.judgement.follows:
                 continue
-            for p in _unique([*cf.reads, *cf.writes]):
+            for p in _unique([*cf.reads, *cf.writes]) or cf.cwds:  # `rg -L x`: where it runs
                 if not p.startswith("/") or p == UNKNOWN_PATH or _GLOB_CHARS.search(p):
                     continue
                 targets = self._links_below(p)
