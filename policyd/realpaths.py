@@ -24,7 +24,7 @@ from policyd.core.jsonline import as_written
 #: Paths with more components than this are resolved without the per-decision memo.
 MAX_MEMO_DEPTH = 64
 #: Directory entries one scan for symbolic links looks at before it answers "unknown" (a
-#: recursive reader over a bigger tree is unknown: ~20 ms of scandir on one core).
+#: recursive reader over a bigger tree is unknown; 3-4 µs an entry measured: ~80 ms at most).
 MAX_LINK_SCAN = 20_000
 
 
