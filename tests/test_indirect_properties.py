@@ -35,7 +35,8 @@ KNOWN_LIST_OPTIONS = [
     ("git commit", "--pathspec-from-file"),
 ]
 #: Programs whose manual documents ``@FILE`` response files.
-KNOWN_RESPONSE_FILES = ["gcc", "g++", "cc", "clang", "clang++", "ld", "javac", "java", "rustc", "clang-format"]
+KNOWN_RESPONSE_FILES = ["gcc", "g++", "cc", "clang", "clang++", "ld", "javac", "java", "rustc", "clang-format",
+                        "pytest", "mypy", "7z"]
 #: (command words before the option, option) whose value selects files by name.
 KNOWN_FILTERS = [
     ("grep", "--include"), ("rg", "-g"), ("rg", "--glob"), ("rg", "--iglob"), ("zip", "-i"),

@@ -32,7 +32,7 @@ ENDLESS: frozenset[str] = frozenset({"watch", "yes"})
 #: A word and its kind (model.LITERAL / PATTERN / EXPANSION).
 Word = tuple[str, int]
 
-_RISKY_VALUE_ROLES = frozenset({"exec", "shell", "unknown", "chdir", "url", "env", "git-config", "list"})
+_RISKY_VALUE_ROLES = frozenset({"exec", "shell", "unknown", "chdir", "url", "env", "git-config"})
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CHMOD_MODE = re.compile(r"[-+=][rwxXstugo,+=-]*")
 _NUMERIC = re.compile(r"-[0-9]+")
