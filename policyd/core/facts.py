@@ -68,6 +68,7 @@ NAMED_DIR_FILES: Mapping[str, str] = {
     ".git": "config", ".ssh": "id_rsa", ".gnupg": "private-keys-v1.d", ".aws": "credentials",
     ".azure": "credentials", ".kube": "config", ".docker": "config.json",
 }
+_NAMED_DIRS = tuple(f"/{name}" for name in NAMED_DIR_FILES)
 #: rawInput keys holding a URL.
 URL_KEYS: tuple[str, ...] = ("url", "uri", "href")
 
@@ -385,14 +386,17 @@ class Facts:
                 if raw:
                     resolved.extend(t for t in targets if t.startswith("/"))
         resolved.extend(f"{p}/{NAMED_DIR_FILES[p.rsplit('/', 1)[-1]]}" for p in resolved
-                        if p.rsplit("/", 1)[-1] in NAMED_DIR_FILES)
+                        if p.endswith(_NAMED_DIRS))
         return _with_case_variants(_unique(resolved), self.query.session.roots)
 
     def _filters(self) -> list[str]:
         """File-name filters of a search call (:data:`FILTER_KEYS`; a glob tool's ``pattern``)."""
         out: list[str] = []
-        keys = [*FILTER_KEYS, *(["pattern"] if self.name.lower() in GLOB_TOOLS
-                               or self.title.split(" ", 1)[0].lower() in GLOB_TOOLS else [])]
+        raw = self.raw_input
+        keys = [k for k in FILTER_KEYS if k in raw]
+        if "pattern" in raw and (self.name.lower() in GLOB_TOOLS
+                                 or self.title.split(" ", 1)[0].lower() in GLOB_TOOLS):
+            keys.append("pattern")
         for key in keys:
             value = self.raw_input.get(key)
             for v in (value if isinstance(value, list) else [value])[: cel.MAX_LIST_ITEMS]:

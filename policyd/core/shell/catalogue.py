@@ -28,7 +28,7 @@ EFFECTS: frozenset[str] = frozenset({
 })
 ROLES: frozenset[str] = frozenset({
     "read", "write", "delete", "exec", "shell", "script", "chdir", "url", "arg", "env",
-    "unknown", "git-config", "var", "link", "create", "package", "list", "filter",
+    "unknown", "git-config", "var", "link", "create", "package", "list", "filter", "filter-regex",
 })
 SYNTAXES: frozenset[str] = frozenset({"gnu", "exact", "posix", "single-dash", "none"})
 HANDLERS: frozenset[str] = frozenset({

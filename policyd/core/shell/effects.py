@@ -150,7 +150,9 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         acc.effects.discard("delete")  # only lists what it would remove
     if entry.handler == "git" and len(chain) > 1 and chain[1].names[0] == "config":
         _git_config(words, acc)
-    _indirect(entry, chain, words, acc, cmd)
+    if (acc.filters or acc.remote or acc.links or entry.response_files or cmd.wrapper in LOCAL_FIRST_RUNNERS
+            or (len(chain) > 1 and any(p.response_files for p in chain))):
+        _indirect(entry, chain, words, acc, cmd)
     if entry.handler == "seq":
         _seq(words, acc)
     if entry.handler == "test" and any(w in ("-v", "-R") for w, _ in words):
@@ -190,7 +192,8 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         tuple(acc.creates),
         any(_risky(p) for p in chain),
         tuple(acc.links),
-        (acc.follows or any(p.follows_links for p in chain)) and not acc.keeps,
+        (acc.follows or entry.follows_links or (len(chain) > 1 and any(p.follows_links for p in chain)))
+        and not acc.keeps,
     )
 
 
@@ -609,6 +612,12 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
         acc.reads.append(w)
         acc.unknown(f"{' '.join(x.names[0] for x in chain)} takes more operands from the file "
                     f"{value!r}: they are not on the command line")
+    elif role == "filter-regex":
+        globs = _regex_globs(value) if kind == LITERAL else None
+        if globs is None:
+            acc.unknown(f"name pattern {value!r}: what it selects is not judged")
+        else:
+            acc.filters.extend((g, LITERAL) for g in globs)
     elif role == "filter":
         if kind == EXPANSION:
             acc.unknown(f"file-name filter {value!r} depends on an expansion")
@@ -673,6 +682,42 @@ def _indirect(entry: Program, chain: list[Program], words: list[Word], acc: _Acc
     if registry is not None and entry.registry != registry:
         acc.unknown(f"{cmd.wrapper} runs the {registry} package {cmd.name!r} (fetched when it is not "
                     f"installed), not the catalogue's {entry.names[0]}")
+
+
+_REGEX_ONLY = re.compile(r"[()|+{}^$\\]")
+
+
+def _regex_globs(pattern: str) -> list[str] | None:
+    """The globs a name pattern that is a regular expression searched in names (``fd``), or a
+    glob with ``-g``, can select: its reading as a glob, and the regex as a glob (``^\\.env$``
+    is ``.env``, ``env`` is ``*env*``, ``.*`` is ``*``) when it is that simple. None when
+    neither reading holds (``\\.(pem|key)$``): the caller makes it unknown."""
+    out = [] if _REGEX_ONLY.search(pattern) else [pattern]
+    core = pattern
+    anchored_start = core.startswith("^")
+    core = core[1:] if anchored_start else core
+    anchored_end = core.endswith("$") and not core.endswith("\\$")
+    core = core[:-1] if anchored_end else core
+    glob: list[str] = []
+    i = 0
+    while i < len(core):
+        c = core[i]
+        if c == "\\" and i + 1 < len(core) and not core[i + 1].isalnum() and core[i + 1] not in "*?[":
+            glob.append(core[i + 1])
+            i += 2
+        elif core.startswith((".*", ".+"), i):
+            glob.append("*")
+            i += 2
+        elif c == ".":
+            glob.append("?")
+            i += 1
+        elif c.isalnum() or c in "_-/ ":
+            glob.append(c)
+            i += 1
+        else:
+            return out or None
+    out.append(("" if anchored_start else "*") + "".join(glob) + ("" if anchored_end else "*"))
+    return out
 
 
 def _under(base: str, pattern: str) -> str:
