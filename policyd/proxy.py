@@ -59,7 +59,7 @@ from policyd.core.relay import (
 )
 from policyd.early import Handover
 from policyd.sandbox import refuse_session
-from policyd.spawn import Spawned, spawn
+from policyd.spawn import Spawned, early_stops, spawn
 
 if TYPE_CHECKING:
     from policyd.reload import Reloader
@@ -257,6 +257,10 @@ class Proxy:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._forward_signal, sig)
         loop.add_signal_handler(signal.SIGHUP, self._sighup)
+        for early in early_stops():  # passed to the agent already (policyd.spawn.hold_signals)
+            logs.get().info("agent.signalled", signal=signal.Signals(early).name, early=True)
+            if self._escalation is None:
+                self._escalation = loop.create_task(self._kill_after_grace())
         self._start_watcher()
         await self._record_early(handover)
         client_task = asyncio.create_task(self._client_to_agent(handover.client, handover.client_eof))

@@ -68,3 +68,78 @@ def test_a_hung_collector_delays_exit_by_at_most_policyds_bound(tmp_path: Path, 
     assert 0 == client.close()
     took = time.monotonic() - started
     assert took < 20, f"the proxy took {took:.1f} s to exit with a hung collector"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(OSError):  # a zombie is dead (its parent has not reaped it yet)
+        if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
+            return False
+    return True
+
+
+def _wait_for(path: Path, timeout: float = 20.0) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ValueError, OSError):
+            return int(path.read_text().strip())
+        time.sleep(0.0005)
+    raise AssertionError(f"{path} was not written within {timeout} s")
+
+
+def _start_early(tmp_path: Path, agent_tail: str) -> tuple[subprocess.Popen[bytes], int]:
+    """A proxy whose agent writes its pid the moment it starts; returns once the agent runs,
+    which is while policyd itself is still importing (the agent is spawned first)."""
+    pidfile = tmp_path / "agent.pid"
+    pidfile.unlink(missing_ok=True)
+    policy = write_policy(tmp_path, rules=[make_rule("edits", ["edit"], "allow")])
+    argv = [sys.executable, "-m", "policyd", "proxy", "--headless", "--kill-grace", "2", "--policy", str(policy),
+            "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec {agent_tail}']
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=isolated_env(tmp_path), cwd=tmp_path)
+    return proc, _wait_for(pidfile)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("attempt", range(3))
+def test_a_stop_signal_during_start_up_stops_the_agent_too(tmp_path: Path, sig: int, attempt: int) -> None:
+    """SIGTERM/SIGINT the moment the agent runs (policyd is still importing): the agent gets
+    the signal, policyd waits for it and exits with its status; no traceback, no orphan."""
+    proc, agent = _start_early(tmp_path, "sleep 60")
+    proc.send_signal(sig)  # this test's own child, by pid
+    try:
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 10
+    while _alive(agent) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    orphaned = _alive(agent)
+    if orphaned:
+        os.kill(agent, signal.SIGKILL)  # the agent this test started (its pid file), not a name
+    assert not orphaned, "policyd died and left its agent running"
+    assert b"Traceback" not in err, err.decode(errors="replace")[-2000:]
+    assert 128 + sig == proc.returncode, err.decode(errors="replace")[-2000:]
+
+
+def test_sighup_during_start_up_is_survived(tmp_path: Path) -> None:
+    """SIGHUP the moment the agent runs: policyd does not die (SIGHUP means reload, and the
+    policy is being loaded anyway); the session then works and ends normally."""
+    proc, agent = _start_early(tmp_path, f"{sys.executable} -m policyd.demo_agent")
+    proc.send_signal(signal.SIGHUP)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n')
+        proc.stdin.flush()
+        answer = proc.stdout.readline()
+        assert b'"id":0' in answer.replace(b" ", b""), answer
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert 0 == proc.returncode, err.decode(errors="replace")[-2000:]
+    assert not _alive(agent)

@@ -50,7 +50,9 @@ def _spawn_agent_first(argv: list[str]) -> Spawned | None:
             return None
     if cut + 1 >= len(argv):
         return None
-    from policyd.spawn import spawn
+    from policyd.spawn import hold_signals, spawn
+
+    hold_signals()  # a stop signal while policyd imports reaches the agent, never orphans it
 
     return spawn(argv[cut + 1 :], first=True)  # no thread yet: fork and exec (policyd.child)
 
@@ -170,8 +172,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
             print("policyd proxy: missing agent command: policyd proxy [options] -- AGENT [ARGS...]", file=sys.stderr)
             return USAGE_ERROR
         if spawned is None and not _sandbox_asked(args):
-            from policyd.spawn import spawn
+            from policyd.spawn import hold_signals, spawn
 
+            hold_signals()
             spawned = spawn(args.agent)
         if spawned is not None:
             spawned.relay_early()  # the initialize exchange, until the proxy's relay runs (policyd.early)
