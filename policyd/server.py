@@ -83,6 +83,9 @@ INLINE_MAX_BYTES = 4 * 1024
 #: Seconds of rule evaluation a request judged on the event loop may take before it is
 #: judged again on a worker thread (with the engine's whole budget).
 INLINE_BUDGET_S = 0.005
+#: Seconds a request waits at most for a requested reload (SIGHUP, ``v1/reload``) in flight
+#: before it is answered under the set in force (well within a proxy's 2 s deadline).
+RELOAD_WAIT_S = 0.5
 _MUTATING = frozenset({"v1/remember", "v1/remembered/forget", "v1/reload"})
 
 
@@ -277,8 +280,10 @@ class Daemon:
                     if pending.strip():
                         await self._send(writer, _error(None, wire.PARSE_ERROR, "unterminated line at end of input"))
                     break
-                if self._background:  # a reload in flight (SIGHUP, v1/reload): answer under the new set
-                    await asyncio.gather(*self._background, return_exceptions=True)
+                if self._background:  # a reload in flight (SIGHUP, v1/reload): answer under the new set if
+                    # it is ready soon, else under the set in force: a slow or hung build (its parse
+                    # worker may take up to 120 s) never stalls decisions
+                    await asyncio.wait(self._background, timeout=RELOAD_WAIT_S)
                 self._begin()
                 try:
                     response = await self._handle_line(line, may_change, uid)
