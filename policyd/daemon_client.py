@@ -1,7 +1,9 @@
 """The proxy's side of ``policyd serve``: JSON-RPC calls over the daemon's Unix socket.
 
 One connection per proxy, opened lazily and re-opened after any failure, so a proxy
-recovers by itself when the daemon comes back. Every call has a deadline
+recovers by itself when the daemon comes back; a kept connection found closed by the daemon
+(restarted, or closed as idle) before it answered is replaced at once and the request sent
+again, once, within the same deadline. Every call has a deadline
 (:data:`DEFAULT_TIMEOUT_S`); a failure raises :class:`DaemonError` and the caller fails
 closed (forward to the human, or the headless fallback — never an allow).
 """
@@ -58,14 +60,18 @@ class DaemonClient:
                 raise DaemonError(f"{self.path}: {exc!r}") from exc
 
     async def _call(self, method: str, params: Any) -> Any:
-        if self._writer is None:
-            self._reader, self._writer = await asyncio.open_unix_connection(self.path, limit=MAX_LINE_BYTES)
-        assert self._reader is not None
         rid = next(self._ids)
-        request = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
-        self._writer.write(json.dumps(request).encode() + b"\n")
-        await self._writer.drain()
-        line = await self._reader.readuntil(b"\n")
+        request = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode() + b"\n"
+        reused = self._writer is not None
+        try:
+            line = await self._exchange(request)
+        except (ConnectionError, asyncio.IncompleteReadError) as exc:
+            if not reused or (isinstance(exc, asyncio.IncompleteReadError) and exc.partial):
+                raise
+            # a kept connection the daemon has closed since (restarted, or it closed it as
+            # idle) before answering anything: once more, on a new connection
+            self._drop()
+            line = await self._exchange(request)
         reply = json.loads(line)
         if not isinstance(reply, dict) or reply.get("id") != rid:
             raise ValueError(f"unexpected reply {line[:200]!r}")
@@ -76,6 +82,15 @@ class DaemonClient:
             error = reply["error"]
             raise DaemonError(f"{method}: {error.get('message') if isinstance(error, dict) else error}")
         return reply.get("result")
+
+    async def _exchange(self, request: bytes) -> bytes:
+        """Write ``request`` on the kept connection (opened when there is none); its answer line."""
+        if self._writer is None:
+            self._reader, self._writer = await asyncio.open_unix_connection(self.path, limit=MAX_LINE_BYTES)
+        assert self._reader is not None
+        self._writer.write(request)
+        await self._writer.drain()
+        return await self._reader.readuntil(b"\n")
 
     def _drop(self) -> None:
         if self._writer is not None:

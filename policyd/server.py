@@ -71,6 +71,9 @@ TOTAL_BUFFER_BYTES = 64 * 1024 * 1024
 #: Connections served at once, in total and per peer uid.
 MAX_CONNECTIONS = 256
 MAX_CONNECTIONS_PER_UID = 64
+#: Seconds a connection may stay idle (no request in flight, no unfinished line) before the
+#: daemon closes it (a proxy reconnects at its next request: policyd.daemon_client).
+IDLE_TIMEOUT_S = 600.0
 #: Bytes read from a connection at a time (also the stream's own buffer limit).
 READ_CHUNK = 64 * 1024
 #: Seconds in-flight requests may take to finish after SIGTERM.
@@ -142,6 +145,7 @@ class Daemon:
         self._background: set[asyncio.Task[Any]] = set()
         self._bound_by_us = False
         self._connections: Counter[int] = Counter()
+        self._peers: list[_Peer] = []  # open connections (idle ones may be evicted)
         self._buffered = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -257,6 +261,8 @@ class Daemon:
             writer.close()
             return
         limit = self._over_limit(uid)
+        if limit and self._evict_idle(uid, limit):
+            limit = ""
         if limit:
             self.counters["limited"] += 1
             log.warning("peer.limited", pid=pid, uid=uid, limit=limit)
@@ -267,10 +273,14 @@ class Daemon:
         self.open_connections += 1
         self._connections[uid] += 1
         pending = bytearray()
+        state = _Peer(uid, writer)
+        self._peers.append(state)
         try:
             while not self._stop.is_set():
                 try:
-                    line = await self._read_line(reader, pending)
+                    state.idle = True
+                    line = await self._read_line(reader, pending, state)
+                    state.idle = False
                 except _LineRefused as exc:
                     self.counters["limited"] += 1
                     log.warning("peer.limited", pid=pid, uid=uid, limit=str(exc))
@@ -294,14 +304,36 @@ class Daemon:
         except (ConnectionResetError, BrokenPipeError):
             pass
         finally:
-            self.open_connections -= 1
             self._buffered -= len(pending)
-            self._connections[uid] -= 1
-            if self._connections[uid] <= 0:
-                del self._connections[uid]
+            self._forget_peer(state)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    def _forget_peer(self, state: _Peer) -> None:
+        """Count a connection as gone (once: an evicted one was counted out when evicted)."""
+        if state not in self._peers:
+            return
+        self._peers.remove(state)
+        self.open_connections -= 1
+        self._connections[state.uid] -= 1
+        if self._connections[state.uid] <= 0:
+            del self._connections[state.uid]
+
+    def _evict_idle(self, uid: int, limit: str) -> bool:
+        """A new connection past a bound: close the longest-idle connection that frees a place
+        for it (one of ``uid``'s own when its per-uid bound is the one reached), so idle
+        connections never lock a peer out; False when every such connection is busy."""
+        own = self._connections[uid] >= MAX_CONNECTIONS_PER_UID
+        idle = [p for p in self._peers if p.idle and (p.uid == uid or not own)]
+        if not idle:
+            return False
+        victim = min(idle, key=lambda p: p.idle_since)
+        self._forget_peer(victim)
+        victim.writer.close()  # its reader sees the end; a proxy reconnects at its next request
+        self.counters["evicted"] += 1
+        logs.get().info("peer.idle_closed", uid=victim.uid, reason=limit)
+        return not self._over_limit(uid)  # (one place was freed: never over a bound)
 
     def _over_limit(self, uid: int) -> str:
         """Why a new connection of ``uid`` is refused ("" when it is not)."""
@@ -312,9 +344,13 @@ class Daemon:
             return f"too many connections for uid {uid} (limit {MAX_CONNECTIONS_PER_UID})"
         return ""
 
-    async def _read_line(self, reader: asyncio.StreamReader, pending: bytearray) -> bytes | None:
-        """The next request line (with its newline), or None at end of input; ``pending``
-        holds this connection's unfinished bytes. Raises _LineRefused past a bound."""
+    async def _read_line(self, reader: asyncio.StreamReader, pending: bytearray,
+                         state: _Peer | None = None) -> bytes | None:
+        """The next request line (with its newline), or None at end of input or after
+        :data:`IDLE_TIMEOUT_S` without a byte; ``pending`` holds this connection's unfinished
+        bytes. Raises _LineRefused past a bound."""
+        if state is not None:
+            state.idle_since = time.monotonic()
         started = time.monotonic() if pending else None
         while True:
             end = pending.find(b"\n")
@@ -325,8 +361,10 @@ class Daemon:
                 return line
             if len(pending) > MAX_LINE_BYTES:
                 raise _LineRefused(wire.INVALID_REQUEST, f"request line longer than {MAX_LINE_BYTES} bytes")
-            timeout = None
+            timeout: float | None = IDLE_TIMEOUT_S
             if pending:
+                if state is not None:
+                    state.idle = False
                 started = started or time.monotonic()
                 timeout = started + LINE_DEADLINE_S - time.monotonic()
                 if timeout <= 0:
@@ -335,6 +373,9 @@ class Daemon:
             try:
                 chunk = await asyncio.wait_for(reader.read(READ_CHUNK), timeout)
             except TimeoutError:
+                if not pending:
+                    logs.get().debug("peer.idle_closed", reason=f"idle for {IDLE_TIMEOUT_S:g} s")
+                    return None
                 raise _LineRefused(wire.INVALID_REQUEST,
                                    f"request line not completed within {LINE_DEADLINE_S:g} s") from None
             if not chunk:
@@ -524,6 +565,17 @@ _HANDLERS: dict[str, Any] = {
     "v1/remembered/forget": Daemon.remembered_forget,
     "v1/reload": Daemon.reload_method,
 }
+
+
+class _Peer:
+    """One open connection: its uid, its writer, and whether it waits for a request."""
+
+    __slots__ = ("idle", "idle_since", "uid", "writer")
+
+    def __init__(self, uid: int, writer: asyncio.StreamWriter) -> None:
+        self.uid, self.writer = uid, writer
+        self.idle = True
+        self.idle_since = time.monotonic()
 
 
 class _LineRefused(Exception):

@@ -13,6 +13,7 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_daemon import Conn, Daemon, daemons, decide_params, policy_text, poll, proxies, result, write_policy
@@ -80,3 +81,48 @@ def test_a_decision_during_a_hung_reload_answers_under_the_set_in_force(
         os.kill(worker, signal.SIGCONT)
     poll(lambda: daemon.status()["policyHash"] != old, 60, "the reload once the worker went on")
     assert "allow" == result(daemon.socket, "v1/decide", decide_params("c3"))["decision"]
+
+
+EDIT = {"toolCall": {"title": "Edit src/app.py", "kind": "edit", "locations": [{"path": "$CWD/src/app.py"}]},
+        "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                    {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]}
+
+
+def test_idle_connections_never_lock_their_uid_out(tmp_path: Path, daemons: Callable[..., Daemon]) -> None:
+    """64 idle connections of one uid (its per-uid bound) and then a decision: the longest-idle
+    connection is closed to make room (``peer.idle_closed``) and the decision is answered."""
+    from policyd.server import MAX_CONNECTIONS_PER_UID
+
+    daemon = daemons(tmp_path, write_policy(tmp_path / "org.toml", policy_text("allow"))).start()
+    idle = [Conn(daemon.socket, timeout=10) for _ in range(MAX_CONNECTIONS_PER_UID)]
+    try:
+        assert "result" in idle[-1].request("v1/status", {})  # all 64 are served
+        time.sleep(0.2)  # the others have been idle longer than the last one
+        reply = Conn(daemon.socket, timeout=10).request("v1/decide", decide_params())
+        assert "allow" == reply.get("result", {}).get("decision"), reply
+        with pytest.raises(EOFError):
+            idle[0].read_line()  # the longest idle was closed to make room
+        assert daemon.events("peer.idle_closed")
+    finally:
+        for conn in idle:
+            conn.close()
+
+
+def test_a_proxy_reconnects_once_after_a_daemon_restart(
+        tmp_path: Path, daemons: Callable[..., Daemon], proxies: Callable[..., object]) -> None:
+    """A proxy decided once through the daemon; the daemon is restarted (a new process on the
+    same socket); the proxy's next decision is the daemon's again, not the fallback."""
+    from test_daemon import outcome_of
+
+    policy = write_policy(tmp_path / "org.toml", policy_text("allow"))
+    daemon = daemons(tmp_path, policy).start()
+    proxy: Any = proxies(daemon.socket, [EDIT], "--headless")
+    session = proxy.start(str(tmp_path))
+    _, texts = proxy.prompt(session)
+    assert "allow" == outcome_of(texts, "call_1")
+    assert 0 == daemon.terminate()
+    again = daemons(tmp_path, policy, name="again").start()
+    _, texts = proxy.prompt(session)
+    assert "allow" == outcome_of(texts, "call_1"), proxy.stderr()[-3000:]
+    assert 1 == len(again.decisions())
+    assert not [e for e in proxy.events("permission.decided") if e.get("source") == "fallback"]
