@@ -1,0 +1,102 @@
+"""Modes fail closed through a real ``policyd proxy`` process (issue 33 items 6 and 11): a
+scripted agent (a real process speaking ACP on pipes) and the test as the ACP client."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import write_agent
+
+pytestmark = pytest.mark.timeout(60)
+
+MODES = [{"id": "default", "name": "Manual", "description": "Always ask"},
+         {"id": "auto", "name": "Auto", "description": "The agent decides"}]
+POLICY = ('[policy]\nname = "modes"\ndefault = "ask"\n\n'
+          '[modes]\naccept = "mode.id == \'default\'"\nprefer = ["default"]\n')
+
+
+def msg(**fields: Any) -> str:
+    return json.dumps({"jsonrpc": "2.0", **fields})
+
+
+def session(sid: str, current: str) -> dict[str, Any]:
+    return {"sessionId": sid, "modes": {"currentModeId": current, "availableModes": MODES}}
+
+
+def update(sid: str, change: dict[str, Any]) -> str:
+    return msg(method="session/update", params={"sessionId": sid, "update": change})
+
+
+def test_an_agent_that_ignores_the_switch_back_gets_its_session_refused(tmp_path: Path, start_proxy: Any) -> None:
+    """The agent switches itself to ``auto`` and never answers policyd's switch back: the
+    client never sees ``default`` (it is shown the truth, ``auto``, and why the session is
+    refused), the agent's turn is cancelled, the client's next prompt is refused without
+    reaching the agent, and the agent's permission request is answered ``cancelled``."""
+    (tmp_path / "p.toml").write_text(POLICY)
+    agent = write_agent(tmp_path, [
+        ("respond", {"protocolVersion": 1, "agentInfo": {"name": "scripted", "version": "1"}}),
+        ("respond", session("s1", "default")),
+        ("send", update("s1", {"sessionUpdate": "current_mode_update", "currentModeId": "auto"})),
+        ("recv", 1),  # policyd's session/set_mode: ignored
+        ("recv", 1),  # policyd's session/cancel once it gave up
+        ("send", msg(id=77, method="session/request_permission", params={
+            "sessionId": "s1", "toolCall": {"toolCallId": "t1", "title": "rm -rf /", "kind": "execute"},
+            "options": [{"optionId": "ok", "name": "Allow", "kind": "allow_once"}]})),
+        ("recv_eof", None),
+    ])
+    proxy = start_proxy(["--policy", str(tmp_path / "p.toml"), "--mode-switch-timeout", "1"], agent.argv)
+    proxy.send_json({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}})
+    assert 0 == json.loads(proxy.read_line())["id"]
+    proxy.send_json({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": str(tmp_path)}})
+    assert "default" == json.loads(proxy.read_line())["result"]["modes"]["currentModeId"]
+    shown = [json.loads(proxy.read_line(timeout=20)) for _ in range(2)]
+    modes_shown = [m["params"]["update"].get("currentModeId") for m in shown]
+    assert "default" not in modes_shown and "auto" in modes_shown, shown
+    assert any("the session is refused" in json.dumps(m) for m in shown)
+    proxy.send_json({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+                     "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "go on"}]}})
+    answer = json.loads(proxy.read_line())
+    assert 2 == answer["id"] and "refused" in answer["error"]["message"]
+    proxy.close_stdin()
+    proxy.proc.wait(timeout=30)
+    received = [json.loads(x) for x in agent.received_lines()]
+    methods = [m.get("method") for m in received]
+    assert "session/prompt" not in methods
+    assert ["session/set_mode", "session/cancel"] == [m for m in methods if m in ("session/set_mode", "session/cancel")]
+    assert {"outcome": {"outcome": "cancelled"}} == next(m for m in received if m.get("id") == 77)["result"]
+
+
+def test_a_switch_held_for_one_session_does_not_hold_another(tmp_path: Path, start_proxy: Any) -> None:
+    """Session B's answer waits for policyd's switch, which the agent answers only after it
+    finished a turn of session A: A's lines and its prompt's answer reach the client meanwhile
+    (before, every session waited for B's switch, up to 30 s)."""
+    (tmp_path / "p.toml").write_text(POLICY)
+    agent = write_agent(tmp_path, [
+        ("respond", {"protocolVersion": 1, "agentInfo": {"name": "scripted", "version": "1"}}),
+        ("respond", session("A", "default")),
+        ("recv", 1),  # the client's prompt for A
+        ("respond", session("B", "auto")),  # held: policyd switches B
+        ("hold", "switch"),  # policyd's set_mode for B, answered last
+        ("send", update("A", {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "A!"}})),
+        ("send", msg(id=3, result={"stopReason": "end_turn"})),
+        ("recv", 1),  # the client's next line, sent once it saw A's turn end
+        ("reply", ["switch", {}]),
+        ("recv_eof", None),
+    ])
+    proxy = start_proxy(["--policy", str(tmp_path / "p.toml"), "--mode-switch-timeout", "30"], agent.argv)
+    proxy.send_json({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}})
+    proxy.read_line()
+    proxy.send_json({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": str(tmp_path)}})
+    assert "A" == json.loads(proxy.read_line())["result"]["sessionId"]
+    proxy.send_json({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                     "params": {"sessionId": "A", "prompt": [{"type": "text", "text": "go"}]}})
+    proxy.send_json({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(tmp_path)}})
+    chunk = json.loads(proxy.read_line(timeout=10))  # not behind B's held answer
+    assert "A" == chunk["params"]["sessionId"]
+    assert {"stopReason": "end_turn"} == json.loads(proxy.read_line(timeout=10))["result"]
+    proxy.send_json({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "A"}})
+    b = json.loads(proxy.read_line(timeout=20))
+    assert (2, "default") == (b["id"], b["result"]["modes"]["currentModeId"])
