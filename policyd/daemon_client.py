@@ -11,16 +11,20 @@ closed (forward to the human, or the headless fallback — never an allow).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policyd import logs
 from policyd.core import wire
 from policyd.core.model import Decision
 from policyd.core.relay import Consult, RememberChoice, Resolution
+
+if TYPE_CHECKING:
+    from policyd.core.policy import PolicySet
 
 #: Seconds a decision may take in the daemon before the proxy gives up on it (fails closed).
 DEFAULT_TIMEOUT_S = 2.0
@@ -123,3 +127,68 @@ class DaemonClient:
             await self.call("v1/remember", params)
         except DaemonError as exc:
             logs.get().error("remember.failed", error=str(exc), daemon=self.path)
+
+
+#: Seconds between a proxy's checks of the daemon's session policy (``[modes]``, ``[answers]``).
+SESSION_POLICY_POLL_S = 1.0
+
+
+class SessionPolicyWatch:
+    """The ``[modes]`` and ``[answers]`` a daemon-consulting proxy applies: its own (``local``:
+    the files it can read, else the shipped ones) joined with the daemon's, fetched with
+    ``v1/session_policy`` every :data:`SESSION_POLICY_POLL_S` and rebuilt when the daemon's
+    set changed (a mode must be accepted by every table: tightening the daemon's tightens
+    every running proxy; the relay re-checks running sessions before its next line). A daemon
+    that cannot be reached, or that does not know the method, leaves the tables as they are."""
+
+    def __init__(self, path: str | Path, timeout_s: float, local: PolicySet) -> None:
+        self.path, self.timeout_s, self.local = str(path), timeout_s, local
+        self._policy = local
+        self._hash: str | None = None
+        self._failed_hash: str | None = None
+
+    def current(self) -> PolicySet:
+        return self._policy
+
+    async def run(self) -> None:
+        while True:
+            await self.refresh()
+            await asyncio.sleep(SESSION_POLICY_POLL_S)
+
+    async def refresh(self) -> None:
+        client = DaemonClient(self.path, self.timeout_s)  # its own connection: never delays a decision
+        try:
+            result = await client.call("v1/session_policy", {})
+        except DaemonError:
+            return
+        finally:
+            await client.close()
+        digest = result.get("policyHash") if isinstance(result, dict) else None
+        if not isinstance(digest, str) or digest in (self._hash, self._failed_hash):
+            return
+        try:
+            self._policy = self._build(result)
+        except (TypeError, ValueError, KeyError) as exc:
+            self._failed_hash = digest
+            logs.get().error("policy.session_policy_failed", daemon=self.path, error=str(exc),
+                             effect="the [modes] in force stay")
+            return
+        self._hash = digest
+        modes = self._policy.modes
+        logs.get().info("policy.session_policy", daemon=self.path, policy_hash=digest[:12],
+                        modes_tables=len(modes.tables) if modes is not None else 0)
+
+    def _build(self, result: dict[str, Any]) -> PolicySet:
+        from policyd.core.modes import ModePolicy, parse_table
+
+        tables = list(self.local.modes.tables) if self.local.modes is not None else []
+        for raw in result["modes"]:
+            rules, errors = parse_table({"accept": raw["accept"], "prefer": list(raw["prefer"])},
+                                        f"{raw['file']} (daemon)")
+            if rules is None:
+                raise ValueError("; ".join(errors))
+            if not any(t.accept.source == rules.accept.source and t.prefer == rules.prefer for t in tables):
+                tables.append(rules)
+        prefer = tuple(str(p) for p in result["answers"]["prefer"]) or self.local.answer_prefer
+        return dataclasses.replace(self.local, modes=ModePolicy(tuple(tables)) if tables else None,
+                                   answer_prefer=prefer)

@@ -521,6 +521,16 @@ class Daemon:
         info["store"] = None if memory is None else {"path": str(memory.path), "error": memory.error}
         return info
 
+    def session_policy(self, params: Any) -> dict[str, Any]:
+        """``v1/session_policy``: the session-wide tables of the set in force, which a proxy
+        applies itself (``[modes]``: every file's ``accept`` source and ``prefer``;
+        ``[answers].prefer``), with the set's hash so a proxy rebuilds them only on change."""
+        policy = self.engine.policy
+        tables = policy.modes.tables if policy.modes is not None else ()
+        return {"policyHash": policy.hash,
+                "modes": [{"file": t.file, "accept": t.accept.source, "prefer": list(t.prefer)} for t in tables],
+                "answers": {"prefer": list(policy.answer_prefer)}}
+
     async def remembered_list(self, params: Any) -> dict[str, Any]:
         p = params if isinstance(params, dict) else {}
 
@@ -561,6 +571,7 @@ _HANDLERS: dict[str, Any] = {
     "v1/decide": Daemon.decide,
     "v1/remember": Daemon.remember,
     "v1/status": Daemon.status,
+    "v1/session_policy": Daemon.session_policy,
     "v1/remembered/list": Daemon.remembered_list,
     "v1/remembered/forget": Daemon.remembered_forget,
     "v1/reload": Daemon.reload_method,

@@ -100,3 +100,53 @@ def test_a_switch_held_for_one_session_does_not_hold_another(tmp_path: Path, sta
     proxy.send_json({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "A"}})
     b = json.loads(proxy.read_line(timeout=20))
     assert (2, "default") == (b["id"], b["result"]["modes"]["currentModeId"])
+
+
+def test_tightening_the_daemons_modes_changes_running_and_new_sessions(tmp_path: Path, start_proxy: Any) -> None:
+    """Issue 33 item 8: a proxy consulting a daemon applies the daemon's [modes] as they are
+    now: after the daemon's set stops accepting ``default`` (and is reloaded), the running
+    session in ``default`` is switched to ``plan`` before the client's next line reaches the
+    agent, and a new session starting in ``default`` is switched before the client sees it."""
+    from test_daemon import Daemon, poll, result
+
+    three = [*MODES, {"id": "plan", "name": "Plan", "description": "Plan first"}]
+    daemon_policy = tmp_path / "daemon.toml"
+    daemon_policy.write_text('[policy]\nname = "org"\ndefault = "ask"\n\n'
+                             '[modes]\naccept = "mode.id in [\'default\', \'plan\']"\nprefer = ["default"]\n')
+    daemon_policy.chmod(0o644)
+    daemon = Daemon(tmp_path, daemon_policy, extra=["--no-watch"]).start()
+    try:
+        agent = write_agent(tmp_path, [
+            ("respond", {"protocolVersion": 1, "agentInfo": {"name": "scripted", "version": "1"}}),
+            ("respond", {"sessionId": "s1", "modes": {"currentModeId": "default", "availableModes": three}}),
+            ("hold", "running"),  # policyd's switch of the running session
+            ("recv", 1),  # then the client's prompt
+            ("reply", ["running", {}]),
+            ("send", msg(id=5, result={"stopReason": "end_turn"})),
+            ("respond", {"sessionId": "s2", "modes": {"currentModeId": "default", "availableModes": three}}),
+            ("hold", "new"),
+            ("reply", ["new", {}]),
+            ("recv_eof", None),
+        ])
+        proxy = start_proxy(["--daemon", str(daemon.socket), "--log-level", "debug"], agent.argv)
+        proxy.send_json({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}})
+        proxy.read_line()
+        proxy.send_json({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": str(tmp_path)}})
+        assert "default" == json.loads(proxy.read_line())["result"]["modes"]["currentModeId"]
+        poll(lambda: len([e for e in proxy.stderr_events() if e["event"] == "policy.session_policy"]) == 1, 20,
+             "the proxy fetched the daemon's session policy")
+        daemon_policy.write_text('[policy]\nname = "org"\ndefault = "ask"\n\n'
+                                 '[modes]\naccept = "mode.id == \'plan\'"\nprefer = ["plan"]\n')
+        result(daemon.socket, "v1/reload", {})
+        poll(lambda: len([e for e in proxy.stderr_events() if e["event"] == "policy.session_policy"]) == 2, 20,
+             "the proxy fetched the tightened session policy")
+        proxy.send_json({"jsonrpc": "2.0", "id": 5, "method": "session/prompt",
+                         "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "go"}]}})
+        told = json.loads(proxy.read_line(timeout=20))
+        assert {"sessionUpdate": "current_mode_update", "currentModeId": "plan"} == told["params"]["update"]
+        assert {"stopReason": "end_turn"} == json.loads(proxy.read_line(timeout=20))["result"]
+        proxy.send_json({"jsonrpc": "2.0", "id": 6, "method": "session/new", "params": {"cwd": str(tmp_path)}})
+        shown = json.loads(proxy.read_line(timeout=20))["result"]["modes"]
+        assert ("plan", ["plan"]) == (shown["currentModeId"], [m["id"] for m in shown["availableModes"]])
+    finally:
+        daemon.cleanup()
