@@ -492,3 +492,72 @@ def test_a_held_session_answer_holds_only_its_own_sessions_lines() -> None:
     released = relay.from_agent(line({"jsonrpc": "2.0", "id": switch["id"], "result": {}}))
     answer, later = sent(released, SendToClient)
     assert (4, json.loads(b_line)) == (answer["id"], later)
+
+
+# ----------------------------------------------------------------------------- issue 33 item 9
+
+AUTO_APPROVE = {"id": "autoApprove", "name": "Allow all", "description": "Run every tool without asking",
+                "type": "boolean", "currentValue": False}
+APPROVAL_POLICY = {"id": "approval_policy", "name": "Approvals", "type": "select", "currentValue": "on-request",
+                   "options": [{"value": "on-request", "name": "On request"}, {"value": "never", "name": "Never"}]}
+
+
+def _with_options(*extra: dict[str, Any]) -> dict[str, Any]:
+    result = session_result("default", CLAUDE_MODES)
+    result["configOptions"] = [*result["configOptions"], *extra]
+    return result
+
+
+def test_an_approval_switch_outside_the_mode_option_is_governed_like_a_mode() -> None:
+    """A boolean "allow all" option: a session starting with it on is refused; the client's
+    switch to on is refused; the agent's own switch to on is switched back (shown once the
+    agent confirms); a non-approval option (model) is untouched."""
+    relay = Relay(policy=lambda: SHIPPED, id_prefix="pd")
+    refused = started(relay, _with_options({**AUTO_APPROVE, "currentValue": True}))
+    [error] = sent(refused, SendToClient)
+    assert "approval off" in error["error"]["message"] and [] == sent(refused, SendToAgent)
+
+    relay = Relay(policy=lambda: SHIPPED, id_prefix="pd")
+    assert 1 == len(sent(started(relay, _with_options(AUTO_APPROVE)), SendToClient))
+    on = line({"jsonrpc": "2.0", "id": 7, "method": "session/set_config_option",
+               "params": {"sessionId": SID, "configId": "autoApprove", "value": True}})
+    answer = relay.from_client(on)
+    assert [] == sent(answer, SendToAgent) and -32602 == sent(answer, SendToClient)[0]["error"]["code"]
+    off = line({"jsonrpc": "2.0", "id": 8, "method": "session/set_config_option",
+                "params": {"sessionId": SID, "configId": "autoApprove", "value": False}})
+    assert [off] == [a.data for a in relay.from_client(off) if isinstance(a, SendToAgent)]
+    own = relay.from_agent(_update(SID, {"sessionUpdate": "config_option_update",
+                                         "configOptions": [{**AUTO_APPROVE, "currentValue": True}]}))
+    [switch] = sent(own, SendToAgent)
+    assert {"sessionId": SID, "configId": "autoApprove", "value": False} == switch["params"]
+    assert [] == sent(own, SendToClient)
+    done = relay.from_agent(line({"jsonrpc": "2.0", "id": switch["id"], "result": {}}))
+    [shown] = sent(done, SendToClient)
+    assert [False] == [o["currentValue"] for o in shown["params"]["update"]["configOptions"]]
+
+
+def test_a_permission_level_select_is_judged_by_the_modes_policy() -> None:
+    policy = _set('[modes]\naccept = "mode.id in [\'default\', \'plan\', \'on-request\']"\nprefer = ["default"]\n')
+    relay = Relay(policy=lambda: policy, id_prefix="pd")
+    assert 1 == len(sent(started(relay, _with_options(APPROVAL_POLICY)), SendToClient))
+    never = line({"jsonrpc": "2.0", "id": 7, "method": "session/set_config_option",
+                  "params": {"sessionId": SID, "configId": "approval_policy", "value": "never"}})
+    assert [] == sent(relay.from_client(never), SendToAgent)
+    own = relay.from_agent(_update(SID, {"sessionUpdate": "config_option_update",
+                                         "configOptions": [{**APPROVAL_POLICY, "currentValue": "never"}]}))
+    [switch] = sent(own, SendToAgent)
+    assert {"sessionId": SID, "configId": "approval_policy", "value": "on-request"} == switch["params"]
+    # shipped [modes]: no value of it is accepted: the session is refused
+    assert "error" in sent(started(Relay(policy=lambda: SHIPPED), _with_options(APPROVAL_POLICY)), SendToClient)[0]
+
+
+def test_the_recorded_agents_options_other_than_the_mode_are_not_approval_switches() -> None:
+    from policyd.core.modeswitch import approval_options
+
+    for path in sorted(TRANSCRIPTS.glob("*.jsonl")):
+        for raw in path.read_text().splitlines():
+            found = json.loads(raw)
+            body = found.get("msg", found)
+            result = body.get("result") if isinstance(body, dict) else None
+            if isinstance(result, dict) and result.get("configOptions"):
+                assert {} == approval_options(result["configOptions"]), path.name

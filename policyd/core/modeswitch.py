@@ -33,6 +33,7 @@ session with modes while no ``[modes]`` table is loaded).
 from __future__ import annotations
 
 import json
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from typing import Any
 
 from policyd.core.model import PeerInfo
 from policyd.core.modes import Mode, ModePolicy
+from policyd.core.profiles import APPROVAL_OPTION_IDS
 
 #: JSON-RPC error code of a refused mode switch (invalid params) and of a refused session.
 REFUSED_CODE = -32602
@@ -95,6 +97,51 @@ def currents(result: Mapping[str, Any]) -> list[str]:
     if entry is not None and isinstance(entry.get("currentValue"), str) and entry["currentValue"] not in out:
         out.append(entry["currentValue"])
     return out
+
+
+#: Words in a config option's id, name, description or category that say it sets the agent's
+#: own approval (a boolean "allow all", a permission-level select).
+APPROVAL_WORDS = re.compile(
+    r"(?i)approv|permission|yolo|bypass|allow.?all|auto.?accept|skip.?confirm|danger|unattended")
+
+
+def approval_options(options: object) -> dict[str, dict[str, Any]]:
+    """The ``configOptions`` entries other than the mode option that set the agent's own
+    approval (:data:`policyd.core.profiles.APPROVAL_OPTION_IDS`, or :data:`APPROVAL_WORDS`),
+    by id. They are governed like the mode: see :func:`approval_off`."""
+    out: dict[str, dict[str, Any]] = {}
+    for o in _list(options):
+        if o.get("category") == "mode" or not isinstance(o.get("id"), str):
+            continue
+        words = " ".join(_s(o.get(k)) for k in ("id", "name", "description", "category"))
+        if o["id"] in APPROVAL_OPTION_IDS or APPROVAL_WORDS.search(words):
+            out[o["id"]] = dict(o)
+    return out
+
+
+def approval_off(option: Mapping[str, Any], value: object, policy: ModePolicy, agent: PeerInfo) -> str:
+    """Why ``value`` of approval option ``option`` is not acceptable ("" when it is): a
+    boolean is refused when true (it turns the agent's own approval off); a select's value is
+    judged by the ``[modes]`` policy as a mode (id, name, description) would be."""
+    oid = option.get("id")
+    if option.get("type") == "boolean" or isinstance(value, bool):
+        return f"option {oid!r} = true turns the agent's own approval off" if value is not False else ""
+    if not isinstance(value, str):
+        return f"option {oid!r}: value {value!r} cannot be judged"
+    entry = next((o for o in _select_values(option.get("options")) if o["value"] == value), None)
+    mode = Mode(value, _s(entry.get("name")) if entry else "", _s(entry.get("description")) if entry else "")
+    ok, why = policy.verdict(mode, agent)
+    return "" if ok else f"option {oid!r} = {value!r}: {why}"
+
+
+def approval_safe(option: Mapping[str, Any], policy: ModePolicy, agent: PeerInfo) -> object:
+    """The value to switch approval option ``option`` back to (None when there is none)."""
+    if option.get("type") == "boolean" or isinstance(option.get("currentValue"), bool):
+        return False
+    values = [Mode(o["value"], _s(o.get("name")), _s(o.get("description")))
+              for o in _select_values(option.get("options"))]
+    target = policy.preferred(values, agent)
+    return target.id if target is not None else None
 
 
 def mode_option(options: object) -> dict[str, Any] | None:
@@ -197,6 +244,7 @@ class _Session:
     current: str | None
     config_id: str | None
     has_modes: bool
+    approvals: dict[str, dict[str, Any]] = field(default_factory=dict)  # approval options by id
 
 
 @dataclass(slots=True)
@@ -210,6 +258,8 @@ class _Switch:
     truth: bytes = b""  # a held agent notification as sent (released when the switch fails)
     held: bool = False  # ``answer`` holds a line's place in the client's stream
     via_config: bool = False  # set_config_option even though the agent sent ``modes``
+    option: str = ""  # an approval option's id (not the mode) switched back to ``value``
+    value: object = None
 
 
 class ModeGovernor:
@@ -248,7 +298,17 @@ class ModeGovernor:
             return Effects()
         # every session is remembered, modes or not: a reload that adds [modes] governs it, and
         # a session policyd does not know is refused what it cannot judge (client_switch)
-        self._remember(sid, _Session(modes, current, config_id, has_modes))
+        approvals = approval_options(result.get("configOptions"))
+        self._remember(sid, _Session(modes, current, config_id, has_modes, approvals))
+        if policy is not None:
+            off = [why for o in approvals.values() if (why := approval_off(o, o.get("currentValue"), policy, agent))]
+            if off:  # an agent starting with its own approval off gets no session
+                message = (f"policyd: agent {agent.name or '(unnamed)'} started the session with its own approval "
+                           f"off ({'; '.join(off)}); session refused")
+                self._sessions.pop(sid, None)
+                refusal = {"session_id": sid, "method": method, "agent": agent.name, "message": message}
+                return Effects(replace=_error(request_id, SESSION_FAILED_CODE, message),
+                               logs=(("mode.no_acceptable", refusal),))
         if not modes:
             return Effects()
         if policy is None:  # say so: an agent in an auto-approving mode never asks
@@ -285,7 +345,10 @@ class ModeGovernor:
         s = self._sessions[switch.session_id]
         rid = f"{self.id_prefix}/mode/{self._next}"
         self._next += 1
-        if s.has_modes and not switch.via_config:
+        if switch.option:
+            method = "session/set_config_option"
+            params = {"sessionId": switch.session_id, "configId": switch.option, "value": switch.value}
+        elif s.has_modes and not switch.via_config:
             method, params = "session/set_mode", {"sessionId": switch.session_id, "modeId": switch.target}
         else:
             method = "session/set_config_option"
@@ -323,7 +386,7 @@ class ModeGovernor:
         error = msg.get("error")
         if error is None:
             s = self._sessions.get(switch.session_id)
-            if s is not None:
+            if s is not None and not switch.option:
                 s.current = switch.target
             event = "mode.switched" if switch.purpose == "session" else "mode.reverted"
             return rid, Effects(replace=switch.answer or None, logs=((event, fields),))
@@ -375,6 +438,15 @@ class ModeGovernor:
         s = self._sessions.get(sid)
         if method == "session/set_mode":
             wanted = params.get("modeId")
+        elif s is not None and params.get("configId") in s.approvals:
+            why = approval_off(s.approvals[params["configId"]], params.get("value"), policy, agent)
+            if not why:
+                return Effects()
+            fields = {"session_id": sid, "method": method, "option": params["configId"],
+                      "value": params.get("value"), "agent": agent.name, "reason": why}
+            message = f"policyd: {why} (not accepted by policy)"
+            return Effects(swallow=True, to_client=(_error(request_id, REFUSED_CODE, message),),
+                           logs=(("mode.refused", fields),))
         elif s is None or (s.config_id is not None and params.get("configId") == s.config_id):
             # (a session policyd does not know: it cannot tell whether the option is a mode)
             wanted = params.get("value")
@@ -409,6 +481,10 @@ class ModeGovernor:
         kind = update.get("sessionUpdate")
         if policy is None or kind not in ("current_mode_update", "config_option_update"):
             return Effects()
+        if kind == "config_option_update":
+            switched = self._approval_update(session_id, update, envelope, policy, agent)
+            if switched is not None:
+                return switched
         entry = mode_option(update.get("configOptions")) if kind == "config_option_update" else None
         if kind == "current_mode_update":
             new = update.get("currentModeId")
@@ -448,6 +524,34 @@ class ModeGovernor:
         # the client is shown the switch back only once the agent confirms it (held till then)
         return self._start(_Switch(session_id, target.id, "revert", answer=line(shown), truth=truth,
                                    fields={**fields, "to": target.id}, held=True))
+
+    def _approval_update(self, sid: str, update: Mapping[str, Any], envelope: Mapping[str, Any],
+                         policy: ModePolicy, agent: PeerInfo) -> Effects | None:
+        """A ``config_option_update`` turning an approval option off: switched back (the
+        notification is held until the agent confirms; a failure refuses the session)."""
+        for oid, option in approval_options(update.get("configOptions")).items():
+            why = approval_off(option, option.get("currentValue"), policy, agent)
+            s = self._sessions.get(sid)
+            if s is None:
+                s = _Session([], None, None, False)
+                self._remember(sid, s)
+            s.approvals[oid] = option
+            if not why:
+                continue
+            found = {"session_id": sid, "agent": agent.name, "option": oid, "from": option.get("currentValue"),
+                      "update": "config_option_update", "reason": why}
+            truth = line(envelope)
+            safe = approval_safe(option, policy, agent)
+            if safe is None:
+                return self._refuse(sid, f"{oid}={option.get('currentValue')}", "no acceptable value to switch back to",
+                                    {**found, "error": "no acceptable value"}, truth)
+            shown_options = [{**o, "currentValue": safe} if isinstance(o, Mapping) and o.get("id") == oid else o
+                             for o in update.get("configOptions", [])]
+            shown = {**envelope, "params": {**envelope.get("params", {}),
+                                            "update": {**update, "configOptions": shown_options}}}
+            return self._start(_Switch(sid, f"{oid}={safe}", "revert", answer=line(shown), truth=truth,
+                                       fields={**found, "to": safe}, held=True, option=oid, value=safe))
+        return None
 
     def recheck(self, agent: PeerInfo) -> list[Effects]:
         """The mode policy in force changed (a reload): every session known to be in a mode
