@@ -14,7 +14,10 @@ Rules this module owns:
   window apart are identical (file list and every byte), for at most :data:`MAX_SETTLE_S`;
   a set still changing then is not loaded (``policy.reload_deferred``) and is retried
   :data:`SETTLE_S` later. So a writer pausing less than :data:`SETTLE_S` between chunks or
-  between files never has a half-written set enforced; tools should still write policy sets
+  between files never has a half-written set enforced. A watch batch made only of policy
+  paths renamed into place (``added``, not empty), with nothing written in place since the
+  set in force was read, settles after :data:`QUICK_SETTLE_S` instead (such a file was
+  complete before it appeared); tools should still write policy sets
   atomically (a file: write a temporary file, then rename it over; a directory: a ``..data``
   symlink swapped with rename, as Kubernetes does), which needs no waiting to be safe. The
   settled set is built and validated on a worker thread (parse, compile, inline examples),

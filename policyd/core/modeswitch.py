@@ -13,9 +13,18 @@ Rules this module owns (policy: ``core.modes``; wire shapes: ACP ``modes`` and t
   acceptable modes only. No acceptable mode, or a failed switch: the client gets a JSON-RPC
   error instead of the session (fail closed).
 - The client's switch to a mode that is not acceptable is refused with a JSON-RPC error and
-  never reaches the agent. The agent's own switch to one (``current_mode_update`` /
+  never reaches the agent; so is a ``session/set_config_option`` for a session policyd does
+  not know. The agent's own switch to one (``current_mode_update`` /
   ``config_option_update``) is switched back to the preferred acceptable mode; the
-  notification reaches the client rewritten to show the mode switched back to.
+  notification is held until the agent confirms, then reaches the client rewritten to show
+  the mode switched back to. A switch back that fails (refused, unanswered, nothing
+  acceptable) leaves the agent in that mode: the client gets the notification as sent (the
+  truth) and a message, the agent ``session/cancel``, and the session is refused from then
+  on (:meth:`ModeGovernor.refused`; the relay answers its requests).
+- Every session answer is remembered (modes or not), so a reload adding ``[modes]`` governs
+  it; ``modes.currentModeId`` and the mode option's ``currentValue`` are both judged.
+- Config options other than the mode that set the agent's own approval
+  (:func:`approval_options`) are governed like it (:func:`approval_off`).
 - A message this module does not change passes as the exact bytes received.
 
 - When the mode policy in force changes (a reload), sessions in a mode it no longer accepts

@@ -20,7 +20,9 @@ https://agentclientprotocol.com/protocol/transports):
   answered exactly as sent (``1e400`` stays ``1e400``).
 - A permission request from the agent becomes a :class:`Consult`. Until every earlier
   consult is resolved, later agent->client lines wait in order behind it (head-of-line), so
-  a forwarded request never overtakes or falls behind what the agent sent around it.
+  a forwarded request never overtakes or falls behind what the agent sent around it. A line
+  held for policyd's own mode switch holds back only its session's later lines (and lines
+  naming no session): other sessions' lines pass it.
 - :meth:`Relay.resolve` turns a decision into exactly one answer: a response to the agent
   (allow/deny), or the original bytes forwarded to the client (ask, interactive). Headless,
   ask becomes the configured fallback. A request that cannot be understood is never
