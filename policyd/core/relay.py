@@ -654,6 +654,11 @@ class Relay:
             return self._release()  # it may pass lines held for other sessions
         return [SendToClient(line)]
 
+    def _blocked_at_head(self) -> bool:
+        """An open consult heads the queue: nothing can be released (no walk needed)."""
+        head = self._queue[0] if self._queue else None
+        return isinstance(head, _Pending) and not head.resolved
+
     def _intercept(self, line: bytes, msg: Mapping[str, Any], now_s: float, side: str = "") -> list[Action]:
         if side:
             params = msg.get("params")
@@ -826,7 +831,7 @@ class Relay:
         lines (and any line of no known session, and everything after that): other sessions'
         lines pass it, each session's in its own order."""
         actions: list[Action] = []
-        if not self._queue:
+        if not self._queue or self._blocked_at_head():
             return actions
         waiting: set[str] = set()  # sessions with a held line ahead
         kept: deque[_Line | _Pending | _Held] = deque()
