@@ -144,6 +144,9 @@ class SessionPolicyWatch:
     def __init__(self, path: str | Path, timeout_s: float, local: PolicySet) -> None:
         self.path, self.timeout_s, self.local = str(path), timeout_s, local
         self._policy = local
+        # its own client, never the deciding one's connection (a poll must not delay a
+        # decision); the connection is closed after each poll, its health kept (logged once)
+        self._client = DaemonClient(path, timeout_s)
         self._hash: str | None = None
         self._failed_hash: str | None = None
 
@@ -156,13 +159,12 @@ class SessionPolicyWatch:
             await asyncio.sleep(SESSION_POLICY_POLL_S)
 
     async def refresh(self) -> None:
-        client = DaemonClient(self.path, self.timeout_s)  # its own connection: never delays a decision
         try:
-            result = await client.call("v1/session_policy", {})
+            result = await self._client.call("v1/session_policy", {})
         except DaemonError:
             return
         finally:
-            await client.close()
+            await self._client.close()
         digest = result.get("policyHash") if isinstance(result, dict) else None
         if not isinstance(digest, str) or digest in (self._hash, self._failed_hash):
             return
