@@ -150,3 +150,37 @@ def test_tightening_the_daemons_modes_changes_running_and_new_sessions(tmp_path:
         assert ("plan", ["plan"]) == (shown["currentModeId"], [m["id"] for m in shown["availableModes"]])
     finally:
         daemon.cleanup()
+
+
+def test_an_allow_all_option_is_governed_like_a_mode(tmp_path: Path, start_proxy: Any) -> None:
+    """Issue 33 item 9: an agent exposing a boolean "allow all" config option: the client's
+    switch to true is refused without reaching the agent; the agent turning it on itself is
+    switched back with ``session/set_config_option`` (value false) before the client sees it."""
+    (tmp_path / "p.toml").write_text(POLICY)
+    allow_all = {"id": "autoApprove", "name": "Allow all", "description": "Run every tool without asking",
+                 "type": "boolean", "currentValue": False}
+    agent = write_agent(tmp_path, [
+        ("respond", {"protocolVersion": 1, "agentInfo": {"name": "scripted", "version": "1"}}),
+        ("respond", {**session("s1", "default"), "configOptions": [allow_all]}),
+        ("send", update("s1", {"sessionUpdate": "config_option_update",
+                               "configOptions": [{**allow_all, "currentValue": True}]})),
+        ("hold", "back"),  # policyd's set_config_option
+        ("reply", ["back", {"configOptions": [allow_all]}]),
+        ("recv_eof", None),
+    ])
+    proxy = start_proxy(["--policy", str(tmp_path / "p.toml")], agent.argv)
+    proxy.send_json({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}})
+    proxy.read_line()
+    proxy.send_json({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": str(tmp_path)}})
+    assert "s1" == json.loads(proxy.read_line())["result"]["sessionId"]
+    shown = json.loads(proxy.read_line(timeout=20))
+    assert [False] == [o["currentValue"] for o in shown["params"]["update"]["configOptions"]]
+    proxy.send_json({"jsonrpc": "2.0", "id": 2, "method": "session/set_config_option",
+                     "params": {"sessionId": "s1", "configId": "autoApprove", "value": True}})
+    refused = json.loads(proxy.read_line())
+    assert 2 == refused["id"] and -32602 == refused["error"]["code"]
+    proxy.close_stdin()
+    proxy.proc.wait(timeout=30)
+    received = [json.loads(x) for x in agent.received_lines()]
+    [back] = [m for m in received if m.get("method") == "session/set_config_option"]
+    assert {"sessionId": "s1", "configId": "autoApprove", "value": False} == back["params"]
