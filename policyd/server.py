@@ -77,6 +77,9 @@ MAX_CONNECTIONS_PER_UID = 64
 #: Seconds a connection may stay idle (no request in flight, no unfinished line) before the
 #: daemon closes it (a proxy reconnects at its next request: policyd.daemon_client).
 IDLE_TIMEOUT_S = 600.0
+#: Seconds a connection must have been idle before a new connection past a bound may close
+#: it to take its place.
+EVICT_IDLE_AFTER_S = 2.0
 #: Bytes read from a connection at a time (also the stream's own buffer limit).
 READ_CHUNK = 64 * 1024
 #: Seconds in-flight requests may take to finish after SIGTERM.
@@ -328,7 +331,9 @@ class Daemon:
         for it (one of ``uid``'s own when its per-uid bound is the one reached), so idle
         connections never lock a peer out; False when every such connection is busy."""
         own = self._connections[uid] >= MAX_CONNECTIONS_PER_UID
-        idle = [p for p in self._peers if p.idle and (p.uid == uid or not own)]
+        settled = time.monotonic() - EVICT_IDLE_AFTER_S  # (a connection just accepted may have
+        # sent its request already: the daemon has not read it yet)
+        idle = [p for p in self._peers if p.idle and p.idle_since <= settled and (p.uid == uid or not own)]
         if not idle:
             return False
         victim = min(idle, key=lambda p: p.idle_since)

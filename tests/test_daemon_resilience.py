@@ -92,12 +92,13 @@ EDIT = {"toolCall": {"title": "Edit src/app.py", "kind": "edit", "locations": [{
 def test_idle_connections_never_lock_their_uid_out(tmp_path: Path, daemons: Callable[..., Daemon]) -> None:
     """64 idle connections of one uid (its per-uid bound) and then a decision: the longest-idle
     connection is closed to make room (``peer.idle_closed``) and the decision is answered."""
-    from policyd.server import MAX_CONNECTIONS_PER_UID
+    from policyd.server import EVICT_IDLE_AFTER_S, MAX_CONNECTIONS_PER_UID
 
     daemon = daemons(tmp_path, write_policy(tmp_path / "org.toml", policy_text("allow"))).start()
     idle = [Conn(daemon.socket, timeout=10) for _ in range(MAX_CONNECTIONS_PER_UID)]
     try:
         assert "result" in idle[-1].request("v1/status", {})  # all 64 are served
+        time.sleep(EVICT_IDLE_AFTER_S + 0.5)  # (a connection just made is never taken for idle)
         reply = Conn(daemon.socket, timeout=10).request("v1/decide", decide_params())
         assert "allow" == reply.get("result", {}).get("decision"), reply
         ready, _, _ = select.select([c.sock for c in idle], [], [], 10)
