@@ -19,7 +19,8 @@ Bounds (what any peer allowed to connect can make the daemon hold): a request li
 :data:`MAX_LINE_BYTES` and must be complete within :data:`LINE_DEADLINE_S` of its first byte;
 all connections together buffer at most :data:`TOTAL_BUFFER_BYTES` of unfinished lines; at
 most :data:`MAX_CONNECTIONS` connections, :data:`MAX_CONNECTIONS_PER_UID` per peer uid. Past
-any bound the longest-idle connection that frees a place is closed instead
+any bound the longest-idle connection (idle for :data:`EVICT_IDLE_AFTER_S` at least) that
+frees a place is closed instead
 (``peer.idle_closed``: idle connections never lock a peer out); when every such connection
 is busy, the new one gets a JSON-RPC error naming the limit and is closed (``peer.limited``
 logged); the others are unaffected. A connection idle for :data:`IDLE_TIMEOUT_S` is closed.
