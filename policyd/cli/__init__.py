@@ -67,9 +67,10 @@ def _spawn_sandboxed_first(argv: list[str], agent: list[str]) -> Spawned | None:
     early = read(argv, os.environ)
     if early is None or not agent:
         return None
-    if early.sandbox == "off":
-        from policyd.spawn import spawn
+    from policyd.spawn import hold_signals, spawn
 
+    hold_signals()  # a stop signal while policyd imports reaches the agent, never orphans it
+    if early.sandbox == "off":
         return spawn(agent, first=True)
     from policyd import sandbox
 
