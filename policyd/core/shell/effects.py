@@ -98,6 +98,7 @@ class _Acc:
     reasons: list[str] = field(default_factory=list)
     options: list[str] = field(default_factory=list)
     all_names: list[str] = field(default_factory=list)
+    values: list[tuple[str, Word]] = field(default_factory=list)  # (option's first name, value)
     operands: int = 0
     links: list[Word] = field(default_factory=list)
     filters: list[Word] = field(default_factory=list)
@@ -155,6 +156,8 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         _indirect(entry, chain, words, acc, cmd)
     if entry.handler == "seq":
         _seq(words, acc)
+    if entry.handler == "sed":
+        _sed_backup(acc)
     if entry.handler == "test" and any(w in ("-v", "-R") for w, _ in words):
         acc.unknown("test -v/-R evaluates a variable name (its subscript runs code)")
     if entry.handler == "wrapper" and not acc.execs and entry.names[0] == "env":
@@ -334,6 +337,8 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
         for opt, value in opts:
             acc.options.append(opt.names[0])
             acc.all_names.extend(opt.names)
+            if value is not None:
+                acc.values.append((opt.names[0], value))
             if opt.values and (value is None or value[0] not in opt.values):
                 acc.unknown(f"{opt.names[0]} {value[0] if value else ''!r} is not a value the catalogue knows")
             acc.effects |= opt.effects
@@ -866,6 +871,15 @@ def _seq(words: list[Word], acc: _Acc) -> None:
         (vals[0], 1.0, vals[1]) if len(vals) == 2 else (vals[0], vals[1], vals[2]))
     if not vals or step == 0 or abs((last - first) / step) > MAX_SEQ_LINES:
         acc.unknown(f"seq prints more than {MAX_SEQ_LINES} lines")
+
+
+def _sed_backup(acc: _Acc) -> None:
+    """``sed -iSUFFIX``: a suffix holding ``/`` or ``*`` names where the backup is written
+    (GNU sed: ``*`` is the file's base name, ``/`` makes it a path: ``-i'/home/u/.bash*'``
+    copies the file to ``~/.bashrc``); one computed at run time may too. Both: unknown."""
+    for name, (value, kind) in acc.values:
+        if name == "-i" and ("/" in value or "*" in value or kind != LITERAL):
+            acc.unknown(f"sed -i backup suffix {value!r} names a file elsewhere")
 
 
 def _script(lang: str, text: str, kind: int, acc: _Acc) -> None:

@@ -33,6 +33,7 @@ _SED_SIMPLE = frozenset("=dDgGhHlnNpPqQxzF")
 _SED_LABEL = frozenset("btT:")
 _SED_TEXT = frozenset("aic")
 _SED_FILE = frozenset("rRwWe")  # read/write a file, or (e) run a command
+_SED_LABEL_NAME = re.compile(r"[A-Za-z0-9_.-]*")
 
 
 def sed_danger(script: str) -> str:
@@ -72,10 +73,19 @@ def sed_danger(script: str) -> str:
                 i += 1
             continue
         if c in _SED_LABEL:
+            # GNU sed 4.9 (compile.c read_label): blanks after the command are skipped, the
+            # label ends at a space, tab, newline or ';', and the next command follows
+            # (`:x w FILE` is a label, then a w command). A label holding anything but
+            # letters, digits, '_', '.' or '-' is not read here (sed differs by version).
             j = i + 1
-            while j < n and s[j] not in ";\n":
+            while j < n and s[j] in " \t":
                 j += 1
-            i = j
+            k = j
+            while k < n and s[k] not in " \t\n;}#":
+                k += 1
+            if not _SED_LABEL_NAME.fullmatch(s[j:k]):
+                return f"has a label this reader does not follow: {s[j:k]!r}"
+            i = k
             continue
         if c in _SED_TEXT:
             j = s.find("\n", i)
