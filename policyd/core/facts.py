@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from policyd.core import cel, paths, shell, urls
-from policyd.core.envvars import assignment_allowed
+from policyd.core.envvars import assignment_effects, read_allowed
 from policyd.core.model import CONNECT_KIND, NO_CONNECTION, TOOL_KINDS, PermissionQuery
 from policyd.core.shell import catalogue as shell_catalogue
 from policyd.core.shell.model import EXPANSION, FILTER, LITERAL, PATTERN
@@ -534,9 +534,29 @@ class Facts:
             out.add("write")
         if any(raw and op.lstrip("0123456789") in ("<", "<>") for op, raw, _, _ in self.redirect_targets):
             out.add("read")
-        if not all(assignment_allowed(k, v) for k, v in self.assignments):
-            out.add("env")
+        for found in self._assignment_effects:
+            out |= found
+        if not all(read_allowed(n) for n in a.env_reads):
+            out.add("env-read")
         return frozenset(out)
+
+    @once
+    def _assignment_effects(self) -> tuple[frozenset[str], ...]:
+        """Per assignment (:attr:`assignments`), its effects where it reaches: every
+        command after ``export``/a bare ``A=b``, the command of ``A=b cmd`` and what a
+        wrapper runs for ``env A=b cmd`` (``envvars.assignment_effects``)."""
+        a = self.analysis
+        if a is None:
+            return ()
+        cat = self._catalogue if self._catalogue is not None else shell_catalogue.default()
+        scopes = a.assignment_scopes
+        out = []
+        for i, (name, value) in enumerate(self.assignments):
+            lo, hi = scopes[i] if i < len(scopes) else (0, -1)
+            reached = a.commands[lo:] if hi < 0 else a.commands[lo:hi]
+            programs = list({c.name.lower(): cat.get(c.name) for c in reached}.values())
+            out.append(assignment_effects(name, value, programs))
+        return tuple(out)
 
     # ------------------------------------------------------------------ url
 
@@ -658,8 +678,8 @@ _TOOL_GETTERS: dict[str, Callable[[Facts], Any]] = {
     "commands": _commands,
     "redirects": lambda f: [{"op": op, "target": t, "dynamic": dyn}
                             for op, _, dyn, targets in f.redirect_targets for t in targets],
-    "assignments": lambda f: [{"name": k, "value": v, "allowed": assignment_allowed(k, v)}
-                              for k, v in f.assignments],
+    "assignments": lambda f: [{"name": k, "value": v, "allowed": not effects}
+                              for (k, v), effects in zip(f.assignments, f._assignment_effects, strict=True)],
     "shell": _shell_map,
     "effects": lambda f: sorted(f.effects),
     "reads": lambda f: list(f._unions[0]),

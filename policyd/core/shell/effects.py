@@ -162,6 +162,8 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         acc.unknown("test -v/-R evaluates a variable name (its subscript runs code)")
     if entry.handler == "wrapper" and not acc.execs and entry.names[0] == "env":
         acc.effects.add("env-read")  # env without a command prints the environment
+    if not words:
+        acc.effects |= entry.bare_effects  # `set`, `export`: print every variable
     last = chain[-1]
     if "unknown" in acc.effects and not acc.reasons:  # an entry's own unknown effect: say so
         acc.reasons.append(f"{' '.join(p.names[0] for p in chain)}: the catalogue marks what it does as unknown")

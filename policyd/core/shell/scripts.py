@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 _AWK_RISK = re.compile(r"system|getline|\||>|ENVIRON|@include|@load|close|fflush|PROCINFO")
-_JQ_ENV = re.compile(r"\$ENV|\benv\b|\bstrenv\b|\$__loc__|input_filename")
+_JQ_ENV = re.compile(r"\$\s*ENV\b|\benv\b|\bstrenv\b|\benvsubst\b|\$\s*__loc__|input_filename")
 _JQ_FILES = re.compile(r"\b(import|include|load|load_str|load_xml|load_props|load_base64)\b")
 
 
