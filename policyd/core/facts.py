@@ -80,6 +80,10 @@ WRITE_COMMANDS: frozenset[str] = frozenset(
 )
 #: ACP kinds whose paths are written.
 WRITE_KINDS: frozenset[str] = frozenset({"edit", "delete", "move"})
+#: Kinds that say nothing of what the call does to the paths it names (a kind policyd does
+#: not know is ``other``): they may write them (Gemini's ``save_memory`` is a ``think``
+#: that rewrites ``~/.gemini/GEMINI.md``), so their paths are write paths too.
+UNSURE_KINDS: frozenset[str] = frozenset({"think", "other", "switch_mode"})
 #: Redirect operators that write their target.
 WRITE_REDIRECTS: frozenset[str] = frozenset({">", ">>", ">|", "&>", "&>>", ">&"})
 
@@ -416,7 +420,7 @@ class Facts:
         """Paths this call writes: all paths for edit/delete/move; for a shell command, the
         catalogue's write and delete operands, output redirect targets, and the operands of
         :data:`WRITE_COMMANDS` (a directory means everything under it)."""
-        if self.kind in WRITE_KINDS:
+        if self.kind in WRITE_KINDS or self.kind in UNSURE_KINDS:
             return self.paths
         a = self.analysis
         if a is None:
