@@ -32,6 +32,9 @@ ENDLESS: frozenset[str] = frozenset({"watch", "yes"})
 #: A word and its kind (model.LITERAL / PATTERN / EXPANSION).
 Word = tuple[str, int]
 
+#: git subcommands whose pathspec operands lose uncommitted work (or untracked files).
+_GIT_DISCARDS = frozenset({"checkout", "restore", "rm", "clean"})
+_GLOB_CHARS = re.compile(r"[*?\[]")
 _RISKY_VALUE_ROLES = frozenset({"exec", "shell", "unknown", "chdir", "url", "env", "git-config"})
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CHMOD_MODE = re.compile(r"[-+=][rwxXstugo,+=-]*")
@@ -541,10 +544,15 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
     handler = chain[0].handler
     if handler == "git" and len(chain) > 1 and chain[1].names[0] == "push" and value[:1] in ("+", ":"):
         acc.effects.add("delete")  # +REF forces, :REF deletes the remote branch
-    if (handler == "git" and len(chain) > 1 and chain[1].names[0] in ("checkout", "restore")
-            and value in (".", "./", ":/", "*")
-            and ("--staged" not in acc.all_names or "--worktree" in acc.all_names)):
-        acc.effects.add("delete")  # discards the uncommitted changes of the whole tree
+    if (handler == "git" and len(chain) > 1 and chain[1].names[0] in _GIT_DISCARDS
+            and (value in (".", "./") or value.startswith(":") or kind == PATTERN or _GLOB_CHARS.search(value))
+            and ("--staged" not in acc.all_names or "--worktree" in acc.all_names)
+            and "--cached" not in acc.all_names):
+        # git reads pathspec magic (`:/`, `:(top)`, `:(glob)**`, `:!x`) and globs itself,
+        # quoted or not: the whole tree, or files no path names; their uncommitted work
+        # is thrown away (clean -n only lists: judge() drops the delete)
+        acc.effects.add("delete")
+        return
     if handler == "git" and role in ("read", "arg") and ":" in value and not value.startswith("-"):
         # REV:PATH / :PATH names a file's content in the repository: read PATH
         path = value.partition(":")[2]
