@@ -27,6 +27,7 @@ from policyd.core import cel, paths, shell, urls
 from policyd.core.envvars import assignment_effects, read_allowed
 from policyd.core.model import CONNECT_KIND, NO_CONNECTION, TOOL_KINDS, PermissionQuery
 from policyd.core.shell import catalogue as shell_catalogue
+from policyd.core.shell.effects import ENDLESS_DEVICES
 from policyd.core.shell.model import EXPANSION, FILTER, LITERAL, PATTERN
 from policyd.core.shell.resolve import (
     UNKNOWN_DIR,  # noqa: F401 - re-exported (facts.UNKNOWN_DIR)
@@ -540,9 +541,30 @@ class Facts:
             out.add("read")
         for found in self._assignment_effects:
             out |= found
+        if self._endless_input:
+            out.add("endless")
         if not all(read_allowed(n) for n in a.env_reads):
             out.add("env-read")
         return frozenset(out)
+
+    @once
+    def _endless_input(self) -> bool:
+        """Some command reads a device that never ends (an operand, or a ``<`` redirect
+        of it or of a compound statement) with nothing to stop it: no ``bound`` option of
+        its own (``head -c 1M``) and no bounded reader right after it in a pipe."""
+        a = self.analysis
+        if a is None:
+            return False
+        sources = {i for i, cf in enumerate(self.shell_facts) if cf.judgement.reads_endless}
+        for r in a.redirects:
+            if r.op.lstrip("0123456789") in ("<", "<>") and r.kind == LITERAL and r.target in ENDLESS_DEVICES:
+                if r.command < 0:
+                    return True
+                sources.add(r.command)
+        cmds, cfs = a.commands, self.shell_facts
+        return any(not cfs[i].judgement.bounded
+                   and not any(c.stdin_from == i and cfs[j].judgement.bounded for j, c in enumerate(cmds))
+                   for i in sources if i < len(cfs))
 
     @once
     def _assignment_effects(self) -> tuple[frozenset[str], ...]:

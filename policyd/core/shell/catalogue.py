@@ -25,11 +25,12 @@ _H = TypeVar("_H")
 
 EFFECTS: frozenset[str] = frozenset({
     "read", "write", "delete", "exec", "build", "test", "network", "env-read", "privilege",
-    "process", "persist", "unknown",
+    "process", "persist", "install", "endless", "unknown",
 })
 ROLES: frozenset[str] = frozenset({
     "read", "write", "delete", "exec", "shell", "script", "chdir", "url", "arg", "env",
     "unknown", "git-config", "var", "link", "create", "package", "list", "filter", "filter-regex",
+    "target", "size", "bound", "duration",
 })
 SYNTAXES: frozenset[str] = frozenset({"gnu", "exact", "posix", "single-dash", "none"})
 HANDLERS: frozenset[str] = frozenset({

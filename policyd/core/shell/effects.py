@@ -32,6 +32,9 @@ ENDLESS: frozenset[str] = frozenset({"watch", "yes"})
 #: A word and its kind (model.LITERAL / PATTERN / EXPANSION).
 Word = tuple[str, int]
 
+#: Build targets that install (GNU coding standards: install, install-strip, uninstall;
+#: CMake's install/strip, install/local; Gradle's publishToMavenLocal).
+_INSTALL_TARGET = re.compile(r"(un)?install([-/_:.].*)?|.*[-_:]install|publishToMavenLocal", re.I)
 #: git subcommands whose pathspec operands lose uncommitted work (or untracked files).
 _GIT_DISCARDS = frozenset({"checkout", "restore", "rm", "clean"})
 _GLOB_CHARS = re.compile(r"[*?\[]")
@@ -85,6 +88,10 @@ class Judgement:
     risky_options: bool = False
     links: tuple[Word, ...] = ()
     follows: bool = False
+    #: it reads a device that never ends (/dev/zero, /dev/urandom) as an operand
+    reads_endless: bool = False
+    #: a ``bound`` option caps what it reads (``head -c 1M``): an endless input ends
+    bounded: bool = False
 
 
 @dataclass
@@ -108,6 +115,9 @@ class _Acc:
     remote: list[Word] = field(default_factory=list)
     follows: bool = False
     keeps: bool = False
+    reads_endless: bool = False
+    bounded: bool = False
+    seconds: float = 0.0  # the durations it waits (role duration), summed
 
     def unknown(self, why: str) -> None:
         self.effects.add("unknown")
@@ -202,6 +212,8 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         tuple(acc.links),
         (acc.follows or entry.follows_links or (len(chain) > 1 and any(p.follows_links for p in chain)))
         and not acc.keeps,
+        acc.reads_endless,
+        acc.bounded,
     )
 
 
@@ -571,6 +583,8 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
     if role == "read":
         acc.effects.add("read")
         acc.reads.append(w)
+        if kind == LITERAL and value in ENDLESS_DEVICES:
+            acc.reads_endless = True
         if handler == "make" and (value in ("-", "/dev/stdin") or value.startswith(_PIPED)):
             acc.effects.add("exec")  # a makefile from stdin or a pipe is code we do not see
             acc.execs.append(value)
@@ -610,6 +624,26 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
             acc.execs.append(value)
         elif handler == "make" and eq and name.upper() in ("SHELL", "MAKEFLAGS", "MAKE", "MFLAGS"):
             acc.effects.add("exec")
+        elif handler == "make" and not eq:
+            _role("target", w, p, chain, acc)  # a make operand without '=' is a target
+    elif role in ("size", "bound"):
+        size = _size(value[1:] if role == "size" and value[:1] in "+-<>/%" and len(value) > 1 else value, kind)
+        if role == "bound":
+            acc.bounded = acc.bounded or (size is not None and size <= MAX_DD_BYTES)
+        elif size is None:
+            acc.unknown(f"size {value!r} is not a size the analysis reads")
+        elif size > MAX_DD_BYTES:
+            acc.effects.add("endless")  # a file this large fills the disk or stalls every reader
+    elif role == "duration":
+        seconds = _seconds(value, kind)
+        acc.seconds += seconds if seconds is not None else float("inf")
+        if acc.seconds > MAX_WAIT_SECONDS:
+            acc.effects.add("endless")  # sleep infinity: a headless run waits for ever
+    elif role == "target":
+        if kind != LITERAL:
+            acc.unknown(f"build target {value!r} is known only at run time (install?)")
+        elif _INSTALL_TARGET.fullmatch(value):
+            acc.effects.add("install")  # writes where the build installs, outside the roots
     elif role == "package":
         if kind == LITERAL and (value in (".", "..") or value.startswith(("./", "../", "/"))):
             acc.effects.add("read")
@@ -811,7 +845,33 @@ def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
 
 # --------------------------------------------------------------------------- dd
 
-_DD_DEVICES = frozenset({"/dev/zero", "/dev/urandom", "/dev/random"})
+#: Devices a read of never ends.
+ENDLESS_DEVICES: frozenset[str] = frozenset({"/dev/zero", "/dev/urandom", "/dev/random"})
+_DD_DEVICES = ENDLESS_DEVICES
+#: Seconds a command may wait (``sleep``) before it counts as never ending.
+MAX_WAIT_SECONDS = 3600.0
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGTPEZYRQ]?)(i?B?)", re.I)
+_DURATION = re.compile(r"(\d+(?:\.\d*)?(?:e\+?\d+)?|\.\d+|inf(?:inity)?)([smhd]?)", re.I)
+
+
+def _size(value: str, kind: int) -> int | None:
+    """A GNU size (coreutils: ``10K`` = 10*1024, ``10KB`` = 10*1000, suffixes to Q); None
+    when it is not one or is computed at run time."""
+    m = _SIZE.fullmatch(value) if kind == LITERAL else None
+    if m is None:
+        return None
+    unit = m.group(2).upper()
+    base = 1000 if m.group(3).upper() == "B" else 1024
+    return int(float(m.group(1)) * base ** ("KMGTPEZYRQ".index(unit) + 1 if unit else 0))
+
+
+def _seconds(value: str, kind: int) -> float | None:
+    """A ``sleep`` duration (``1.5``, ``2m``, ``1e9``, ``infinity``); None when unreadable."""
+    m = _DURATION.fullmatch(value) if kind == LITERAL else None
+    if m is None:
+        return None
+    number = float("inf") if m.group(1).lower().startswith("inf") else float(m.group(1))
+    return number * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2).lower()]
 
 
 #: Bytes a ``dd`` from an endless device may write before it counts as filling the disk.

@@ -97,6 +97,9 @@ class Redirect:
     target: str
     dynamic: bool
     kind: int = field(default=0, compare=False)  # LITERAL, PATTERN or EXPANSION
+    #: index (in ``ShellAnalysis.commands``) of the command it belongs to; -1: a compound
+    #: statement's or not known
+    command: int = field(default=-1, compare=False)
 
 
 @record

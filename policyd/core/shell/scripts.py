@@ -25,8 +25,25 @@ def judge_script(lang: str, text: str) -> tuple[frozenset[str], str]:
         return frozenset(), ""
     if lang in ("jq", "yq"):
         effects = frozenset({"env-read"}) if _JQ_ENV.search(text) else frozenset()
+        if _jq_endless(text):
+            effects |= {"endless"}
         return effects, (f"{lang} program loads other files" if _JQ_FILES.search(text) else "")
     return frozenset(), ""
+
+
+_JQ_RANGE = re.compile(r"\brange\s*\(([^()]*)\)")
+_JQ_NUMBER = re.compile(r"\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+")
+#: Items a jq ``range`` may produce before it counts as exhausting memory or time.
+MAX_JQ_RANGE = 10_000_000
+
+
+def _jq_endless(text: str) -> bool:
+    """``range(1e10)`` (a literal bound above :data:`MAX_JQ_RANGE`), or ``repeat`` with no
+    ``limit``/``first`` in the program: never ends, or fills memory."""
+    for m in _JQ_RANGE.finditer(text):
+        if any(float(n) > MAX_JQ_RANGE for n in _JQ_NUMBER.findall(m.group(1))):
+            return True
+    return bool(re.search(r"\brepeat\b", text)) and not re.search(r"\b(limit|first)\s*\(", text)
 
 
 _SED_SIMPLE = frozenset("=dDgGhHlnNpPqQxzF")

@@ -1094,7 +1094,9 @@ class _Walker:
         else:
             op = self.text(node).strip()
             w = _Word("", False, 0, 0)
-        st.redirects.append(Redirect(op, w.value, w.dyn, _kind(w)))
+        owner_node = self.parent.get(node.id)
+        owner_index = self.first_cmd.get(owner_node.id, -1) if owner_node is not None else -1
+        st.redirects.append(Redirect(op, w.value, w.dyn, _kind(w), owner_index))
         if w.dyn:
             st.dynamic = True
         fd_dup = op.endswith("&") and (w.value.isdigit() or w.value.endswith("-"))
