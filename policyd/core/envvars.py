@@ -114,10 +114,10 @@ def _literal(value: str) -> bool:
 
 
 def _listed(name: str, names: frozenset[str]) -> bool:
-    """``name`` is in ``names``, a listed ``PREFIX*`` or a case-folded match."""
-    if name in names or name.upper() in names:
-        return True
-    return any(n.endswith("*") and name.upper().startswith(n[:-1].upper()) for n in names if "*" in n)
+    """``name`` is in ``names`` or under a listed ``PREFIX*``, compared case-insensitively
+    (MSBuild reads ``msbuildsdkspath`` as ``MSBuildSDKsPath``)."""
+    upper = name.upper()
+    return any(upper.startswith(n[:-1].upper()) if n.endswith("*") else upper == n.upper() for n in names)
 
 
 def assignment_allowed(name: str, value: str) -> bool:
