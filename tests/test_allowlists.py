@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from policyd.core.envvars import _LC, ENV_ALLOW, ENV_EFFECT, assignment_allowed
 from policyd.core.facts import Facts
-from policyd.core.model import Decision, PermissionOption, PermissionQuery, SessionInfo
+from policyd.core.model import Decision, PermissionQuery, SessionInfo
 from policyd.core.shell import analyze
 from policyd.core.shell.catalogue import default
 from policyd.core.shell.scripts import sed_danger
