@@ -539,11 +539,12 @@ class Facts:
             out.add("write")
         if any(raw and op.lstrip("0123456789") in ("<", "<>") for op, raw, _, _ in self.redirect_targets):
             out.add("read")
-        for found in self._assignment_effects:
-            out |= found
-        if self._endless_input:
+        if self.assignments:
+            for found in self._assignment_effects:
+                out |= found
+        if ((a.redirects or "read" in out) and self._endless_input):
             out.add("endless")
-        if not all(read_allowed(n) for n in a.env_reads):
+        if a.env_reads and not all(read_allowed(n) for n in a.env_reads):
             out.add("env-read")
         return frozenset(out)
 
