@@ -220,3 +220,22 @@ def test_an_unlisted_assignment_never_keeps_an_open_command_allowed(command: str
     assume(not any(name in getattr(default().get(c.name), "env_plain", ()) for c in analyze(command).commands))
     spelled = _PLACE[place](name, "1", command)
     assert Decision.ALLOW is not decision_of(spelled), spelled
+
+
+@pytest.mark.parametrize(
+    ("text", "reads"),
+    [
+        ("X=1; echo $X", False), ("export X=1 && echo $X", False),
+        ("(X=1); echo $X", True),  # a subshell's assignment is gone after it
+        ("bash -c 'X=1'; echo $X", True),  # so is a nested shell's
+        ("if true; then X=1; fi; echo $X", True),  # may not have run
+        ("echo $X; X=1", True),  # read before it is assigned
+        ("cat <<EOF\n\\$TOKEN\nEOF", False),  # an escaped dollar is literal
+        ("cat <<EOF\n\\\\$TOKEN\nEOF", True),  # an escaped backslash, then an expansion
+    ],
+)
+def test_env_read_of_names_the_text_assigned(text: str, reads: bool) -> None:
+    """A name the text itself assigned at its top level is read from the shell, not the
+    environment; anywhere else (a subshell, a nested shell, a branch) it may be the
+    environment's."""
+    assert reads is ("X" in analyze(text).env_reads or "TOKEN" in analyze(text).env_reads), text

@@ -250,13 +250,15 @@ class _State:
             env_reads=tuple(self.env_reads),
         )
 
-    def assign(self, name: str, value: str, prefix: bool = False) -> None:
+    def assign(self, name: str, value: str, local: bool = False) -> None:
         """An assignment reaching every command (a bare ``A=b``, ``export``, ``declare``:
         a name already in the environment is exported by it); :meth:`_Walker.command` and
-        :meth:`_Walker.emit` narrow the scope of ``A=b cmd`` and ``env A=b cmd``."""
+        :meth:`_Walker.emit` narrow the scope of ``A=b cmd`` and ``env A=b cmd``. ``local``:
+        later ``$NAME`` expansions read this value, not the environment's (a top-level
+        statement of the text itself; not ``A=b cmd``, a subshell, a nested shell)."""
         self.assignments.append((name, value))
         self.scopes.append(EVERY_COMMAND)
-        if not prefix:  # `X=1 echo $X` expands the X of the environment
+        if local:
             self.locals.add(name.split("[", 1)[0])
 
 
@@ -550,7 +552,7 @@ class _Walker:
                     self.endless(node)
                 elif t == "for_statement":
                     var = node.child_by_field_name("variable")
-                    if var is not None:
+                    if var is not None and self.depth == 0 and self.toplevel(node):
                         st.locals.add(self.text(var))
                     values = node.children_by_field_name("value")
                     st.dynamic = st.dynamic or any(_word(v, src).dyn for v in values)
@@ -719,17 +721,21 @@ class _Walker:
         _analyze_text(self.st, body, self.depth + 1, "`...`")
         return []
 
-    def assignment(self, node: Node, prefix: bool = False) -> list[Node]:
+    def assignment(self, node: Node, local: bool | None = None) -> list[Node]:
+        """``NAME=value``; ``local`` (default: a top-level statement of the top-level text)
+        says whether later ``$NAME`` reads this value (:meth:`_State.assign`)."""
         name_node = node.child_by_field_name("name")
         value_node = node.child_by_field_name("value")
         name = self.text(name_node) if name_node is not None else ""
+        if local is None:
+            local = self.depth == 0 and self.toplevel(node)
         if value_node is None:
-            self.st.assign(name, "", prefix)
+            self.st.assign(name, "", local)
             return [name_node] if name_node is not None and name_node.type == "subscript" else []
         w = _word(value_node, self.src)
         if w.dyn:
             self.st.dynamic = True
-        self.st.assign(name, w.value, prefix)
+        self.st.assign(name, w.value, local)
         kids = [value_node] if w.exp or value_node.type not in _WORDISH else []
         if name_node is not None and name_node.type == "subscript":
             kids.append(name_node)
@@ -742,9 +748,10 @@ class _Walker:
         keyword = self.text(kids[0])
         words: list[_Word] = [_Word(keyword, False, kids[0].start_byte, kids[0].end_byte)]
         more: list[Node] = []
+        local = self.depth == 0 and self.toplevel(node)
         for ch in node.named_children:
             if ch.type == "variable_assignment":
-                more.extend(self.assignment(ch))
+                more.extend(self.assignment(ch, local))
                 name_node = ch.child_by_field_name("name")
                 nm = self.text(name_node) if name_node is not None else ""
                 words.append(_Word(f"{nm}={self.st.assignments[-1][1]}", False,
@@ -782,7 +789,7 @@ class _Walker:
                 words.append(w)
                 continue
             if ct == "variable_assignment":
-                more.extend(self.assignment(ch, prefix=True))
+                more.extend(self.assignment(ch, local=False))  # `X=1 echo $X`: the environment's X
             elif ct == "command_name":
                 name_node = ch
                 inner = ch.named_children
@@ -1022,7 +1029,7 @@ class _Walker:
                 break
             if out.assigns:  # `env A=b cmd`: reaches what the wrapper runs
                 for var, v in out.assigns:
-                    st.assign(var, v, prefix=True)
+                    st.assign(var, v)
                     wrapped.append((len(st.assignments) - 1, len(st.commands)))
             for p in out.paths:
                 st.paths[p] = None
@@ -1188,7 +1195,7 @@ class _Walker:
         if label:
             _analyze_text(self.st, body, self.depth + 1, label)
         elif not quoted:
-            for m in _VAR_REF.finditer(body):  # an unquoted body expands $NAME and ${NAME}
+            for m in _VAR_REF.finditer(_ESCAPED.sub("", body)):  # it expands $NAME, ${NAME}
                 name = (m.group(1) or "") + (m.group(2) or m.group(3) or "")
                 if name not in self.st.locals:
                     self.st.env_reads[name] = None
@@ -1197,7 +1204,8 @@ class _Walker:
         return []
 
 
-_VAR_REF = re.compile(r"\$\{(!?)([A-Za-z_][A-Za-z0-9_]*)|(?<!\\)\$([A-Za-z_][A-Za-z0-9_]*)")
+_VAR_REF = re.compile(r"\$\{(!?)([A-Za-z_][A-Za-z0-9_]*)|\$([A-Za-z_][A-Za-z0-9_]*)")
+_ESCAPED = re.compile(r"\\.", re.S)  # `\$X` is a literal dollar, `\\$X` an expansion
 
 
 def _substitutions(text: str) -> list[str]:
