@@ -12,7 +12,8 @@ dangerous names is complete (``DEPENDENCIES_OUTPUT`` makes gcc append to a file 
   a literal value of the expected shape (:data:`ENV_ALLOW_VALUES`); or
 - the name is on the ``env_plain`` list of *every* program it reaches (the catalogue: names
   that program reads harmlessly, ``GIT_AUTHOR_NAME`` for git); or
-- every program it reaches is ``env_closed`` in the catalogue (it reads no variable beyond
+- every program it reaches is ``env_closed`` in the catalogue (an ``export`` or a bare
+  ``A=b`` also reaches the later calls of a shell an agent keeps: programs not known) (it reads no variable beyond
   its own ``env``/``env_plain`` lists and what every program reads: :data:`ENV_EFFECT`) and
   the name is on neither; or
 - the name holds a lower-case letter (POSIX reserves those for applications: system programs

@@ -582,6 +582,8 @@ class Facts:
             lo, hi = scopes[i] if i < len(scopes) else (0, -1)
             reached = a.commands[lo:] if hi < 0 else a.commands[lo:hi]
             programs = list({c.name.lower(): cat.get(c.name) for c in reached}.values())
+            if hi < 0:  # export / a bare A=b outlive the command: a shell an agent keeps
+                programs.append(None)  # runs later calls with it, programs unknown here
             out.append(assignment_effects(name, value, programs))
         return tuple(out)
 
