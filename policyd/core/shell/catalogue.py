@@ -40,8 +40,10 @@ COUNTS: frozenset[object] = frozenset({1, "?", "*", "+"})
 
 _PROGRAM_KEYS = frozenset({
     "names", "summary", "source", "syntax", "handler", "effects", "operands", "options",
-    "subcommand", "stdout", "stdin", "script_language", "env", "writes_into",
+    "subcommand", "stdout", "stdin", "script_language", "env", "writes_into", "bare",
+    "unlisted_subcommand", "examples",
 })
+_EXAMPLE_KEYS = frozenset({"command", "effects"})
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
                           "repeat", "summary", "values", "lists_only"})
 _OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is"})
@@ -107,6 +109,17 @@ class Program:
     #: names), under this directory relative to where it runs (``.``), unless a ``write``
     #: option or operand names where; "" when it has no such writes
     writes_into: str = ""
+    #: with subcommands: the subcommand a command naming none is read as (``yarn`` alone
+    #: installs: ``"install"``); "" when the entry's own effects and operands apply
+    bare: str = ""
+    #: with subcommands: what a first operand naming no subcommand is: ``"operand"`` (an
+    #: operand of this entry: ``python -m unittest tests.test_x``) or a subcommand's name (the
+    #: word is that subcommand's first operand: ``yarn lint`` is ``yarn run lint``); "" when
+    #: it is unknown
+    unlisted_subcommand: str = ""
+    #: ``(command, effects)`` pairs the tests run through the analysis: the command's effects
+    #: must be exactly these (SCHEMA.md ``examples``)
+    examples: tuple[tuple[str, frozenset[str]], ...] = ()
 
 
 class Catalogue:
@@ -311,6 +324,12 @@ class _Checker:
         if not isinstance(writes_into, str) or writes_into not in ("", "."):
             self.bad(path, 'writes_into must be "." (the directory it runs in)')
             writes_into = ""
+        bare = raw.get("bare", "")
+        unlisted = raw.get("unlisted_subcommand", "")
+        for key, val in (("bare", bare), ("unlisted_subcommand", unlisted)):
+            if not isinstance(val, str):
+                self.bad(path, f"{key} must be a string")
+        examples = self._examples(path, raw.get("examples"))
         operands = self._list(path, raw.get("operands"), "operands", self.operand)
         options = self._list(path, raw.get("options"), "options", self.option)
         spellings: dict[str, str] = {}
@@ -327,13 +346,39 @@ class _Checker:
                     self.bad(path, f"subcommand {n!r} defined twice")
                 subs[n.lower()] = s
         self._slots(path, operands)
+        for key, val in (("bare", bare), ("unlisted_subcommand", unlisted)):
+            names_sub = isinstance(val, str) and val and not (key == "unlisted_subcommand" and val == "operand")
+            if names_sub and val.lower() not in subs:
+                self.bad(path, f"{key} {val!r} names no subcommand of this entry")
+        if unlisted == "operand" and not operands:
+            self.bad(path, 'unlisted_subcommand "operand" needs operand slots')
         opts = self.intern(tuple(options))
         index, long_names = self._indexes.get(opts) or self._indexes.setdefault(opts, (
             {n: o for o in opts for n in o.names}, tuple(n for o in opts for n in o.names if n.startswith("--"))))
         return Program(names, path, self.origin, syntax, handler, self.intern(frozenset(effects)),
                        self.intern(tuple(operands)), opts, subs, stdout,
                        "" if stdin == "data" else stdin, lang, self.intern(frozenset(env)),
-                       str(raw.get("summary", "")), index, long_names, writes_into)
+                       str(raw.get("summary", "")), index, long_names, writes_into,
+                       bare if isinstance(bare, str) else "",
+                       unlisted if isinstance(unlisted, str) else "", examples)
+
+    def _examples(self, where: str, value: object) -> tuple[tuple[str, frozenset[str]], ...]:
+        """``examples = [{ command = "nm x.o", effects = ["read"] }]``: checked shapes."""
+        out: list[tuple[str, frozenset[str]]] = []
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            self.bad(where, "examples must be a list of tables")
+            return ()
+        for ex in value:
+            if not isinstance(ex, dict) or not isinstance(ex.get("command"), str) or not ex["command"]:
+                self.bad(where, "an example must be a table with a non-empty command")
+                continue
+            self.keys(f"{where} example {ex['command']!r}", ex, _EXAMPLE_KEYS)
+            effects = self.strings(f"{where} example {ex['command']!r}", ex.get("effects", []),
+                                   "effects", EFFECTS)
+            out.append((ex["command"], frozenset(effects)))
+        return tuple(out)
 
     def _list(self, where: str, value: object, what: str, one: Any) -> list[Any]:
         if value is None:

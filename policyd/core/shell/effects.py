@@ -152,7 +152,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
             and not any(o is not None and o.lists_only for o in map(last.option_index.get, acc.all_names))):
         acc.effects.add("write")
         acc.writes.append((last.writes_into, LITERAL))
-    if (entry.stdin == "shell" and not acc.operands and not acc.execs
+    if (entry.stdin == "shell" and len(chain) == 1 and not acc.operands and not acc.execs
             and not {"--version", "--help", "-V", "-h", "-v", "-m"} & set(acc.all_names)):
         acc.effects.add("exec")  # reads code from stdin
         acc.execs.append(cmd.name)
@@ -289,19 +289,24 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
         if done or a == "-" or not a.startswith("-") or (cur.syntax == "none"):
             if not done and cur.syntax != "none":
                 _may_be_option(cur, a, k, acc)
+            unlisted = cur.unlisted_subcommand
             if cur.subcommands and not operands and k == LITERAL:
                 sub = cur.subcommands.get(a.lower())
-                if sub is None:
+                if sub is None and unlisted not in ("", "operand"):
+                    # yarn lint is yarn run lint: the word is that subcommand's first operand
+                    cur = _enter(cur.subcommands[unlisted.lower()], chain, acc)
+                    done = cur.syntax == "none"
+                    continue
+                if sub is None and unlisted != "operand":
                     acc.unknown(f"subcommand {a!r} of {' '.join(p.names[0] for p in chain)} "
                                 "is not in the catalogue")
                     return chain
-                chain.append(sub)
-                cur = sub
-                acc.effects |= sub.effects
-                done = cur.syntax == "none"
-                i += 1
-                continue
-            if cur.subcommands and not operands:
+                if sub is not None:
+                    cur = _enter(sub, chain, acc)
+                    done = cur.syntax == "none"
+                    i += 1
+                    continue
+            elif cur.subcommands and not operands:
                 acc.unknown(f"the subcommand of {cur.names[0]} is computed at run time")
                 return chain
             operands.append((a, k))
@@ -328,12 +333,26 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
                 _role(opt.value, value, cur, chain, acc)
                 if opt.operands_as and opt.value in ("write", "create"):
                     targets.append((opt.value, value))
+    if (cur.subcommands and cur.bare and not operands  # `yarn` alone is `yarn install`
+            and not {"--version", "-v", "--help", "-h"} & set(acc.all_names)):
+        cur = _enter(cur.subcommands[cur.bare.lower()], chain, acc)
     acc.operands += len(operands)
     _operands(cur, chain, operands, replaced, operands_as, acc)
     for role, directory in targets:  # cp -t DIR SRC...: each source lands in DIR/NAME
         for w in operands:
             _into(directory, w, role, cur, chain, acc)
     return chain
+
+
+def _enter(sub: Program, chain: list[Program], acc: _Acc) -> Program:
+    """Descend into subcommand ``sub``: its effects join, except the ``exec`` of one whose
+    operands the walk lists as their own command (``pnpm exec vitest``: vitest decides)."""
+    chain.append(sub)
+    effects = sub.effects
+    if "exec" in effects and sub.handler == "wrapper" and unwraps(chain[0].names[0], sub.names[0]):
+        effects = effects - {"exec"}
+    acc.effects |= effects
+    return sub
 
 
 def _into(directory: Word, src: Word, role: str, p: Program, chain: list[Program],
@@ -406,9 +425,19 @@ def _option(cur: Program, chain: list[Program], words: list[Word], i: int,
             acc.unknown(f"option {a} of {where} is not in the catalogue")
             return None
         return [(o, None)], i + 1
+    if a[1:2] != "-" and len(a) > 2:
+        o = _lookup(chain, a)  # a listed single-dash spelling (-pl, -fsyntax-only, -std=c17)
+        if o is not None:
+            if o.arity == 1:
+                return [(o, words[i + 1] if i + 1 < len(words) else None)], i + 2
+            return [(o, None)], i + 1
     if a.startswith("--") or cur.syntax == "single-dash":
         name, eq, val = a.partition("=")
         o = _lookup(chain, name)
+        if o is None and cur.syntax == "single-dash" and not a.startswith("--"):
+            o, val = _joined(chain, a)  # -Iinclude, -DNDEBUG, -lm: a value joined to its option
+            if o is not None:
+                return [(o, (val, k))], i + 1
         if o is None and name.startswith("--") and cur.syntax == "gnu":
             hits = {x for p in chain for x in p.long_names if x.startswith(name)}
             if len(hits) == 1:
@@ -431,6 +460,16 @@ def _option(cur: Program, chain: list[Program], words: list[Word], i: int,
             return [(o, words[i + 1])], i + 2
         return [(o, None)], i + 1
     return _cluster(cur, chain, words, i, acc, where)
+
+
+def _joined(chain: list[Program], a: str) -> tuple[Option | None, str]:
+    """The longest listed option of arity 1 that ``a`` starts with, and the rest of ``a`` as
+    its value (gcc(1): "-Idir", "-DNAME=V", "-llib"; Maven's "-DskipTests"); (None, "")."""
+    for end in range(len(a) - 1, 1, -1):
+        o = _lookup(chain, a[:end])
+        if o is not None and o.arity == 1:
+            return o, a[end:]
+    return None, ""
 
 
 def _cluster(cur: Program, chain: list[Program], words: list[Word], i: int, acc: _Acc,
