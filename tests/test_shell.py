@@ -206,7 +206,6 @@ WRAPPERS = [
     ("stdbuf -o 0 rm -rf /", "stdbuf"),
     ("command rm -rf /", "command"),
     ("command -p rm -rf /", "command"),
-    ("command -v rm -rf /", "command"),
     ("builtin rm -rf /", "builtin"),
     ("exec rm -rf /", "exec"),
     ("exec -a name -c rm -rf /", "exec"),
@@ -893,3 +892,10 @@ def test_rm_rf_is_found_however_wrapped(spelling: str, flags: str, wraps: list[i
     a = analyze(text)
     hits = [c for c in a.commands if c.name == "rm" and {"r", "f"} <= c.flags]
     assert hits, (text, names(a), a.errors)
+
+
+@pytest.mark.parametrize("text", ["command -v rm -rf /", "command -V rm", "command -pv rm ./keep"])
+def test_command_v_describes_and_runs_nothing(text: str) -> None:
+    """``command -v/-V NAME`` only prints what NAME is (bash 5.2: `command -v rm -rf x` prints
+    /usr/bin/rm and removes nothing): NAME is not listed as a command it runs."""
+    assert ["command"] == [c.name for c in analyze(text).commands]

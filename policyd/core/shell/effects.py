@@ -115,13 +115,9 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         acc.unknown(f"{name} runs its command again and again until interrupted")
     if cmd.argv and ("$" in cmd.argv[0] or "`" in cmd.argv[0]):
         acc.unknown("the program name is computed at run time")
-    elif cmd.argv and "/" in cmd.argv[0] and cmd.argv[0].rsplit("/", 1)[0] not in SYSTEM_DIRS:
-        if (entry.effects | {e for sub in entry.subcommands.values() for e in sub.effects}) & {"build", "test"}:
-            # a project's own build wrapper (./gradlew, ./mvnw): it runs the project's code,
-            # so it must lie where the project does (the file is a read path)
-            acc.reads.append((cmd.argv[0], LITERAL))
-        else:
-            acc.unknown(f"runs the file {cmd.argv[0]!r}, not the catalogue's {name!r}")
+    by_path = bool(cmd.argv) and "/" in cmd.argv[0] and cmd.argv[0].rsplit("/", 1)[0] not in SYSTEM_DIRS
+    project_tool = by_path and bool(
+        (entry.effects | {e for sub in entry.subcommands.values() for e in sub.effects}) & {"build", "test"})
     if entry.handler == "find":
         chain = [entry]
         _find(entry, words, acc)
@@ -134,6 +130,14 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         if entry.handler == "tar" and words and not words[0][0].startswith("-"):
             words = _tar_keys(entry, words, acc)
         chain = _parse(entry, words, acc, cmd)
+    if by_path and not acc.reasons:
+        if project_tool or ({"build", "test"} & acc.effects and "exec" not in acc.effects):
+            # a project's own build wrapper (./gradlew, ./mvnw) or environment's interpreter running
+            # its tests (.venv/bin/python -m pytest): it runs the project's code, so it must lie where
+            # the project does (the file is a read path)
+            acc.reads.append((cmd.argv[0], LITERAL))
+        else:
+            acc.unknown(f"runs the file {cmd.argv[0]!r}, not the catalogue's {name!r}")
     if (entry.handler == "git" and len(chain) > 1 and chain[1].names[0] == "clean"
             and {"-n", "--dry-run"} & set(acc.all_names)):
         acc.effects.discard("delete")  # only lists what it would remove
@@ -419,18 +423,18 @@ def _option(cur: Program, chain: list[Program], words: list[Word], i: int,
         # option is known and its value is judged by its role (a path value: an unknown path)
         acc.unknown(f"option {a!r} of {where} depends on an expansion")
         return None
+    if a[1:2] != "-":
+        o = _lookup(chain, a)  # a listed single-dash spelling (-1, -pl, -fsyntax-only, -std=c17)
+        if o is not None:
+            if o.arity == 1:
+                return [(o, words[i + 1] if i + 1 < len(words) else None)], i + 2
+            return [(o, None)], i + 1
     if _NUMERIC.fullmatch(a):
         o = _lookup(chain, "-NUM")
         if o is None:
             acc.unknown(f"option {a} of {where} is not in the catalogue")
             return None
         return [(o, None)], i + 1
-    if a[1:2] != "-" and len(a) > 2:
-        o = _lookup(chain, a)  # a listed single-dash spelling (-pl, -fsyntax-only, -std=c17)
-        if o is not None:
-            if o.arity == 1:
-                return [(o, words[i + 1] if i + 1 < len(words) else None)], i + 2
-            return [(o, None)], i + 1
     if a.startswith("--") or cur.syntax == "single-dash":
         name, eq, val = a.partition("=")
         o = _lookup(chain, name)

@@ -129,6 +129,14 @@ def _h_plain(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
     return _wrapper_out(vals, _WRAPPER_SPECS.get(key, _DEFAULT), key)
 
 
+def _h_command(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
+    """``command [-p] CMD ARGS`` runs CMD; ``command -v/-V NAME`` only describes it."""
+    out, opts = _wrapper_out(vals, _WRAPPER_SPECS["command"], "command")
+    if _has(opts, "v", "V"):
+        out.inners.clear()
+    return out, opts
+
+
 def _h_flock(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
     spec = _WRAPPER_SPECS["flock"]
     opts, _, i = _getopt(vals, 0, len(vals), spec, stop_first=True)
@@ -308,7 +316,7 @@ _WRAPPERS: dict[str, Callable[[str, Sequence[str]], tuple[_Out, _Opts]]] = {
     "timeout": _skip_n(1, "timeout"),
     "time": _h_plain,
     "stdbuf": _h_plain,
-    "command": _h_plain,
+    "command": _h_command,
     "builtin": _h_plain,
     "exec": _h_plain,
     "xargs": _h_xargs,
