@@ -46,7 +46,7 @@ _PROGRAM_KEYS = frozenset({
 _EXAMPLE_KEYS = frozenset({"command", "effects"})
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
                           "repeat", "summary", "values", "lists_only"})
-_OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is"})
+_OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is", "files"})
 
 
 class CatalogueError(ValueError):
@@ -80,6 +80,9 @@ class Operand:
     effects: frozenset[str] = frozenset()
     default: str | None = None
     last_is: str = ""
+    #: file-name globs (``*.py``): a written operand that is a directory stands for the matching
+    #: files under it (a formatter rewrites only its language's files), not the directory
+    files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +298,12 @@ class _Checker:
             self.bad(where, "default must be a string")
             default = None
         last_is = self.choice(where, raw.get("last_is"), "last_is", ROLES, "")
-        return self.intern(Operand(role, count, self.intern(frozenset(effects)), default, last_is))
+        files = self.strings(where, raw.get("files"), "files")
+        for g in files:
+            if "/" in g or not g.startswith("*.") or len(g) < 3:
+                self.bad(where, f"files glob {g!r} must be *.EXT")
+        return self.intern(Operand(role, count, self.intern(frozenset(effects)), default, last_is,
+                                   self.intern(files)))
 
     def program(self, where: str, raw: object, depth: int = 0) -> Program | None:
         if not isinstance(raw, dict):

@@ -544,10 +544,21 @@ def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: 
                 _into(got[-1], w, s.last_is, p, chain, acc)
         else:
             for w in got:
-                _role(role, w, p, chain, acc)
+                for one in _files_under(s, role, w):
+                    _role(role, one, p, chain, acc)
     if left > 0:
         extra = operands[pos:]
         acc.unknown(f"{' '.join(x.names[0] for x in chain)} takes no operand {extra[0][0]!r}")
+
+
+def _files_under(s: Operand, role: str, w: Word) -> list[Word]:
+    """A formatter's written operand: itself when it names one of the slot's ``files``
+    (``x.py``), else the matching files under it as glob patterns (``.`` -> ``./**/*.py``)."""
+    value, kind = w
+    if role != "write" or not s.files or any(value.endswith(g[1:]) for g in s.files):
+        return [w]
+    base = value.rstrip("/") or "/"
+    return [(f"{base}/**/{g}", max(kind, PATTERN)) for g in s.files]
 
 
 def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> None:
