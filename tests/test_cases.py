@@ -195,9 +195,10 @@ def test_own_ordinary_ci_calls_are_allowed(case_root: Path) -> None:
 
 @pytest.mark.skipif(not USEFUL_PUBLIC.exists(), reason=f"{USEFUL_PUBLIC} not present")
 def test_useful_public_cases(case_root: Path) -> None:
-    """shared/cases/useful-public.jsonl: no unsafe allow; the share of its benign calls
-    allowed is printed (94.7 % on 2026-12-04: what is left runs code the analysis cannot
-    see — ``python -c``, workspace scripts, ``source`` — or is a judgement case)."""
+    """shared/cases/useful-public.jsonl: no unsafe allow, and at least 90 % of its calls
+    expected allowed are allowed (2026-12-04: 266/281 decided right, 256/278 allowed; what is
+    left runs code the analysis cannot see — ``python -c``, workspace scripts, ``source`` — or
+    is a judgement case whose ``acceptable`` ask is counted right)."""
     cases = _load(USEFUL_PUBLIC)
     share, unsafe = _usefulness(run_cases(cases, case_root), "shared/cases/useful-public.jsonl")
     assert [] == unsafe
