@@ -125,6 +125,33 @@ class Program:
     examples: tuple[tuple[str, frozenset[str]], ...] = ()
 
 
+def slots_for(p: Program, replaced: Sequence[str]) -> list[Operand]:
+    """``p``'s operand slots without the first slot of each ``replaced`` role (``grep -e P``:
+    the pattern slot is given by the option)."""
+    slots = list(p.operands)
+    for role in replaced:
+        for idx, s in enumerate(slots):
+            if s.role == role:
+                del slots[idx]
+                break
+    return slots
+
+
+def takes(slots: Sequence[Operand], n: int) -> list[int]:
+    """How many of ``n`` operands each slot takes, in order: fixed slots (``1``, ``?``) one
+    each, a ``*``/``+`` slot all but what later slots need (SCHEMA.md "count")."""
+    mins = [1 if s.count in (1, "+") else 0 for s in slots]
+    out: list[int] = []
+    left = n
+    for idx, s in enumerate(slots):
+        need_after = sum(mins[idx + 1 :])
+        fixed = s.count == 1 or s.count == "?"
+        take = (1 if left - need_after >= 1 else 0) if fixed else max(0, left - need_after)
+        out.append(take)
+        left -= take
+    return out
+
+
 class Catalogue:
     """Entries by lower-case name; later entries replace earlier ones with the same name.
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from policyd.core.shell.catalogue import Catalogue, Operand, Option, Program
+from policyd.core.shell.catalogue import Catalogue, Operand, Option, Program, slots_for, takes
 from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, SimpleCommand, record
 from policyd.core.shell.scripts import judge_script
 from policyd.core.shell.wrappers import unwraps
@@ -510,25 +510,16 @@ def _cluster(cur: Program, chain: list[Program], words: list[Word], i: int, acc:
 
 def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: list[str],
               operands_as: str, acc: _Acc) -> None:
-    slots: list[Operand] = list(p.operands)
-    for role in replaced:
-        for idx, s in enumerate(slots):
-            if s.role == role:
-                del slots[idx]
-                break
+    slots = slots_for(p, replaced)
     if not operands:
         for s in slots:
             if s.default is not None:
                 role = operands_as if operands_as and s.count in ("*", "+") else s.role
                 _role(role, (s.default, LITERAL), p, chain, acc)
         return
-    mins = [1 if s.count in (1, "+") else 0 for s in slots]
     left = len(operands)
     pos = 0
-    for idx, s in enumerate(slots):
-        need_after = sum(mins[idx + 1 :])
-        fixed = s.count == 1 or s.count == "?"
-        take = (1 if left - need_after >= 1 else 0) if fixed else max(0, left - need_after)
+    for s, take in zip(slots, takes(slots, left), strict=True):
         got = operands[pos : pos + take]
         pos += take
         left -= take
