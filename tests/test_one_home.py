@@ -8,7 +8,6 @@ from collections.abc import Mapping
 
 import pytest
 
-from policyd.core.facts import WRITE_COMMANDS
 from policyd.core.shell import analyze, effects, options, wrappers
 from policyd.core.shell.catalogue import default
 
@@ -25,11 +24,10 @@ def test_no_option_table_in_the_code() -> None:
 
 
 def test_every_program_the_analysis_names_is_in_the_catalogue() -> None:
-    """Wrappers, shells, runners, subcommand modes, endless programs and the legacy write
-    commands are catalogue entries."""
+    """Wrappers, shells, runners, subcommand modes and endless programs are catalogue entries."""
     named = (set(wrappers._WRAPPERS) | set(wrappers._NPX_NAMES) | {p for p, _ in wrappers._RUNNERS}
              | set(wrappers._SUB_MODES) | set(wrappers._PLUS_TOOLCHAIN) | set(options._SHELLS)
-             | set(effects.ENDLESS) | set(WRITE_COMMANDS))
+             | set(effects.ENDLESS))
     cat = default()
     assert [] == sorted(n for n in named if cat.get(n) is None)
     assert [] == sorted(f"{p} {s}" for p, s in wrappers._RUNNERS if s not in cat.get(p).subcommands)  # type: ignore[union-attr]
