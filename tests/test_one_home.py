@@ -64,3 +64,25 @@ def test_reader_follows_a_catalogue_arity() -> None:
                         x for q in p.options if q is not o for x in q.names}, (name, n)
                 elif len(n) == 2 and n[0] == "-" and p.syntax != "single-dash":
                     assert (bare in spec.val_short) == (o.arity == 1), (name, n)
+
+
+def _writes(command: str) -> list[str]:
+    from policyd.core.facts import Facts
+    from policyd.core.model import PermissionOption, PermissionQuery, SessionInfo
+
+    tool = {"toolCallId": "t", "kind": "execute", "rawInput": {"command": command}}
+    f = Facts(PermissionQuery(SessionInfo("s", "/w/p"), tool, (PermissionOption("a", "A", "allow_once"),),
+                              home="/home/u"))
+    return list(f.tool_field("writes"))
+
+
+def test_arity_disagreements_resolved_from_help() -> None:
+    """Where the tables and the catalogue disagreed, the tool's --help decided (coreutils 9.1
+    `cp --help`: "-u, --update" takes no value, so `-ut DIR` is -u then -t DIR; npm 10 `npm
+    help config`: -g is a flag, --location takes a value; git-branch(1): --merged takes the next
+    word as its commit)."""
+    assert "/tmp/d/a" in _writes("cp -ut /tmp/d a")
+    assert "/tmp/d/a" in _writes("mv -ut /tmp/d a")
+    cmd = analyze("npm -g install left-pad").commands[0]
+    assert "install" == cmd.subcommand
+    assert [] == _writes("git branch --merged main")
