@@ -27,6 +27,9 @@ class _Spec:
     known_long: frozenset[str] = frozenset()  # long names, for GNU unique-prefix abbreviations
     single_dash_long: bool = False  # -name style long options (find, terraform, go)
     stop: bool = False  # options end at the first positional (POSIX / docker run IMAGE)
+    path_values: frozenset[str] = frozenset()  # options whose value names a file (PATH_ROLES)
+    #: options that change the operand slots: name -> (replaces, operands_as)
+    shaping: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 _DEFAULT = _Spec()
@@ -43,6 +46,8 @@ def _spec_from(options: Sequence[Option], syntax: str) -> _Spec:
     val_long: set[str] = set()
     longs: set[str] = set()
     aliases: dict[str, set[str]] = {}
+    path_values: set[str] = set()
+    shaping: dict[str, tuple[str, str]] = {}
     seen: set[str] = set()
     for o in options:
         bare: list[str] = []
@@ -68,9 +73,14 @@ def _spec_from(options: Sequence[Option], syntax: str) -> _Spec:
                     val_long.add(b)
         for b in bare:
             aliases.setdefault(b, set()).update(x for x in bare if x != b)
+            if o.arity != 0 and o.value in PATH_ROLES:
+                path_values.add(b)
+            if o.replaces or o.operands_as:
+                shaping[b] = (o.replaces, o.operands_as)
     return _Spec("".join(val_short), "".join(opt_short), "", frozenset(val_long),
                  {k: tuple(sorted(v)) for k, v in aliases.items()},
-                 frozenset(longs) if syntax == "gnu" else frozenset(), sd, syntax == "posix")
+                 frozenset(longs) if syntax == "gnu" else frozenset(), sd, syntax == "posix",
+                 frozenset(path_values), shaping)
 
 
 _SPECS: dict[tuple[int, int], tuple[Program, Program | None, _Spec]] = {}

@@ -364,10 +364,9 @@ _SUB_MODES = {"aws": "aws", "make": "make", "gmake": "make"}
 _PLUS_TOOLCHAIN = frozenset({"cargo", "rustup"})
 
 
-def _parse_program(key: str, vals: Sequence[str], out: _Out) -> None:
+def _parse_program(key: str, prog: Program | None, vals: Sequence[str], out: _Out) -> None:
     """Fill flags, subcommand and positionals of a non-wrapper program (or a runner), reading
     its options as its catalogue entry spells them."""
-    prog = entry(key)
     end = out.opt_end
     if key in _NPX_NAMES:
         npx = spec_of(prog)
@@ -501,30 +500,50 @@ def _paths(key: str, prog: Program | None, opts: _Opts, pos: list[str], out: _Ou
     role names a file (``read``, ``write``, ``delete``, ``create``, ``chdir``)."""
     if prog is None:
         return
+    spec = spec_of(prog)
     found: list[str] = []
     replaced: list[str] = []
     operands_as = ""
     for n, v in opts:
-        o = prog.option_index.get(("--" if len(n) > 1 and prog.syntax != "single-dash" else "-") + n)
-        if o is None:
-            continue
-        if o.replaces:
-            replaced.append(o.replaces)
-        operands_as = o.operands_as or operands_as
-        if v and o.value in PATH_ROLES:
+        shape = spec.shaping.get(n)
+        if shape is not None:
+            if shape[0]:
+                replaced.append(shape[0])
+            operands_as = shape[1] or operands_as
+        if v and n in spec.path_values:
             found.append(v)
         elif v and key == "curl":
             found.extend(_curl_files(n, v))
-    slots = slots_for(prog, replaced)
-    at = 0
-    for slot, take in zip(slots, takes(slots, len(pos)), strict=True):
-        role = operands_as if operands_as and slot.count in ("*", "+") else slot.role
-        if role in PATH_ROLES or slot.last_is in PATH_ROLES:
-            found.extend(pos[at : at + take])
-        at += take
+    if pos:
+        at = 0
+        for take, is_path in _plan(prog, tuple(replaced), operands_as, len(pos)):
+            if is_path:
+                found.extend(pos[at : at + take])
+            at += take
     if key == "dd":
         found.extend(p[3:] for p in pos if p.startswith(("if=", "of=")) and len(p) > 3)
     out.paths.extend(p for p in found if p and p not in ("-", "{}") and p[:2] not in _PROC_SUBST)
+
+
+_PLANS: dict[tuple[int, tuple[str, ...], str, int], tuple[Program, tuple[tuple[int, bool], ...]]] = {}
+
+
+def _plan(prog: Program, replaced: tuple[str, ...], operands_as: str, n: int) -> tuple[tuple[int, bool], ...]:
+    """For ``n`` operands of ``prog``: (how many each slot takes, whether they are paths),
+    slots assigned as the effects reader assigns them (kept per program and shape)."""
+    key = (id(prog), replaced, operands_as, n)
+    known = _PLANS.get(key)
+    if known is not None and known[0] is prog:
+        return known[1]
+    slots = slots_for(prog, replaced)
+    plan = tuple(
+        (take, (operands_as if operands_as and s.count in ("*", "+") else s.role) in PATH_ROLES
+         or s.last_is in PATH_ROLES)
+        for s, take in zip(slots, takes(slots, n), strict=True))
+    if len(_PLANS) >= 4096:
+        _PLANS.clear()
+    _PLANS[key] = (prog, plan)  # the program is kept, so its id is not reused
+    return plan
 
 
 def _curl_files(n: str, v: str) -> list[str]:
@@ -543,7 +562,8 @@ def _curl_files(n: str, v: str) -> list[str]:
 def _analyse_argv(vals: Sequence[str], name: str) -> _Out:
     """Flags, positionals, paths, inner commands and shell strings of one argv."""
     key = name.lower()
-    if key not in _WRAPPERS and key not in _NPX_NAMES and entry(key) is None:
+    prog = entry(key)
+    if prog is None and key not in _WRAPPERS and key not in _NPX_NAMES:
         # a program the catalogue knows nothing about
         out = _Out(len(vals))
         if any(v[:1] == "-" for v in vals):
@@ -564,10 +584,10 @@ def _analyse_argv(vals: Sequence[str], name: str) -> _Out:
             vals[out.opt_end :]
         )
         if key == "ssh":
-            _paths(key, entry(key), opts, [], out)
+            _paths(key, prog, opts, [], out)
         return out
     out = _Out(opt_end=len(vals))
-    _parse_program(key, vals, out)
+    _parse_program(key, prog, vals, out)
     if key in ("rsync", "scp", "sftp"):
         opts, _, _ = _getopt(vals, 0, len(vals), _spec(key))
         for n, v in opts:
