@@ -563,8 +563,9 @@ def _analyse_argv(vals: Sequence[str], name: str) -> _Out:
     """Flags, positionals, paths, inner commands and shell strings of one argv."""
     key = name.lower()
     prog = entry(key)
-    if prog is None and key not in _WRAPPERS and key not in _NPX_NAMES:
-        # a program the catalogue knows nothing about
+    plain = prog is not None and prog.syntax == "none" and not prog.subcommands  # echo: all operands
+    if (prog is None or plain) and key not in _WRAPPERS and key not in _NPX_NAMES:
+        # a program the catalogue knows nothing about, or one whose words are all operands
         out = _Out(len(vals))
         if any(v[:1] == "-" for v in vals):
             opts, out.positionals, _ = _getopt(vals, 0, len(vals), _DEFAULT)
