@@ -41,6 +41,10 @@ def _spawn_agent_first(argv: list[str]) -> Spawned | None:
     if argv[:1] != ["proxy"] or "--" not in argv:
         return None
     cut = argv.index("--")
+    from policyd.sandbox_early import may_sandbox
+
+    if may_sandbox(argv, os.environ):  # the sandbox's settings first: without pydantic, or later
+        return _spawn_sandboxed_first(argv, argv[cut + 1:])
     for word in argv[1:cut]:
         if (len(word) > 2 and "--help".startswith(word)) or (word[:1] == "-" and word[1:2] != "-" and "h" in word):
             return None
@@ -49,6 +53,38 @@ def _spawn_agent_first(argv: list[str]) -> Spawned | None:
     from policyd.spawn import spawn
 
     return spawn(argv[cut + 1 :], first=True)  # no thread yet: fork and exec (policyd.child)
+
+
+def _spawn_sandboxed_first(argv: list[str], agent: list[str]) -> Spawned | None:
+    """The early spawn when the sandbox may be on: its settings read without pydantic
+    (:mod:`policyd.sandbox_early`), the agent started in the sandbox (``off``: as usual).
+    None when they cannot be read so, or the sandbox cannot be set up: the proxy's own
+    start-up then does it (and reports)."""
+    from policyd.sandbox_early import read
+
+    early = read(argv, os.environ)
+    if early is None or not agent:
+        return None
+    if early.sandbox == "off":
+        from policyd.spawn import spawn
+
+        return spawn(agent, first=True)
+    from policyd import sandbox
+
+    started, box, _problem = sandbox.start(early, agent, fallback=False)
+    if started is None or box is None:
+        return None
+    box.early = early
+    box.notes["spawn"] = "early (before policyd's own start-up)"
+    started.sandbox = box
+    return started
+
+
+def _stop(spawned: Spawned, grace_s: float) -> None:
+    """Stop an agent that must not run on, and its sandbox's egress."""
+    spawned.stop(grace_s)
+    if spawned.sandbox is not None:
+        spawned.sandbox.close()
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -78,6 +114,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         "group": flag("group"),
         "log_redact": flag("log_redact"),
         "shadow_policy": flag("shadow_policy"),
+        "sandbox": flag("sandbox_mode"),
+        "sandbox_roots": flag("sandbox_roots"),
     }
     return load_settings(cli, flag("config"))
 
@@ -108,7 +146,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         args = build_parser(argv[0] if argv else None).parse_args(argv)  # --help and usage errors exit here
     except SystemExit:
         if spawned is not None:  # a usage error: the agent was not meant to run
-            spawned.stop(STOP_GRACE_S)
+            _stop(spawned, STOP_GRACE_S)
         raise
     if args.command == "demo":
         from policyd.cli.demo import run_demo
@@ -126,16 +164,17 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if args.command == "proxy":
         args.agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
         if spawned is not None and spawned.argv != args.agent:  # the command line meant another agent
-            spawned.stop(STOP_GRACE_S)
+            _stop(spawned, STOP_GRACE_S)
             spawned = None
         if not args.agent:
             print("policyd proxy: missing agent command: policyd proxy [options] -- AGENT [ARGS...]", file=sys.stderr)
             return USAGE_ERROR
-        if spawned is None:
+        if spawned is None and not _sandbox_asked(args):
             from policyd.spawn import spawn
 
             spawned = spawn(args.agent)
-        spawned.relay_early()  # the initialize exchange, until the proxy's relay runs (policyd.early)
+        if spawned is not None:
+            spawned.relay_early()  # the initialize exchange, until the proxy's relay runs (policyd.early)
     from policyd import logs
     from policyd.settings import SettingsProblem
 
@@ -147,8 +186,13 @@ def _main(argv: Sequence[str] | None = None) -> int:
         for line in str(exc).splitlines():
             print(f"policyd: {line}", file=sys.stderr)
         if spawned is not None:
-            spawned.stop(STOP_GRACE_S)
+            _stop(spawned, STOP_GRACE_S)
         return USAGE_ERROR
+    if args.command == "proxy":
+        started = _start_sandboxed(settings, args.agent, spawned)
+        if isinstance(started, int):
+            return started
+        spawned = started
     if args.command in ("proxy", "serve"):
         return _run_exporting(args, settings, spawned)
     from policyd.cli import author
@@ -161,13 +205,52 @@ def _main(argv: Sequence[str] | None = None) -> int:
         case "check":
             return admin.check(settings, args.json)
         case "eval":
-            return evaluate.evaluate(settings, args.file)
+            return evaluate.evaluate(settings, args.file, args.decide_sandboxed)
         case "status":
             return admin.show_status(settings, args.json)
         case "reload":
             return admin.reload(settings)
         case _:
             return admin.remembered(settings, args)
+
+
+def _sandbox_asked(args: argparse.Namespace) -> bool:
+    """Could the settings turn the sandbox on (see :func:`policyd.sandbox.may_sandbox`)?
+    Then the agent is started only once they are read."""
+    from policyd.sandbox_early import may_sandbox
+
+    return may_sandbox(["proxy", *([f"--config={args.config}"] if args.config else []),
+                        *(["--sandbox"] if args.sandbox_mode or args.sandbox_roots else [])], os.environ)
+
+
+def _start_sandboxed(settings: Settings, agent: list[str], spawned: Spawned | None) -> Spawned | int | None:
+    """The proxy's agent once the settings are known: ``spawned`` (started early) when the
+    sandbox is off; else started now, in the sandbox (``policyd.sandbox.start``). An int:
+    policyd's exit code (``required`` and no sandbox: the agent never ran)."""
+    box = spawned.sandbox if spawned is not None else None
+    if spawned is not None and (box is None) == (settings.sandbox == "off") and (box is None or box.early.same_as(
+            settings)):
+        return spawned  # started early as the settings say (policyd.sandbox_early)
+    if spawned is not None:  # the early read disagrees with the settings: fail closed
+        _stop(spawned, STOP_GRACE_S)
+        print("policyd: the agent was started before the settings were loaded, with other sandbox settings "
+              "than they say; it was stopped (report this: policyd.sandbox_early)", file=sys.stderr)
+        return USAGE_ERROR
+    if settings.sandbox == "off":
+        from policyd.spawn import spawn
+
+        spawned = spawn(agent)
+        spawned.relay_early()
+        return spawned
+    from policyd import sandbox
+
+    started, box, problem = sandbox.start(settings, agent)
+    if started is None:
+        print(f"policyd: --sandbox required: the agent was not started: {problem}", file=sys.stderr)
+        return sandbox.SANDBOX_UNAVAILABLE
+    started.sandbox = box
+    started.relay_early()
+    return started
 
 
 def _run_exporting(args: argparse.Namespace, settings: Settings, spawned: Spawned | None) -> int:
@@ -181,7 +264,7 @@ def _run_exporting(args: argparse.Namespace, settings: Settings, spawned: Spawne
     except telemetry.TelemetryUnavailable as exc:
         print(f"policyd: [telemetry]: {exc}", file=sys.stderr)
         if spawned is not None:
-            spawned.stop(settings.kill_grace_s)
+            _stop(spawned, settings.kill_grace_s)
         return USAGE_ERROR
     try:
         if args.command == "proxy":
