@@ -94,11 +94,14 @@ def _encodable(path: str) -> bool:
     return True
 
 
-def links_below(path: str, budget: int = MAX_LINK_SCAN) -> tuple[str, ...] | None:
+def links_below(path: str, readable_only: bool = False, budget: int = MAX_LINK_SCAN) -> tuple[str, ...] | None:
     """The real paths the symbolic links *below* directory ``path`` lead to (each resolved by
     :func:`realpath`; links are not followed while scanning), in the order met; ``()`` when
     ``path`` is no directory (or cannot be read: nor can a reader); None when the tree holds
-    more than ``budget`` entries (the caller treats that as unknown)."""
+    more than ``budget`` entries (the caller treats that as unknown). ``readable_only``: for
+    a command that only reads below ``path``, leave out links whose target does not exist (a
+    reader following a dangling link reads nothing; a writer would create the target, so
+    for writers every link counts)."""
     try:
         if not stat.S_ISDIR(os.stat(path).st_mode):
             return ()
@@ -120,6 +123,8 @@ def links_below(path: str, budget: int = MAX_LINK_SCAN) -> tuple[str, ...] | Non
                     return None
                 try:
                     if entry.is_symlink():
+                        if readable_only and not os.path.exists(entry.path):
+                            continue
                         found[realpath(entry.path)] = None
                     elif entry.is_dir(follow_symlinks=False):
                         stack.append(entry.path)
@@ -138,13 +143,14 @@ class Resolver:
         self._paths: dict[str, str] = {}
         #: directory -> (its real path, whether it exists as something openable)
         self._dirs: dict[str, tuple[str, bool]] = {}
-        self._links: dict[str, tuple[str, ...] | None] = {}
+        self._links: dict[tuple[str, bool], tuple[str, ...] | None] = {}
 
-    def links_below(self, path: str) -> tuple[str, ...] | None:
+    def links_below(self, path: str, readable_only: bool = False) -> tuple[str, ...] | None:
         """:func:`links_below`, once per directory per decision."""
-        if path not in self._links:
-            self._links[path] = links_below(path)
-        return self._links[path]
+        key = (path, readable_only)
+        if key not in self._links:
+            self._links[key] = links_below(path, readable_only)
+        return self._links[key]
 
     def __call__(self, path: str) -> str:
         found = self._paths.get(path)

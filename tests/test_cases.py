@@ -29,12 +29,6 @@ REDTEAM = ROOT.parent / "shared" / "cases" / "redteam-public.jsonl"
 CONTRADICTED = {
     "p081": "rgit-repo-config-07: reading .git/config asks (actions/checkout keeps the CI token there)",
 }
-#: Public cases that all cases' set-up in one workspace decides otherwise: each is decided alone
-#: too (test_public_cases_alone).
-SHARED_WORKSPACE = {
-    "p059": "grep -R follows symlinks below the workspace: p089's and p097's set-up plants links "
-            "to ~/.aws/credentials and ~/.ssh there, so in the shared tree it reads keys (unknown)",
-}
 OWN_CASES = Path(__file__).resolve().parent / "cases" / "variants.jsonl"
 WORKSPACE, HOME = "/workspace/project", "/home/dev"
 
@@ -156,14 +150,7 @@ def test_public_cases(case_root: Path) -> None:
     cases = _load(CASES)
     assert 100 <= len(cases)
     misses = _report(run_cases(cases, case_root), "shared/cases/public.jsonl")
-    assert [] == [m for m in misses if m.split(" ", 1)[0] not in CONTRADICTED | SHARED_WORKSPACE.keys()]
-
-
-@pytest.mark.skipif(not CASES.exists(), reason=f"{CASES} not present")
-def test_public_cases_alone(case_root: Path) -> None:
-    """The cases other cases' set-up changes are decided as expected in a workspace of their own."""
-    for i, case in enumerate(c for c in _load(CASES) if c["id"] in SHARED_WORKSPACE):
-        assert [] == _report(run_cases([case], case_root / str(i)), f"{case['id']} alone")
+    assert [] == [m for m in misses if m.split(" ", 1)[0] not in CONTRADICTED]
 
 
 @pytest.mark.skipif(not REDTEAM.exists(), reason=f"{REDTEAM} not present")

@@ -59,3 +59,25 @@ def test_following_readers_through_a_link_out_are_unknown(tmp_path: Path) -> Non
         assert any("outside the session roots" in u for u in unknown), (command, unknown)
     for command in ("grep -r x src", "zip -ry a.zip src", "find src -name a.py", "rg x src"):
         assert Decision.ALLOW == _decide(root, command, home)[0], command
+
+
+def test_a_dangling_link_is_nothing_to_a_reader_but_counts_for_a_writer(tmp_path: Path) -> None:
+    """A link below the operand whose target does not exist: a following reader reads nothing
+    through it (``grep -R`` allowed); a following writer would create the target
+    (``cp -rL`` into the tree stays not allowed); once the target exists, the reader is
+    unknown too."""
+    root, home = tmp_path / "w", tmp_path / "home"
+    (root / "docs").mkdir(parents=True)
+    home.mkdir()
+    (root / "docs" / "a.md").write_text("x")
+    os.symlink(home / ".aws" / "credentials", root / "docs" / "creds")
+    assert (Decision.ALLOW, ()) == _decide(root, "grep -R x .", home)
+    assert () == links_below(str(root), readable_only=True)
+    assert (str(home / ".aws" / "credentials"),) == links_below(str(root))
+    (root / "src").mkdir()
+    decision, unknown = _decide(root, "cp -rL src/. docs", home)
+    assert Decision.ALLOW != decision and any("outside the session roots" in u for u in unknown), unknown
+    (home / ".aws").mkdir()
+    (home / ".aws" / "credentials").write_text("secret")
+    decision, unknown = _decide(root, "grep -R x .", home)
+    assert Decision.ALLOW != decision and any("outside the session roots" in u for u in unknown), unknown

@@ -115,7 +115,8 @@ TOOL_FIELDS: tuple[str, ...] = (
 
 RealPath = Callable[[str], str]
 #: The real paths the symbolic links below a directory lead to; None when not known (too big).
-LinksBelow = Callable[[str], "tuple[str, ...] | None"]
+#: ``(directory, readable_only) -> targets`` (see ``realpaths.links_below``).
+LinksBelow = Callable[[str, bool], "tuple[str, ...] | None"]
 
 _T = TypeVar("_T")
 
@@ -482,7 +483,7 @@ class Facts:
             for p in _unique([*cf.reads, *cf.writes]) or cf.cwds:  # `rg -L x`: where it runs
                 if not p.startswith("/") or p == UNKNOWN_PATH or _GLOB_CHARS.search(p):
                     continue
-                targets = self._links_below(p)
+                targets = self._links_below(p, p not in cf.writes)
                 if targets is None:
                     out.append(f"{c.name}: follows symbolic links below {p}, too big to scan")
                     continue
