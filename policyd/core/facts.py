@@ -73,12 +73,6 @@ _NAMED_DIRS = tuple(f"/{name}" for name in NAMED_DIR_FILES)
 #: rawInput keys holding a URL.
 URL_KEYS: tuple[str, ...] = ("url", "uri", "href")
 
-#: Commands whose operands are written (created, changed or removed). ``sed`` only with -i;
-#: ``dd`` only its ``of=``.
-WRITE_COMMANDS: frozenset[str] = frozenset(
-    {"rm", "rmdir", "unlink", "mv", "cp", "ln", "install", "rsync", "tee", "touch", "mkdir", "chmod",
-     "chown", "chgrp", "truncate", "shred", "dd", "sed", "patch"}
-)
 #: ACP kinds whose paths are written.
 WRITE_KINDS: frozenset[str] = frozenset({"edit", "delete", "move"})
 #: Kinds that say nothing of what the call does to the paths it names (a kind policyd does
@@ -202,14 +196,8 @@ FACTS_SCHEMA: Mapping[str, FactType] = {
 }
 
 
-#: Commands whose first operand is a script or pattern, not a file (unless -e/-f give it).
-PATTERN_FIRST: frozenset[str] = frozenset({"sed", "grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk"})
-_PATTERN_FLAGS = ("-e", "-f", "--regexp", "--file", "--expression")
-#: Commands whose arguments are text to print, never files.
-PURE_OUTPUT: frozenset[str] = frozenset({"echo", "printf"})
-#: Options that name a directory to run in (like ``cd``): ``env -C``, ``make -C``, ``git -C``, ``tar -C``.
-CHDIR_OPTIONS: frozenset[str] = frozenset({"-C", "--chdir", "--directory"})
-#: ``--opt=value`` options whose value is written.
+#: ``--opt=value`` options whose value is written, for a program the catalogue does not know
+#: (a guess that only adds write paths: such a command is unknown anyway).
 OUTPUT_OPTIONS = ("--output=", "--out=", "-o=", "--basetemp=", "--log-file=", "--junitxml=")
 
 
@@ -419,8 +407,10 @@ class Facts:
     @once
     def write_paths(self) -> tuple[str, ...]:
         """Paths this call writes: all paths for edit/delete/move; for a shell command, the
-        catalogue's write and delete operands, output redirect targets, and the operands of
-        :data:`WRITE_COMMANDS` (a directory means everything under it)."""
+        catalogue's write and delete operands and output redirect targets (a directory means
+        everything under it); for a program the catalogue does not know, its ``--output=``-like
+        option values. A kind that says nothing of what it does (:data:`UNSURE_KINDS`) writes
+        every path it names."""
         if self.kind in WRITE_KINDS or self.kind in UNSURE_KINDS:
             return self.paths
         a = self.analysis
@@ -434,18 +424,12 @@ class Facts:
             found.extend(cf.writes)
             if cf.judgement.entry:
                 continue  # the catalogue knows what it writes
-            name = _base(c.name)
-            legacy: list[str] = []
-            if name == "dd":
-                legacy.extend(arg[3:] for arg in c.args if arg.startswith("of="))
-            elif name in WRITE_COMMANDS and (name != "sed" or "i" in c.flags):
-                legacy.extend(_operands(c))
-            legacy.extend(x.split("=", 1)[1] for x in c.args if x.startswith(OUTPUT_OPTIONS))
-            found.extend(r for p in legacy for r in self._resolve_in(p, _kind_of(c, p), cf.cwds))
+            guessed = [x.split("=", 1)[1] for x in c.args if x.startswith(OUTPUT_OPTIONS)]
+            found.extend(r for p in guessed for r in self._resolve_in(p, _kind_of(c, p), cf.cwds))
         return _with_case_variants(_unique(found), self.query.session.roots)
 
     def command_paths(self, c: shell.SimpleCommand, cf: CommandFacts | None = None) -> list[str]:
-        """A command's operands (non-flag arguments; ``dd``'s ``if=``/``of=``) resolved in
+        """The operands of a program the catalogue does not know (non-option words) resolved in
         the directories it runs in."""
         if cf is not None and cf.judgement.entry:
             return []  # the catalogue knows its operands: they are in reads/writes/chdirs
@@ -731,52 +715,20 @@ def _base(name: str) -> str:
 
 
 def _operands(c: shell.SimpleCommand) -> list[str]:
-    """The arguments that may name files: non-flag arguments (all after ``--``) and the
-    values of ``--opt=value`` options that look like paths; not the script or pattern of
-    sed/grep/awk (unless ``-e``/``-f`` give it), not a git ``-m`` message, nothing of
-    echo/printf; for dd the values of ``if=``/``of=``; for a path-less ``find``, ``.``."""
-    name = _base(c.name)
-    if name == "dd":
-        return [a.split("=", 1)[1] for a in c.args if a.startswith(("if=", "of=")) and "=" in a]
-    if name in PURE_OUTPUT:
-        return []
+    """The words of a program the catalogue does not know that may name files: non-option
+    arguments (all after ``--``) and path-like values of ``--opt=value`` options."""
     out: list[str] = []
-    rest = skip_next = False
+    rest = False
     for a in c.args:
-        if skip_next:
-            skip_next = False
-        elif rest or not a.startswith("-") or a == "-":
+        if rest or not a.startswith("-") or a == "-":
             out.append(a)
         elif a == "--":
             rest = True
-        elif name == "git" and a in ("-m", "--message"):
-            skip_next = True
-        elif "=" in a and a.startswith("-"):
+        elif "=" in a:
             value = a.split("=", 1)[1]
             if _path_like(value):
                 out.append(value)
-    if name in PATTERN_FIRST and out and not any(a.startswith(_PATTERN_FLAGS) for a in c.args):
-        out = out[1:]
-    if name == "find" and (not c.args or c.args[0].startswith(("-", "(", "!"))):
-        out.insert(0, ".")
     return out
-
-
-def _chdir_targets(c: shell.SimpleCommand) -> list[str]:
-    """Directories a command runs in: ``cd``/``pushd`` DIR (no DIR: ``~``) and the value of
-    ``-C DIR``, ``--chdir[=]DIR``, ``--directory[=]DIR``."""
-    name = _base(c.name)
-    if name in ("cd", "pushd"):
-        operands = [a for a in c.args if not a.startswith("-") or a == "-"]
-        target = operands[0] if operands else "~"
-        return [] if target == "-" else [target]
-    found: list[str] = []
-    for i, a in enumerate(c.args):
-        if a in CHDIR_OPTIONS and i + 1 < len(c.args):
-            found.append(c.args[i + 1])
-        elif a.startswith(("--chdir=", "--directory=")):
-            found.append(a.split("=", 1)[1])
-    return found
 
 
 def _path_like(arg: str) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from policyd.core.shell.catalogue import Catalogue, Operand, Option, Program
+from policyd.core.shell.catalogue import Catalogue, Operand, Option, Program, slots_for, takes
 from policyd.core.shell.model import EXPANSION, FILTER, LITERAL, PATTERN, SimpleCommand, record
 from policyd.core.shell.scripts import judge_script
 from policyd.core.shell.wrappers import unwraps
@@ -140,13 +140,9 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         acc.unknown(f"{name} runs its command again and again until interrupted")
     if cmd.argv and ("$" in cmd.argv[0] or "`" in cmd.argv[0]):
         acc.unknown("the program name is computed at run time")
-    elif cmd.argv and "/" in cmd.argv[0] and cmd.argv[0].rsplit("/", 1)[0] not in SYSTEM_DIRS:
-        if (entry.effects | {e for sub in entry.subcommands.values() for e in sub.effects}) & {"build", "test"}:
-            # a project's own build wrapper (./gradlew, ./mvnw): it runs the project's code,
-            # so it must lie where the project does (the file is a read path)
-            acc.reads.append((cmd.argv[0], LITERAL))
-        else:
-            acc.unknown(f"runs the file {cmd.argv[0]!r}, not the catalogue's {name!r}")
+    by_path = bool(cmd.argv) and "/" in cmd.argv[0] and cmd.argv[0].rsplit("/", 1)[0] not in SYSTEM_DIRS
+    project_tool = by_path and bool(
+        (entry.effects | {e for sub in entry.subcommands.values() for e in sub.effects}) & {"build", "test"})
     if entry.handler == "find":
         chain = [entry]
         _find(entry, words, acc)
@@ -159,6 +155,14 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         if entry.handler == "tar" and words and not words[0][0].startswith("-"):
             words = _tar_keys(entry, words, acc)
         chain = _parse(entry, words, acc, cmd)
+    if by_path and not acc.reasons:
+        if project_tool or ({"build", "test"} & acc.effects and "exec" not in acc.effects):
+            # a project's own build wrapper (./gradlew, ./mvnw) or environment's interpreter running
+            # its tests (.venv/bin/python -m pytest): it runs the project's code, so it must lie where
+            # the project does (the file is a read path)
+            acc.reads.append((cmd.argv[0], LITERAL))
+        else:
+            acc.unknown(f"runs the file {cmd.argv[0]!r}, not the catalogue's {name!r}")
     if (entry.handler == "git" and len(chain) > 1 and chain[1].names[0] == "clean"
             and {"-n", "--dry-run"} & set(acc.all_names)):
         acc.effects.discard("delete")  # only lists what it would remove
@@ -184,7 +188,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
             and not any(o is not None and o.lists_only for o in map(last.option_index.get, acc.all_names))):
         acc.effects.add("write")
         acc.writes.append((last.writes_into, LITERAL))
-    if (entry.stdin == "shell" and not acc.operands and not acc.execs
+    if (entry.stdin == "shell" and len(chain) == 1 and not acc.operands and not acc.execs
             and not {"--version", "--help", "-V", "-h", "-v", "-m"} & set(acc.all_names)):
         acc.effects.add("exec")  # reads code from stdin
         acc.execs.append(cmd.name)
@@ -326,19 +330,24 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
         if done or a == "-" or not a.startswith("-") or (cur.syntax == "none"):
             if not done and cur.syntax != "none":
                 _may_be_option(cur, a, k, acc)
+            unlisted = cur.unlisted_subcommand
             if cur.subcommands and not operands and k == LITERAL:
                 sub = cur.subcommands.get(a.lower())
-                if sub is None:
+                if sub is None and unlisted not in ("", "operand"):
+                    # yarn lint is yarn run lint: the word is that subcommand's first operand
+                    cur = _enter(cur.subcommands[unlisted.lower()], chain, acc)
+                    done = cur.syntax == "none"
+                    continue
+                if sub is None and unlisted != "operand":
                     acc.unknown(f"subcommand {a!r} of {' '.join(p.names[0] for p in chain)} "
                                 "is not in the catalogue")
                     return chain
-                chain.append(sub)
-                cur = sub
-                acc.effects |= sub.effects
-                done = cur.syntax == "none"
-                i += 1
-                continue
-            if cur.subcommands and not operands:
+                if sub is not None:
+                    cur = _enter(sub, chain, acc)
+                    done = cur.syntax == "none"
+                    i += 1
+                    continue
+            elif cur.subcommands and not operands:
                 acc.unknown(f"the subcommand of {cur.names[0]} is computed at run time")
                 return chain
             operands.append((a, k))
@@ -371,12 +380,26 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
                 _role(opt.value, value, cur, chain, acc)
                 if opt.operands_as and opt.value in ("write", "create"):
                     targets.append((opt.value, value))
+    if (cur.subcommands and cur.bare and not operands  # `yarn` alone is `yarn install`
+            and not {"--version", "-v", "--help", "-h"} & set(acc.all_names)):
+        cur = _enter(cur.subcommands[cur.bare.lower()], chain, acc)
     acc.operands += len(operands)
     _operands(cur, chain, operands, replaced, operands_as, acc)
     for role, directory in targets:  # cp -t DIR SRC...: each source lands in DIR/NAME
         for w in operands:
             _into(directory, w, role, cur, chain, acc)
     return chain
+
+
+def _enter(sub: Program, chain: list[Program], acc: _Acc) -> Program:
+    """Descend into subcommand ``sub``: its effects join, except the ``exec`` of one whose
+    operands the walk lists as their own command (``pnpm exec vitest``: vitest decides)."""
+    chain.append(sub)
+    effects = sub.effects
+    if "exec" in effects and sub.handler == "wrapper" and unwraps(chain[0].names[0], sub.names[0]):
+        effects = effects - {"exec"}
+    acc.effects |= effects
+    return sub
 
 
 def _into(directory: Word, src: Word, role: str, p: Program, chain: list[Program],
@@ -444,6 +467,12 @@ def _option(cur: Program, chain: list[Program], words: list[Word], i: int,
         # option is known and its value is judged by its role (a path value: an unknown path)
         acc.unknown(f"option {a!r} of {where} depends on an expansion")
         return None
+    if a[1:2] != "-":
+        o = _lookup(chain, a)  # a listed single-dash spelling (-1, -pl, -fsyntax-only, -std=c17)
+        if o is not None:
+            if o.arity == 1:
+                return [(o, words[i + 1] if i + 1 < len(words) else None)], i + 2
+            return [(o, None)], i + 1
     if _NUMERIC.fullmatch(a):
         o = _lookup(chain, "-NUM")
         if o is None:
@@ -453,6 +482,10 @@ def _option(cur: Program, chain: list[Program], words: list[Word], i: int,
     if a.startswith("--") or cur.syntax == "single-dash":
         name, eq, val = a.partition("=")
         o = _lookup(chain, name)
+        if o is None and cur.syntax == "single-dash" and not a.startswith("--"):
+            o, val = _joined(chain, a)  # -Iinclude, -DNDEBUG, -lm: a value joined to its option
+            if o is not None:
+                return [(o, (val, k))], i + 1
         if o is None and name.startswith("--") and cur.syntax == "gnu":
             hits = {x for p in chain for x in p.long_names if x.startswith(name)}
             if len(hits) == 1:
@@ -475,6 +508,16 @@ def _option(cur: Program, chain: list[Program], words: list[Word], i: int,
             return [(o, words[i + 1])], i + 2
         return [(o, None)], i + 1
     return _cluster(cur, chain, words, i, acc, where)
+
+
+def _joined(chain: list[Program], a: str) -> tuple[Option | None, str]:
+    """The longest listed option of arity 1 that ``a`` starts with, and the rest of ``a`` as
+    its value (gcc(1): "-Idir", "-DNAME=V", "-llib"; Maven's "-DskipTests"); (None, "")."""
+    for end in range(len(a) - 1, 1, -1):
+        o = _lookup(chain, a[:end])
+        if o is not None and o.arity == 1:
+            return o, a[end:]
+    return None, ""
 
 
 def _cluster(cur: Program, chain: list[Program], words: list[Word], i: int, acc: _Acc,
@@ -511,25 +554,16 @@ def _cluster(cur: Program, chain: list[Program], words: list[Word], i: int, acc:
 
 def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: list[str],
               operands_as: str, acc: _Acc) -> None:
-    slots: list[Operand] = list(p.operands)
-    for role in replaced:
-        for idx, s in enumerate(slots):
-            if s.role == role:
-                del slots[idx]
-                break
+    slots = slots_for(p, replaced)
     if not operands:
         for s in slots:
             if s.default is not None:
                 role = operands_as if operands_as and s.count in ("*", "+") else s.role
                 _role(role, (s.default, LITERAL), p, chain, acc)
         return
-    mins = [1 if s.count in (1, "+") else 0 for s in slots]
     left = len(operands)
     pos = 0
-    for idx, s in enumerate(slots):
-        need_after = sum(mins[idx + 1 :])
-        fixed = s.count == 1 or s.count == "?"
-        take = (1 if left - need_after >= 1 else 0) if fixed else max(0, left - need_after)
+    for s, take in zip(slots, takes(slots, left), strict=True):
         got = operands[pos : pos + take]
         pos += take
         left -= take
@@ -545,10 +579,21 @@ def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: 
                 _into(got[-1], w, s.last_is, p, chain, acc)
         else:
             for w in got:
-                _role(role, w, p, chain, acc)
+                for one in _files_under(s, role, w):
+                    _role(role, one, p, chain, acc)
     if left > 0:
         extra = operands[pos:]
         acc.unknown(f"{' '.join(x.names[0] for x in chain)} takes no operand {extra[0][0]!r}")
+
+
+def _files_under(s: Operand, role: str, w: Word) -> list[Word]:
+    """A formatter's written operand: itself when it names one of the slot's ``files``
+    (``x.py``), else the matching files under it as glob patterns (``.`` -> ``./**/*.py``)."""
+    value, kind = w
+    if role != "write" or not s.files or any(value.endswith(g[1:]) for g in s.files):
+        return [w]
+    base = value.rstrip("/") or "/"
+    return [(f"{base}/**/{g}", max(kind, PATTERN)) for g in s.files]
 
 
 def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> None:

@@ -126,8 +126,8 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
         deletes = [r for w in j.deletes for r in res.word(w, own)]
         creates = [r for w in j.creates for r in res.word(w, own)]
         if c.stdin_args:
-            fed, option_like = _stdin_words(cmds, judgements, out, c, res, own)
-            if j.stdin_role in ("read", "write", "delete") and not j.risky_options and not option_like:
+            fed, option_like, no_dash = _stdin_words(cmds, judgements, out, c, res, own)
+            if j.stdin_role in ("read", "write", "delete") and (no_dash or not (j.risky_options or option_like)):
                 (reads if j.stdin_role == "read" else writes).extend(fed)
                 if j.stdin_role == "delete":
                     deletes.extend(fed)
@@ -217,22 +217,33 @@ def _cd_targets(c: SimpleCommand, j: Judgement, res: _Resolver,
 
 def _stdin_words(cmds: Sequence[SimpleCommand], judgements: Sequence[Judgement],
                  done: Sequence[CommandFacts], c: SimpleCommand, res: _Resolver,
-                 cwds: list[str]) -> tuple[list[str], bool]:
-    """(the paths of the words arriving on ``c``'s stdin, whether one may be an option)."""
+                 cwds: list[str]) -> tuple[list[str], bool, bool]:
+    """(the paths of the words arriving on ``c``'s stdin, whether one may be an option, whether
+    none certainly is one)."""
     src = c.stdin_from
     if src < 0 or src >= len(done):
-        return [UNKNOWN_PATH], True
+        return [UNKNOWN_PATH], True, False
     producer, pj = cmds[src], judgements[src]
     if producer.name.lower() == "echo" and all(k == LITERAL for k in producer.arg_kinds):
         args = [a for a in producer.args if a not in ("-n", "-e", "-E")]
         words = " ".join(args).split()
         paths_ = [r for a in words for r in res.word((a, LITERAL), cwds)]
-        return paths_, any(w.startswith("-") for w in words)
+        return paths_, any(w.startswith("-") for w in words), False
     if pj.stdout == "paths" and "unknown" not in pj.effects and not done[src].unknown:
-        # the paths it lists lie under what it read, else under where it ran (a listed name
-        # may start with "-": callers accept these only for programs with harmless options)
-        return list(done[src].reads or done[src].cwds), False
-    return [UNKNOWN_PATH], True
+        # the paths it lists lie under what it read, else under where it ran; a listed name
+        # may start with "-", except find's: each begins with a starting point (`./-rf`), when
+        # none starts with "-" and no -printf/-ls reshapes the output
+        starts = [(w, k) for w, k in pj.reads if k != FILTER]  # -name filters narrow, not start
+        dashed = (producer.name.lower() != "find" or not starts
+                  or any(w.startswith("-") or k != LITERAL for w, k in starts)
+                  or bool(_FIND_REFORMAT & set(producer.args)))
+        return list(done[src].reads or done[src].cwds), False, not dashed
+    return [UNKNOWN_PATH], True, False
+
+
+#: find actions that print something other than the found paths (or whose programs print).
+_FIND_REFORMAT = frozenset({"-printf", "-fprintf", "-ls", "-fls", "-fprint", "-fprint0", "-exec", "-execdir",
+                            "-ok", "-okdir"})
 
 
 def _plain_program(catalogue: Catalogue, j: Judgement) -> bool:
