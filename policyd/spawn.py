@@ -27,7 +27,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see pol
 if TYPE_CHECKING:  # asyncio costs ~20 ms to import: only once the proxy runs
     import asyncio
     import subprocess
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
     from policyd.early import EarlyRelay, Handover
@@ -156,20 +156,22 @@ def _write_protocol() -> Any:
     return WriteProtocol
 
 
-def spawn(argv: Sequence[str], first: bool = False) -> Spawned:
-    """Start ``argv`` with pipes on stdin and stdout, stderr inherited, policyd's environment.
+def spawn(argv: Sequence[str], first: bool = False, env: Mapping[str, str] | None = None) -> Spawned:
+    """Start ``argv`` with pipes on stdin and stdout, stderr inherited, policyd's environment
+    (or ``env``: then never ``first``).
     Never raises for a missing or non-executable command (see :attr:`Spawned.error_code`).
     ``first``: policyd has no other thread yet and has imported next to nothing: start it
     with :class:`policyd.child.Child` (fork and exec, without importing subprocess); else
     with ``subprocess.Popen``."""
     spawned = Spawned(argv)
     try:
-        if first:
+        if first and env is None:
             spawned.popen = Child(argv)
         else:
             import subprocess
 
-            spawned.popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+            spawned.popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
+                                             env=None if env is None else dict(env))
     except FileNotFoundError:
         spawned.error_code, spawned.error = 127, "command not found"
     except PermissionError:

@@ -41,6 +41,8 @@ def _spawn_agent_first(argv: list[str]) -> Spawned | None:
     if argv[:1] != ["proxy"] or "--" not in argv:
         return None
     cut = argv.index("--")
+    if _gateway_wanted(argv[1:cut]):  # the agent's environment is known only once the gateway is set up
+        return None
     for word in argv[1:cut]:
         if (len(word) > 2 and "--help".startswith(word)) or (word[:1] == "-" and word[1:2] != "-" and "h" in word):
             return None
@@ -49,6 +51,12 @@ def _spawn_agent_first(argv: list[str]) -> Spawned | None:
     from policyd.spawn import spawn
 
     return spawn(argv[cut + 1 :], first=True)  # no thread yet: fork and exec (policyd.child)
+
+
+def _gateway_wanted(options: list[str]) -> bool:
+    """The command line or ``POLICYD_GATEWAY`` may turn the gateway on (policyd.gatewaysetup):
+    the agent is then spawned after the settings are read."""
+    return any(w.startswith("--gateway") for w in options) or bool(os.environ.get("POLICYD_GATEWAY"))
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -77,6 +85,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         "group": flag("group"),
         "log_redact": flag("log_redact"),
         "shadow_policy": flag("shadow_policy"),
+        "gateway": {"mode": flag("gateway")} if flag("gateway") else None,
     }
     return load_settings(cli, flag("config"))
 
@@ -126,11 +135,12 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if not args.agent:
             print("policyd proxy: missing agent command: policyd proxy [options] -- AGENT [ARGS...]", file=sys.stderr)
             return USAGE_ERROR
-        if spawned is None:
+        if spawned is None and not _gateway_wanted(argv[1:]):
             from policyd.spawn import spawn
 
             spawned = spawn(args.agent)
-        spawned.relay_early()  # the initialize exchange, until the proxy's relay runs (policyd.early)
+        if spawned is not None:
+            spawned.relay_early()  # the initialize exchange, until the proxy's relay runs (policyd.early)
     from policyd import logs
     from policyd.settings import SettingsProblem
 
@@ -144,8 +154,18 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if spawned is not None:
             spawned.stop(STOP_GRACE_S)
         return USAGE_ERROR
+    gateway = None
+    if args.command == "proxy":
+        started = _start_gateway(settings, args.agent, spawned)
+        if isinstance(started, int):
+            return started
+        spawned, gateway = started
     if args.command in ("proxy", "serve"):
-        return _run_exporting(args, settings, spawned)
+        try:
+            return _run_exporting(args, settings, spawned, gateway)
+        finally:
+            if gateway is not None:
+                gateway.stop_thread()
     from policyd.cli import author
 
     if args.command in author.COMMANDS:
@@ -165,7 +185,52 @@ def _main(argv: Sequence[str] | None = None) -> int:
             return admin.remembered(settings, args)
 
 
-def _run_exporting(args: argparse.Namespace, settings: Settings, spawned: Spawned | None) -> int:
+def _start_gateway(settings: Settings, agent: list[str], spawned: Spawned | None) -> tuple[Spawned, Any] | int:
+    """Set up the model-API gateway when ``[gateway] mode`` asks for it (policyd.gatewaysetup),
+    then spawn the agent with the placeholder key (unless it runs already, without a gateway).
+    Returns (the agent, the running Gateway or None), or an exit code."""
+    from policyd import gatewaysetup, logs
+    from policyd.spawn import spawn
+
+    config = gatewaysetup.GatewayConfig(**settings.gateway.model_dump())
+    try:
+        plan = gatewaysetup.plan(config, agent, os.environ)
+    except gatewaysetup.GatewayProblem as exc:
+        print(f"policyd: {exc}", file=sys.stderr)
+        if spawned is not None:
+            spawned.stop(STOP_GRACE_S)
+        return USAGE_ERROR
+    if plan is None:
+        if config.mode == "auto":
+            logs.get().warning("gateway.skipped", reason=gatewaysetup.skip_reason(config, agent, os.environ))
+        if spawned is None:
+            spawned = spawn(agent)
+            spawned.relay_early()
+        return spawned, None
+    if spawned is not None:  # spawned before the config file turned the gateway on
+        spawned.stop(STOP_GRACE_S)
+    from policyd.gateway import Gateway, bind_tcp
+
+    sock = bind_tcp()
+    origin = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    gateway = Gateway(budget=lambda: None)  # until the policy in force gives its [budget]
+    gateway.add(sock, plan.route)
+    env = plan.agent_env(os.environ, origin)
+    gatewaysetup.forget_keys(plan)
+    spawned = spawn(agent, env=env)
+    spawned.relay_early()
+    try:
+        gateway.start_thread()
+    except Exception as exc:
+        print(f"policyd: the model gateway did not start: {plan.route.key.scrub(str(exc))}", file=sys.stderr)
+        spawned.stop(STOP_GRACE_S)
+        return USAGE_ERROR
+    logs.get().info("gateway.started", listen=origin, provider=plan.route.provider, upstream=plan.route.origin,
+                    key_source=plan.route.key.source, agent_key_var=plan.key_var, agent_base_url_var=plan.base_url_var)
+    return spawned, gateway
+
+
+def _run_exporting(args: argparse.Namespace, settings: Settings, spawned: Spawned | None, gateway: Any = None) -> int:
     """``proxy`` / ``serve`` with OTLP export when configured (``policyd.telemetry``; the
     OpenTelemetry SDK is imported only then). ``spawned``: the proxy's agent, already started."""
     from policyd import telemetry
@@ -180,7 +245,7 @@ def _run_exporting(args: argparse.Namespace, settings: Settings, spawned: Spawne
         return USAGE_ERROR
     try:
         if args.command == "proxy":
-            return run.proxy(settings, args.agent, args.policy, args.config, spawned)
+            return run.proxy(settings, args.agent, args.policy, args.config, spawned, gateway)
         return run.serve(settings, args.socket, args.policy, args.config)
     finally:
         telemetry.stop()

@@ -17,6 +17,7 @@ from policyd.core.relay import Consult, Relay, RememberChoice, Resolution
 
 if TYPE_CHECKING:
     from policyd.core.policy import PolicySet
+    from policyd.gateway import Gateway
     from policyd.reload import Reloader
     from policyd.settings import Settings
     from policyd.spawn import Spawned
@@ -75,7 +76,7 @@ def _local_session_policy(settings: Settings) -> Callable[[], PolicySet | None]:
 
 def proxy(
     settings: Settings, agent: list[str], cli_policy: list[str] | None, config: str | None,
-    spawned: Spawned | None = None,
+    spawned: Spawned | None = None, gateway: Gateway | None = None,
 ) -> int:
     from policyd.proxy import run_proxy
 
@@ -98,6 +99,7 @@ def proxy(
             from policyd.daemon_client import DaemonClient
 
             relay.policy = _local_session_policy(settings)
+            _give_budget(gateway, relay)
             client = DaemonClient(socket_path, settings.daemon_timeout_s)
             logs.get().info("daemon.consulted", socket=str(socket_path), timeout_s=settings.daemon_timeout_s)
             return run_proxy(agent, relay, client.decide, settings.kill_grace_s, None,
@@ -106,6 +108,7 @@ def proxy(
         # [modes], [answers]: the set in force, reloads included (the proxy relays no agent
         # line before the load has finished, so a session answer is never ungoverned)
         relay.policy = lambda: embedded.engine.policy if embedded.engine is not None else None
+        _give_budget(gateway, relay)
         try:
             code = run_proxy(agent, relay, embedded.decide, settings.kill_grace_s, None,
                              on_remember=embedded.remember, startup=embedded.start, spawned=spawned)
@@ -116,6 +119,19 @@ def proxy(
         return code
     finally:
         logs.close()
+
+
+def _give_budget(gateway: Gateway | None, relay: Relay) -> None:
+    """The gateway's budget is the ``[budget]`` of the policy set in force (None while it loads)."""
+    if gateway is None:
+        return
+    from policyd.core.usage import Budget
+
+    def budget() -> Budget | None:
+        policy = relay.policy() if relay.policy is not None else None
+        return None if policy is None else policy.budget
+
+    gateway.set_budget(budget)
 
 
 class _EmbeddedStart:

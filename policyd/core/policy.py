@@ -43,6 +43,7 @@ from policyd.core.modes import ModePolicy, ModeRules
 from policyd.core.modes import parse_table as parse_modes_table
 from policyd.core.remember import RememberConfig, parse_config
 from policyd.core.shell import catalogue as shell_catalogue
+from policyd.core.usage import Budget, parse_budget
 
 #: Session cwd of inline examples (their relative paths resolve against it).
 EXAMPLE_CWD = "/workspace/project"
@@ -117,6 +118,7 @@ class PolicyFile:
     remember: RememberConfig | None = None
     modes: ModeRules | None = None
     answer_prefer: tuple[str, ...] = ()
+    budget: Budget | None = None  # the file's [budget] table (the model gateway's limits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +139,8 @@ class PolicySet:
     #: The command catalogue: the shipped one plus the programs of the set's
     #: ``*.catalogue.toml`` files (None: the shipped one alone).
     catalogue: shell_catalogue.Catalogue | None = None
+    #: The model gateway's per-session limits: each the smallest any file's ``[budget]`` sets.
+    budget: Budget = field(default_factory=Budget)
     _by_kind: dict[str, tuple[tuple[Rule, ...], frozenset[str]]] = field(default_factory=dict, init=False, repr=False,
                                                                           compare=False)
     _levels: dict[str, tuple[tuple[Rule, ...], ...]] = field(default_factory=dict, init=False, repr=False,
@@ -282,8 +286,8 @@ def parse_file(path: str, text: str, check_examples: bool = True) -> tuple[Polic
         return None, [LoadError(path, int(m.group(1)) if m else 0, "", f"invalid TOML: {exc}")]
 
     for key in data:
-        if key not in ("policy", "rule", "remember", "modes", "answers"):
-            expected = "[policy], [remember], [modes], [answers], [[rule]]"
+        if key not in ("policy", "rule", "remember", "modes", "answers", "budget"):
+            expected = "[policy], [remember], [modes], [answers], [budget], [[rule]]"
             errors.append(LoadError(path, 0, "", f"unknown top-level key {key!r} (expected {expected})"))
     file_modes = None
     if "modes" in data:
@@ -291,6 +295,10 @@ def parse_file(path: str, text: str, check_examples: bool = True) -> tuple[Polic
         errors.extend(LoadError(path, _table_line(text, "modes"), "", m) for m in mode_errors)
     answer_prefer, answer_errors = _parse_answers(data.get("answers", {}))
     errors.extend(LoadError(path, _table_line(text, "answers"), "", m) for m in answer_errors)
+    file_budget = None
+    if "budget" in data:
+        file_budget, budget_errors = parse_budget(data["budget"])
+        errors.extend(LoadError(path, _table_line(text, "budget"), "", m) for m in budget_errors)
     file_remember, remember_errors = parse_config(data.get("remember"))
     if "remember" in data and not isinstance(data["remember"], dict):
         remember_errors = ["[remember] must be a table"]
@@ -328,7 +336,7 @@ def parse_file(path: str, text: str, check_examples: bool = True) -> tuple[Polic
             rules.append(rule)
     sha = hashlib.sha256(text.encode()).hexdigest()
     return PolicyFile(path, name, description, default, tuple(rules), sha, file_remember, file_modes,
-                      answer_prefer), errors
+                      answer_prefer, file_budget), errors
 
 
 def _table_line(text: str, name: str) -> int:
@@ -551,6 +559,7 @@ def build_set(sources: Sequence[tuple[str, str]], check_examples: bool = True) -
         modes=ModePolicy(tables) if (tables := tuple(f.modes for f in files if f.modes)) else None,
         answer_prefer=tuple(dict.fromkeys(p for f in files for p in f.answer_prefer)),
         catalogue=catalogue,
+        budget=functools.reduce(Budget.tighter, (f.budget for f in files if f.budget is not None), Budget()),
     )
 
 
