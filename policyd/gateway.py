@@ -211,9 +211,9 @@ class Gateway:
         for sock, route in self._listeners:
             app = web.Application(client_max_size=MAX_REQUEST)
             app.router.add_route("*", "/{tail:.*}", self._handler(route))
-            runner = web.AppRunner(app, access_log=None, handle_signals=False)
+            runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
             await runner.setup()
-            await web.SockSite(runner, sock, shutdown_timeout=1.0).start()
+            await web.SockSite(runner, sock).start()
             self._runners.append(runner)
 
     async def close(self) -> None:
