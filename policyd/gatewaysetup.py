@@ -19,7 +19,9 @@ Rules this module owns:
   the gateway. Codex (``@agentclientprotocol/codex-acp``) also gets ``CODEX_CONFIG`` (JSON
   config overrides it passes to ``codex app-server`` as ``-c``): a provider
   ``policyd-gateway`` whose ``base_url`` is the gateway, selected as ``model_provider``; the
-  user's ``config.toml`` is never written.
+  native adapter (``@zed-industries/codex-acp``, a program named ``codex-acp``) and the
+  ``codex`` CLI get the same as ``-c`` options (:meth:`GatewayPlan.agent_argv`). The user's
+  ``config.toml`` is never written.
 - **Logins**: an agent logged in with an account (Claude ``.credentials.json``, Codex
   ``auth.json`` of a ChatGPT login, Gemini ``oauth_creds.json``) and no key cannot be
   forwarded (:func:`find_login`): ``required`` refuses to start, ``auto`` says so and runs
@@ -113,6 +115,7 @@ class GatewayPlan:
         if self.profile.provider == "openai":
             out["OPENAI_API_KEY"] = PLACEHOLDER
             overrides: dict[str, Any] = {}
+            entry = self._codex_entry(base)
             if env.get("CODEX_CONFIG"):
                 try:
                     loaded = json.loads(env["CODEX_CONFIG"])
@@ -120,16 +123,42 @@ class GatewayPlan:
                     loaded = None
                 if isinstance(loaded, dict):
                     overrides = loaded
-            entry = {k: v for k, v in (self.codex or {}).items() if k not in ("env_http_headers", "http_headers",
-                                                                               "experimental_bearer_token")}
-            entry.update({"name": "policyd gateway", "base_url": base, "env_key": "OPENAI_API_KEY",
-                          "requires_openai_auth": False})
-            entry.setdefault("wire_api", "responses")
             providers = dict(overrides.get("model_providers") or {})
             providers[CODEX_PROVIDER_ID] = entry
             overrides.update({"model_provider": CODEX_PROVIDER_ID, "model_providers": providers})
             out["CODEX_CONFIG"] = json.dumps(overrides)
         return out
+
+
+    def _codex_entry(self, base: str) -> dict[str, Any]:
+        """Codex's provider at the gateway: the user's provider entry (its credentials aside)."""
+        entry = {k: v for k, v in (self.codex or {}).items()
+                 if k not in ("env_http_headers", "http_headers", "experimental_bearer_token")}
+        entry.update({"name": "policyd gateway", "base_url": base, "env_key": "OPENAI_API_KEY",
+                      "requires_openai_auth": False})
+        entry.setdefault("wire_api", "responses")
+        return entry
+
+    def agent_argv(self, argv: Sequence[str], gateway_origin: str) -> list[str]:
+        """``argv`` with Codex's ``-c`` provider options when the program is the native
+        ``codex-acp`` or the ``codex`` CLI (which do not read ``CODEX_CONFIG``)."""
+        if self.profile.provider != "openai" or not argv or Path(argv[0]).name not in ("codex-acp", "codex"):
+            return list(argv)
+        entry = self._codex_entry(gateway_origin + self.route.path)
+        table = ", ".join(f"{key} = {_toml(value)}" for key, value in entry.items() if _toml(value))
+        return [*argv, "-c", f"model_provider={_toml(CODEX_PROVIDER_ID)}",
+                "-c", f"model_providers.{CODEX_PROVIDER_ID}={{ {table} }}"]
+
+
+def _toml(value: object) -> str:
+    """A TOML scalar (strings as JSON strings, which TOML reads alike); ``""`` for other types."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    return ""
 
 
 def provider_of(agent: Sequence[str], configured: str | None) -> str | None:

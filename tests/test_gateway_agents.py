@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from acp_client import Message
 from conftest import policyd_env
+from otlp_receiver import OtlpReceiver
 from realagents import AGENTS, AgentRun, run_agent
 
 from policyd.gatewaysetup import PLACEHOLDER
@@ -50,11 +51,12 @@ default = "allow"
 ASKING_MODE = {"claude": "default", "gemini": "default", "codex": "read-only", "codex-zed": "read-only"}
 
 
-def _run(name: str, base: Path, policy_text: str = ALLOW_ALL, actions: tuple[str, ...] = ("print-key",)) -> AgentRun:
+def _run(name: str, base: Path, policy_text: str = ALLOW_ALL, actions: tuple[str, ...] = ("print-key",),
+         env: dict[str, str] | None = None) -> AgentRun:
     base.mkdir(parents=True)
     policy = base / "policy.toml"
     policy.write_text(policy_text)
-    return run_agent(AGENTS[name], base, policy, policyd_env(base), fs=False, actions=actions,
+    return run_agent(AGENTS[name], base, policy, {**policyd_env(base), **(env or {})}, fs=False, actions=actions,
                      set_mode=ASKING_MODE[name], proxy_args=("--gateway", "required"), model_key=REAL_KEY)
 
 
@@ -91,12 +93,36 @@ def _check(run: AgentRun, base: Path) -> None:
     assert REAL_KEY not in _written_by_policyd(base)
 
 
-@pytest.mark.parametrize("name", ["claude", "gemini", "codex"])
+@pytest.mark.parametrize("name", ["gemini", "codex", "codex-zed"])
 def test_agent_works_with_only_the_placeholder(name: str, tmp_path: Path) -> None:
     """The agent completes its turn through the gateway; its commands see the placeholder."""
     base = tmp_path / name
     run = _run(name, base)
     _check(run, base)
+
+
+def test_claude_with_otel_usage_exported_and_the_key_nowhere(tmp_path: Path) -> None:
+    """Claude's turn through the gateway with OTLP export on: each model answer is a
+    ``policyd.model.answered`` record with the GenAI attributes; the real key is in no
+    byte the collector received, nor in stderr or the decision log."""
+    receiver = OtlpReceiver().start()
+    try:
+        base = tmp_path / "claude"
+        run = _run("claude", base, env={"OTEL_LOGS_EXPORTER": "otlp", "OTEL_METRICS_EXPORTER": "none",
+                                        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+                                        "OTEL_EXPORTER_OTLP_TIMEOUT": "5"})
+        _check(run, base)
+    finally:
+        receiver.stop()
+    answered = [r for r in receiver.received.logs if r.event_name == "policyd.model.answered"]
+    assert len(answered) == len([d for d in run.decisions if d.get("event") == "model.answered"]) > 0
+    attrs = answered[0].attributes
+    assert "anthropic" == attrs["gen_ai.system"]
+    assert "claude-fake" == attrs["gen_ai.response.model"]
+    assert attrs["gen_ai.request.model"]
+    assert (100, 20) == (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"])
+    assert receiver.received.raw
+    assert all(REAL_KEY.encode() not in body for body in receiver.received.raw)
 
 
 def test_claude_is_stopped_by_its_own_api_error_past_the_budget(tmp_path: Path) -> None:

@@ -217,7 +217,7 @@ def _start_gateway(settings: Settings, agent: list[str], spawned: Spawned | None
     gateway.add(sock, plan.route)
     env = plan.agent_env(os.environ, origin)
     gatewaysetup.forget_keys(plan)
-    spawned = spawn(agent, env=env)
+    spawned = spawn(plan.agent_argv(agent, origin), env=env)
     spawned.relay_early()
     try:
         gateway.start_thread()
