@@ -52,7 +52,7 @@ from policyd.core.usage import (
 )
 
 if TYPE_CHECKING:
-    from aiohttp import ClientSession, web
+    from aiohttp import ClientResponse, ClientSession, web
 
 #: Where each auth style puts the key: (header name, value prefix).
 AUTH_STYLES: dict[str, tuple[str, str]] = {
@@ -75,6 +75,8 @@ CONNECT_TIMEOUT_S = 30.0
 READ_TIMEOUT_S = 600.0
 #: Bytes of a request body the gateway accepts (a model request with images is a few MB).
 MAX_REQUEST = 64 << 20
+#: Bytes of an answer of known length (not a stream) read whole before it is passed on.
+MAX_WHOLE = 1 << 20
 #: Seconds a request waits for the policy's budget while the policy is still loading.
 BUDGET_WAIT_S = 60.0
 
@@ -322,12 +324,14 @@ class Gateway:
                                                    "path": path, "error": why})
             return web.json_response(_upstream_error(route.provider, route.origin, why), status=502)
         try:
+            content_type = upstream.headers.get("Content-Type", "")
+            reader = UsageReader(route.provider, content_type.startswith("text/event-stream"), model)
+            if not reader.sse and (upstream.content_length or MAX_WHOLE + 1) <= MAX_WHOLE:
+                return await self._whole(route, path, upstream, model, reader, started)
             out = web.StreamResponse(status=upstream.status, reason=upstream.reason)
             for key, value in upstream.headers.items():
                 if key.lower() not in _ANSWER_DROP:
                     out.headers.add(key, value)
-            content_type = upstream.headers.get("Content-Type", "")
-            reader = UsageReader(route.provider, content_type.startswith("text/event-stream"), model)
             complete = agent_gone = False
             try:
                 await out.prepare(request)
@@ -353,6 +357,27 @@ class Gateway:
             return out
         finally:
             upstream.release()
+
+    async def _whole(self, route: Route, path: str, upstream: ClientResponse, model: str, reader: UsageReader,
+                     started: float) -> web.StreamResponse:
+        """A small answer of known length, read whole and written in one piece (one write
+        instead of head and body: a model API's JSON answers and errors)."""
+        from aiohttp import ClientError, web
+
+        try:
+            body = await upstream.read()
+        except (ClientError, OSError, TimeoutError) as exc:
+            why = route.key.scrub(_describe(exc))
+            self._record("model.upstream_failed", {"provider": route.provider, "upstream": route.origin,
+                                                   "path": path, "error": why})
+            return web.json_response(_upstream_error(route.provider, route.origin, why), status=502)
+        reader.feed(body)
+        headers = [(k, v) for k, v in upstream.headers.items() if k.lower() not in _ANSWER_DROP | {"content-length"}]
+        out = web.Response(status=upstream.status, reason=upstream.reason, body=body)
+        for key, value in headers:
+            out.headers.add(key, value)
+        self._answered(route, path, upstream.status, model, reader.finish(), started)
+        return out
 
     def _answered(self, route: Route, path: str, status: int, request_model: str, usage: Usage,
                   started: float, cut: str | None = None) -> None:

@@ -93,6 +93,10 @@ def test_request_model() -> None:
     assert "claude-x" == request_model("anthropic", "/v1/messages", b'{"model": "claude-x"}')
     assert "gemini-2.5-pro" == request_model("gemini", "/v1beta/models/gemini-2.5-pro:streamGenerateContent", b"")
     assert "" == request_model("openai", "/v1/responses", b"not json")
+    # scalars before it are stepped over; a nested "model" is not the request's
+    assert "claude-y" == request_model("anthropic", "/", b'{"stream": true, "system": "a \\"b", "model": "claude-y"}')
+    assert "claude-z" == request_model("anthropic", "/", b'{"messages": [{"model": "inner"}], "model": "claude-z"}')
+    assert "" == request_model("anthropic", "/", b'{"messages": [{"model": "inner"}]}')
 
 
 def test_budget_limits_and_the_tightest_of_two() -> None:

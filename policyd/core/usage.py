@@ -29,6 +29,7 @@ Rules this module owns (pure: bytes in, numbers out; the I/O is :mod:`policyd.ga
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,12 @@ PROVIDERS = ("anthropic", "openai", "gemini")
 MAX_LINE = 1 << 20
 #: Bytes of a JSON (non-streamed) answer kept for usage parsing.
 MAX_JSON = 16 << 20
+#: Bytes at the start of a request searched for its model; larger bodies parsed only up to
+#: MAX_PARSED_REQUEST (the model is a record field: never worth a second per request).
+MODEL_PEEK = 4096
+MAX_PARSED_REQUEST = 1 << 20
+_MODEL = re.compile(rb'^\s*\{\s*(?:"[^"\\]*"\s*:\s*(?:"(?:[^"\\]|\\.)*"|[-\w.]+)\s*,\s*)*'  # scalar pairs, then
+                    rb'"model"\s*:\s*"([^"\\]{1,256})"')
 
 
 @dataclass
@@ -57,11 +64,25 @@ def _sum(*values: object) -> int | None:
     return sum(found) if found else None
 
 
+def _worth_parsing(line: bytes) -> bool:
+    """A ``data:`` line that may carry usage or the model (text deltas, most of a stream,
+    are skipped without parsing their JSON)."""
+    return line.startswith(b"data:") and (b'"usage' in line or b'"model' in line)
+
+
 def request_model(provider: str, path: str, body: bytes) -> str:
-    """The model a request names (``model`` in a JSON body; Gemini: the path), or ``""``."""
+    """The model a request names (``model`` in a JSON body; Gemini: the path), or ``""``.
+    A ``"model": "..."`` pair in the body's first :data:`MODEL_PEEK` bytes is taken without
+    parsing the body (a conversation is megabytes; clients put ``model`` first); else the
+    body is parsed when it is at most :data:`MAX_PARSED_REQUEST` bytes."""
     if provider == "gemini" and "/models/" in path:
         name = path.split("/models/", 1)[1]
         return name.split(":", 1)[0].split("?", 1)[0]
+    peek = _MODEL.search(body, 0, MODEL_PEEK)
+    if peek is not None:
+        return peek.group(1).decode("utf-8", "replace")
+    if len(body) > MAX_PARSED_REQUEST:
+        return ""
     try:
         obj = json.loads(body) if body[:1] == b"{" else None
     except ValueError:
@@ -100,19 +121,25 @@ class UsageReader:
                 return
             self._buf += chunk
             return
-        start = 0
-        while (nl := chunk.find(b"\n", start)) != -1:
-            if not self._skipping:
-                self._buf += chunk[start:nl]
-                self._line(bytes(self._buf))
+        if self._skipping:  # inside an oversized line: drop up to its end
+            nl = chunk.find(b"\n")
+            if nl == -1:
+                return
+            chunk, self._skipping = chunk[nl + 1 :], False
+        data = bytes(self._buf) + chunk if self._buf else chunk
+        end = data.rfind(b"\n")
+        if end == -1:
+            self._buf = bytearray(data)
+        else:
+            complete, self._buf = data[:end], bytearray(data[end + 1 :])
+            # most of a stream is text deltas: lines are looked at only when one may carry usage
+            if b'"usage' in complete or b'"model' in complete:
+                for line in complete.split(b"\n"):
+                    if _worth_parsing(line):
+                        self._line(line)
+        if len(self._buf) > MAX_LINE:
             self._buf.clear()
-            self._skipping = False
-            start = nl + 1
-        if not self._skipping:
-            self._buf += chunk[start:]
-            if len(self._buf) > MAX_LINE:
-                self._buf.clear()
-                self._skipping = True
+            self._skipping = True
 
     def finish(self) -> Usage:
         """The usage read (after the last chunk)."""
@@ -129,7 +156,7 @@ class UsageReader:
                 self._event(obj)
         return self.usage
 
-    def _line(self, line: bytes) -> None:
+    def _line(self, line: bytes) -> None:  # a line of a data: field
         line = line.rstrip(b"\r")
         if not line.startswith(b"data:"):
             return
