@@ -7,6 +7,7 @@ to start without a key (a real proxy process)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -283,3 +284,25 @@ def test_auto_without_a_key_runs_the_agent_and_says_why(tmp_path: Path) -> None:
     skipped = [json.loads(line) for line in done.stderr.splitlines() if "gateway.skipped" in line]
     assert skipped and "subscription login cannot be forwarded" in skipped[0]["reason"]
     assert (tmp_path / "agent-ran").exists()
+
+
+def test_gateway_settings_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--gateway`` beats ``POLICYD_GATEWAY``, which beats the config file's ``[gateway]``;
+    the other keys of the table merge across sources."""
+    from policyd.cli import _settings
+    from policyd.cli.parser import build_parser
+
+    config = tmp_path / "config.toml"
+    config.write_text('[gateway]\nmode = "auto"\nprovider = "gemini"\nkey_file = "/k"\n')
+    for key in [k for k in os.environ if k.startswith("POLICYD_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("POLICYD_CONFIG", str(config))
+
+    def load(*flags: str) -> GatewayConfig:
+        args = build_parser("proxy").parse_args(["proxy", *flags, "--", "agent"])
+        return GatewayConfig(**_settings(args).gateway.model_dump())
+
+    assert ("auto", "gemini", "/k") == (load().mode, load().provider, load().key_file)
+    monkeypatch.setenv("POLICYD_GATEWAY", '{"mode": "off", "provider": "openai"}')
+    assert ("off", "openai", "/k") == (load().mode, load().provider, load().key_file)
+    assert ("required", "openai") == (load("--gateway", "required").mode, load("--gateway", "required").provider)

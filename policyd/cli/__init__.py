@@ -85,7 +85,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         "group": flag("group"),
         "log_redact": flag("log_redact"),
         "shadow_policy": flag("shadow_policy"),
-        "gateway": {"mode": flag("gateway")} if flag("gateway") else None,
+        "gateway": {"mode": flag("gateway_mode")} if flag("gateway_mode") else None,
     }
     return load_settings(cli, flag("config"))
 

@@ -78,7 +78,7 @@ def _proxy(proxy: argparse.ArgumentParser) -> None:
     proxy.add_argument("--daemon-timeout", type=float, dest="daemon_timeout_s", metavar="SECONDS")
     proxy.add_argument("--mode-switch-timeout", type=float, dest="mode_switch_timeout_s", metavar="SECONDS",
                        help="seconds the agent has to confirm policyd's own mode switch (default 30)")
-    proxy.add_argument("--gateway", choices=["off", "auto", "required"],
+    proxy.add_argument("--gateway", choices=["off", "auto", "required"], dest="gateway_mode",
                        help="serve the agent's model API and hold its key (docs/gateway.md; default off)")
     proxy.add_argument("agent", nargs=argparse.REMAINDER, help="-- then the agent command line")
 
