@@ -30,6 +30,7 @@ Rules this module owns:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -211,7 +212,7 @@ def find_key(config: GatewayConfig, profile: Profile, env: Mapping[str, str]) ->
     name = config.key_credential or f"{profile.provider}-api-key"
     if creds and (Path(creds) / name).exists():
         path = Path(creds) / name
-        return Secret(read_key_file(path), f"systemd credential {name}"), default_var
+        return Secret(read_key_file(path), f"systemd credential {name}"), "CREDENTIALS_DIRECTORY"
     if config.key_file:
         path = Path(config.key_file).expanduser()
         return Secret(read_key_file(path), f"file {path}"), default_var
@@ -287,6 +288,9 @@ def plan(config: GatewayConfig, agent: Sequence[str], env: Mapping[str, str]) ->
             raise GatewayProblem(f"[gateway] required: {why}")
         return None
     key, var = found
+    if var == "CREDENTIALS_DIRECTORY":  # the agent is not told where the credential lies
+        var = config.key_var or next(iter(profile.key_vars))
+        config = GatewayConfig(**{**vars(config), "key_env": "CREDENTIALS_DIRECTORY"})
     upstream = config.upstream or env.get(config.base_url_var or profile.base_url_var, "").strip() or (
         codex_entry.get("base_url") if codex_entry and isinstance(codex_entry.get("base_url"), str) else None
     ) or profile.upstream
@@ -314,6 +318,15 @@ def skip_reason(config: GatewayConfig, agent: Sequence[str], env: Mapping[str, s
 
 
 def forget_keys(plan: GatewayPlan) -> None:
-    """Remove the key variables from policyd's own environment (children never inherit them)."""
+    """Remove the key variables from policyd's own environment (children never inherit them),
+    and make policyd non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): its ``/proc/PID/environ``
+    and memory, where the key may still be, are then closed to other processes of the same
+    user, the agent included (root, with CAP_SYS_PTRACE, still reads them: the sandbox's own
+    PID namespace closes that)."""
     for var in plan.drop:
         os.environ.pop(var, None)
+    import ctypes
+
+    pr_set_dumpable = 4  # <linux/prctl.h>
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0)

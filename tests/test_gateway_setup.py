@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -306,3 +308,52 @@ def test_gateway_settings_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("POLICYD_GATEWAY", '{"mode": "off", "provider": "openai"}')
     assert ("off", "openai", "/k") == (load().mode, load().provider, load().key_file)
     assert ("required", "openai") == (load("--gateway", "required").mode, load("--gateway", "required").provider)
+
+
+def _as_a_user() -> list[str] | None:
+    """How to run policyd as a user without CAP_SYS_PTRACE: as we are (not root), or as
+    ``nobody`` with the system Python when it can load this venv's packages (root: the
+    venv's Python may lie in a directory ``nobody`` cannot enter); None when neither works."""
+    if os.geteuid() != 0:
+        return [sys.executable]
+    system = Path("/usr/bin/python3")
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or not system.exists():
+        return None
+    version = subprocess.run([str(system), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True,
+                             text=True, check=False).stdout.strip()
+    if version != str(sys.version_info[:2]):
+        return None
+    site = next(p for p in sys.path if p.endswith("site-packages"))
+    root = str(Path(__file__).resolve().parent.parent)
+    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--", "env", f"PYTHONPATH={root}:{site}",
+            str(system)]
+
+
+@pytest.mark.parametrize(("mode", "expected"), [("off", "read:KEY"), ("required", "refused:PermissionError")])
+def test_the_agent_cannot_read_policyds_environ(mode: str, expected: str) -> None:
+    """``cat /proc/$PPID/environ`` from the agent: policyd got the key in its environment,
+    which /proc keeps even after policyd removed it from ``os.environ``. With the gateway
+    policyd is not dumpable, so the agent (same user, no CAP_SYS_PTRACE) cannot read it;
+    without the gateway it reads the key."""
+    python = _as_a_user()
+    if python is None:
+        pytest.skip("no way to run policyd as a user without CAP_SYS_PTRACE here")
+    base = Path(tempfile.mkdtemp(prefix="policyd-environ-"))
+    try:
+        base.chmod(0o777)
+        out = base / "result"
+        env = policyd_env(base)
+        for path in base.rglob("*"):
+            path.chmod(0o777)
+        env.update({"ANTHROPIC_API_KEY": KEY, "POLICYD_GATEWAY": '{"provider": "anthropic"}', "HOME": str(base)})
+        agent = ["/bin/sh", "-c", 'cat "/proc/$PPID/environ" > "$1.raw" 2>/dev/null && '
+                 'if grep -q "$0" "$1.raw"; then echo read:KEY; else echo read:no-key; fi > "$1" || '
+                 'echo refused:PermissionError > "$1"', KEY, str(out)]
+        done = subprocess.run([*python, "-m", "policyd", "proxy", "--headless", "--gateway", mode, "--", *agent],
+                              env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                              cwd=base)
+        assert 0 == done.returncode, done.stderr
+        assert expected == out.read_text().strip(), done.stderr
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
