@@ -203,9 +203,10 @@ def scripts(agent: str, ws: Path, outside: Path, gemini_tmp: Path) -> dict[str, 
     return {name: Script((step,), final=f"Finished {name}.") for name, step in calls.items()}
 
 
-#: The command of the ``print-key`` action: every variable that could hold the agent's key.
+#: The command of the ``print-key`` action: every variable that could hold the agent's key
+#: or say where it lies.
 PRINT_KEY = ('echo "KEYS=[${ANTHROPIC_API_KEY:-}][${ANTHROPIC_AUTH_TOKEN:-}][${GEMINI_API_KEY:-}]'
-             '[${OPENAI_API_KEY:-}][${FAKE_MODEL_KEY:-}]"')
+             '[${OPENAI_API_KEY:-}][${FAKE_MODEL_KEY:-}][${CREDENTIALS_DIRECTORY:-}]"')
 
 
 def _print_key(agent: str, ws: Path) -> Step:
@@ -269,13 +270,14 @@ def _jsonl(path: Path) -> list[Message]:
 def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *, fs: bool,
               actions: tuple[str, ...], headless: bool = True, set_mode: str | None = None,
               answer: Callable[[Message], str | None] | None = None, proxy_args: tuple[str, ...] = (),
-              reload: bool = False, model_key: str | None = None) -> AgentRun:
+              reload: bool = False, model_key: str | None = None, agent_key: str | None = None) -> AgentRun:
     """One session of ``spec`` through the real ``policyd proxy [--headless] --policy POLICY``
     (:func:`policyd_cli`): after
     ``session/new`` the client asks for mode ``set_mode`` (if given), then sends every action
     of ``actions`` as its own prompt, then closes; permission requests that reach the client
     are answered by ``answer`` (default: the first reject option). ``model_key``: the agent's
-    environment (policyd's) holds this key and the fake model accepts only it. With ``reload``, a second
+    environment (policyd's) holds this key (or ``agent_key``) and the fake model accepts only
+    ``model_key``. With ``reload``, a second
     proxy + agent (same home) then loads the session (``session/load``), as an editor does
     after a restart. Nothing is asserted here."""
     ws, outside = base / "ws", base / "outside"
@@ -295,7 +297,7 @@ def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *,
     model = FakeModelServer(spec.provider, scripts(spec.name, ws, outside, gemini_tmp), base / "model.jsonl",
                             require_key=model_key).start()
     decisions = base / "decisions.jsonl"
-    agent_env = prepare(spec, base / "agent", model.url, env, ws, key=model_key or "fake-key")
+    agent_env = prepare(spec, base / "agent", model.url, env, ws, key=agent_key or model_key or "fake-key")
 
     def proxy(log: Path) -> list[str]:
         return [*policyd_cli(), "proxy", *(["--headless"] if headless else []),

@@ -72,7 +72,7 @@ def _tool_outputs(run: AgentRun) -> str:
 
 def _printed(run: AgentRun) -> set[tuple[str, ...]]:
     """The values :data:`realagents.PRINT_KEY` printed (the command's own text aside)."""
-    found = re.findall(r"KEYS=\[([^]$]*)\]\[([^]$]*)\]\[([^]$]*)\]\[([^]$]*)\]\[([^]$]*)\]", _tool_outputs(run))
+    found = re.findall(r"KEYS=" + r"\[([^]$]*)\]" * 6, _tool_outputs(run))
     return set(found)
 
 
@@ -123,6 +123,29 @@ def test_claude_with_otel_usage_exported_and_the_key_nowhere(tmp_path: Path) -> 
     assert (100, 20) == (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"])
     assert receiver.received.raw
     assert all(REAL_KEY.encode() not in body for body in receiver.received.raw)
+
+
+def test_claude_with_the_key_as_a_systemd_credential(tmp_path: Path) -> None:
+    """The key in ``$CREDENTIALS_DIRECTORY/anthropic-api-key`` (what ``LoadCredential=`` gives a
+    service, systemd/examples/policyd-gateway-credential.conf) wins over a wrong key in the
+    environment; the agent is not told the directory."""
+    creds = tmp_path / "credentials"
+    creds.mkdir()
+    (creds / "anthropic-api-key").write_text(REAL_KEY + "\n")
+    (creds / "anthropic-api-key").chmod(0o400)
+    base = tmp_path / "claude"
+    base.mkdir()
+    policy = base / "policy.toml"
+    policy.write_text(ALLOW_ALL)
+    spec = AGENTS["claude"]
+    # the environment's key is wrong (the fake model refuses it): only the credential works
+    env = {**policyd_env(base), "CREDENTIALS_DIRECTORY": str(creds)}
+    run = run_agent(spec, base, policy, env, fs=False, actions=("print-key",), set_mode="default",
+                    proxy_args=("--gateway", "required"), model_key=REAL_KEY, agent_key="wrong-key")
+    _check(run, base)  # CREDENTIALS_DIRECTORY printed empty too
+    started = [json.loads(line) for line in (base / "policyd.stderr").read_text().splitlines()
+               if "gateway.started" in line]
+    assert "systemd credential anthropic-api-key" == started[0]["key_source"]
 
 
 def test_claude_is_stopped_by_its_own_api_error_past_the_budget(tmp_path: Path) -> None:
