@@ -45,6 +45,8 @@ class Spawned:
         self.stdin: asyncio.StreamWriter | None = None
         self.stdout: asyncio.StreamReader | None = None
         self.early: EarlyRelay | None = None
+        #: The sandbox it runs in (a ``policyd.sandbox.Plan``), None when it runs without one.
+        self.sandbox: Any = None
         self._exited: asyncio.Future[int] | None = None
 
     @property
@@ -156,8 +158,10 @@ def _write_protocol() -> Any:
     return WriteProtocol
 
 
-def spawn(argv: Sequence[str], first: bool = False) -> Spawned:
-    """Start ``argv`` with pipes on stdin and stdout, stderr inherited, policyd's environment.
+def spawn(argv: Sequence[str], first: bool = False, env: dict[str, str] | None = None,
+          pass_fds: Sequence[int] = ()) -> Spawned:
+    """Start ``argv`` with pipes on stdin and stdout, stderr inherited, policyd's environment
+    (or ``env``), and the descriptors ``pass_fds`` kept open in it.
     Never raises for a missing or non-executable command (see :attr:`Spawned.error_code`).
     ``first``: policyd has no other thread yet and has imported next to nothing: start it
     with :class:`policyd.child.Child` (fork and exec, without importing subprocess); else
@@ -169,7 +173,8 @@ def spawn(argv: Sequence[str], first: bool = False) -> Spawned:
         else:
             import subprocess
 
-            spawned.popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+            spawned.popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
+                                             env=env, pass_fds=tuple(pass_fds))
     except FileNotFoundError:
         spawned.error_code, spawned.error = 127, "command not found"
     except PermissionError:

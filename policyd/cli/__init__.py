@@ -38,6 +38,10 @@ def _spawn_agent_first(argv: list[str]) -> Spawned | None:
     command line is a usage error or names another agent. Anything else: None."""
     if argv[:1] != ["proxy"] or "--" not in argv:
         return None
+    from policyd.sandbox import may_sandbox
+
+    if may_sandbox(argv, os.environ):  # a sandboxed agent starts once its view is known
+        return None
     cut = argv.index("--")
     for word in argv[1:cut]:
         if (len(word) > 2 and "--help".startswith(word)) or (word[:1] == "-" and word[1:2] != "-" and "h" in word):
@@ -75,6 +79,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         "group": flag("group"),
         "log_redact": flag("log_redact"),
         "shadow_policy": flag("shadow_policy"),
+        "sandbox": flag("sandbox_mode"),
+        "sandbox_roots": flag("sandbox_roots"),
     }
     return load_settings(cli, flag("config"))
 
@@ -103,11 +109,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.agent:
             print("policyd proxy: missing agent command: policyd proxy [options] -- AGENT [ARGS...]", file=sys.stderr)
             return USAGE_ERROR
-        if spawned is None:
+        if spawned is None and not _sandbox_asked(args):
             from policyd.spawn import spawn
 
             spawned = spawn(args.agent)
-        spawned.relay_early()  # the initialize exchange, until the proxy's relay runs (policyd.early)
+        if spawned is not None:
+            spawned.relay_early()  # the initialize exchange, until the proxy's relay runs (policyd.early)
     from policyd import logs
     from policyd.settings import SettingsProblem
 
@@ -121,6 +128,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if spawned is not None:
             spawned.stop(STOP_GRACE_S)
         return USAGE_ERROR
+    if args.command == "proxy":
+        started = _start_sandboxed(settings, args.agent, spawned)
+        if isinstance(started, int):
+            return started
+        spawned = started
     if args.command in ("proxy", "serve"):
         return _run_exporting(args, settings, spawned)
     from policyd.cli import author
@@ -133,13 +145,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         case "check":
             return admin.check(settings)
         case "eval":
-            return evaluate.evaluate(settings, args.file)
+            return evaluate.evaluate(settings, args.file, args.decide_sandboxed)
         case "status":
             return admin.show_status(settings)
         case "reload":
             return admin.reload(settings)
         case _:
             return admin.remembered(settings, args)
+
+
+def _sandbox_asked(args: argparse.Namespace) -> bool:
+    """Could the settings turn the sandbox on (see :func:`policyd.sandbox.may_sandbox`)?
+    Then the agent is started only once they are read."""
+    from policyd.sandbox import may_sandbox
+
+    return may_sandbox(["proxy", *([f"--config={args.config}"] if args.config else []),
+                        *(["--sandbox"] if args.sandbox_mode or args.sandbox_roots else [])], os.environ)
+
+
+def _start_sandboxed(settings: Settings, agent: list[str], spawned: Spawned | None) -> Spawned | int | None:
+    """The proxy's agent once the settings are known: ``spawned`` (started early) when the
+    sandbox is off; else started now, in the sandbox (``policyd.sandbox.start``). An int:
+    policyd's exit code (``required`` and no sandbox: the agent never ran)."""
+    if settings.sandbox == "off":
+        if spawned is None:
+            from policyd.spawn import spawn
+
+            spawned = spawn(agent)
+            spawned.relay_early()
+        return spawned
+    if spawned is not None:  # never: may_sandbox is True whenever the settings could say so
+        spawned.stop(STOP_GRACE_S)
+        print("policyd: the agent started before the sandbox settings were read; not running it", file=sys.stderr)
+        return USAGE_ERROR
+    from policyd import sandbox
+
+    started, box, problem = sandbox.start(settings, agent)
+    if started is None:
+        print(f"policyd: --sandbox required: the agent was not started: {problem}", file=sys.stderr)
+        return sandbox.SANDBOX_UNAVAILABLE
+    started.sandbox = box
+    started.relay_early()
+    return started
 
 
 def _run_exporting(args: argparse.Namespace, settings: Settings, spawned: Spawned | None) -> int:

@@ -92,6 +92,11 @@ def proxy(
         id_prefix=f"policyd-{secrets.token_hex(6)}",
         switch_timeout_s=settings.mode_switch_timeout_s,
     )
+    if spawned is not None and spawned.sandbox is not None:
+        relay.sandboxed = True  # session.sandboxed
+        logs.get().info("sandbox.started", **spawned.sandbox.notes)
+    elif settings.sandbox != "off":
+        logs.get().warning("sandbox.unavailable", mode=settings.sandbox, effect="the agent runs without a sandbox")
     socket_path = daemon_path(settings, own_policy=bool(cli_policy) or settings.decision_log is not None)
     try:
         if socket_path is not None:

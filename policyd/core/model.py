@@ -82,11 +82,13 @@ class SessionInfo:
 
     ``raw_roots`` is ``(cwd, *additional_directories)`` as the client sent them (absolute);
     ``roots`` the same normalised (``/w/p/../p/`` is ``/w/p``: a client need not normalise).
+    ``sandboxed``: the agent runs inside policyd's operating-system sandbox (``session.sandboxed``).
     """
 
     session_id: str
     cwd: str
     additional_directories: tuple[str, ...] = ()
+    sandboxed: bool = False
     _roots: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -42,6 +42,8 @@ from policyd.core.model import TOOL_KINDS, Decision, PermissionOption, Permissio
 from policyd.core.modes import ModePolicy, ModeRules
 from policyd.core.modes import parse_table as parse_modes_table
 from policyd.core.remember import RememberConfig, parse_config
+from policyd.core.sandbox import SandboxConfig, SandboxTable, combine
+from policyd.core.sandbox import parse_table as parse_sandbox_table
 from policyd.core.shell import catalogue as shell_catalogue
 
 #: Session cwd of inline examples (their relative paths resolve against it).
@@ -55,7 +57,7 @@ EXAMPLE_OPTIONS = tuple(
 
 _POLICY_KEYS = frozenset({"name", "description", "default"})
 _RULE_KEYS = frozenset({"id", "description", "kinds", "when", "decision", "reason", "examples", "remember"})
-_EXAMPLE_KEYS = frozenset({"kind", "title", "paths", "command", "url", "raw_input", "cwd", "name"})
+_EXAMPLE_KEYS = frozenset({"kind", "title", "paths", "command", "url", "raw_input", "cwd", "name", "sandboxed"})
 _RULE_HEADER = re.compile(r"^\s*\[\[\s*rule\s*\]\]")
 _TOOL_FIELD_REF = re.compile(r"\btool\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 _BARE_TOOL = re.compile(r"\btool\b(?!\s*\.)")
@@ -117,6 +119,7 @@ class PolicyFile:
     remember: RememberConfig | None = None
     modes: ModeRules | None = None
     answer_prefer: tuple[str, ...] = ()
+    sandbox: SandboxTable | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +140,8 @@ class PolicySet:
     #: The command catalogue: the shipped one plus the programs of the set's
     #: ``*.catalogue.toml`` files (None: the shipped one alone).
     catalogue: shell_catalogue.Catalogue | None = None
+    #: The ``[sandbox]`` tables of the set, combined (``core.sandbox``).
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     _by_kind: dict[str, tuple[tuple[Rule, ...], frozenset[str]]] = field(default_factory=dict, init=False, repr=False,
                                                                           compare=False)
     _levels: dict[str, tuple[tuple[Rule, ...], ...]] = field(default_factory=dict, init=False, repr=False,
@@ -282,13 +287,17 @@ def parse_file(path: str, text: str, check_examples: bool = True) -> tuple[Polic
         return None, [LoadError(path, int(m.group(1)) if m else 0, "", f"invalid TOML: {exc}")]
 
     for key in data:
-        if key not in ("policy", "rule", "remember", "modes", "answers"):
-            expected = "[policy], [remember], [modes], [answers], [[rule]]"
+        if key not in ("policy", "rule", "remember", "modes", "answers", "sandbox"):
+            expected = "[policy], [remember], [modes], [answers], [sandbox], [[rule]]"
             errors.append(LoadError(path, 0, "", f"unknown top-level key {key!r} (expected {expected})"))
     file_modes = None
     if "modes" in data:
         file_modes, mode_errors = parse_modes_table(data["modes"], path)
         errors.extend(LoadError(path, _table_line(text, "modes"), "", m) for m in mode_errors)
+    file_sandbox = None
+    if "sandbox" in data:
+        file_sandbox, sandbox_errors = parse_sandbox_table(data["sandbox"], path)
+        errors.extend(LoadError(path, _table_line(text, "sandbox"), "", m) for m in sandbox_errors)
     answer_prefer, answer_errors = _parse_answers(data.get("answers", {}))
     errors.extend(LoadError(path, _table_line(text, "answers"), "", m) for m in answer_errors)
     file_remember, remember_errors = parse_config(data.get("remember"))
@@ -328,7 +337,7 @@ def parse_file(path: str, text: str, check_examples: bool = True) -> tuple[Polic
             rules.append(rule)
     sha = hashlib.sha256(text.encode()).hexdigest()
     return PolicyFile(path, name, description, default, tuple(rules), sha, file_remember, file_modes,
-                      answer_prefer), errors
+                      answer_prefer, file_sandbox), errors
 
 
 def _table_line(text: str, name: str) -> int:
@@ -415,7 +424,8 @@ def example_query(example: Mapping[str, Any]) -> PermissionQuery:
     """An inline example -> a PermissionQuery.
 
     Keys: ``kind``, ``title``, ``paths`` (list), ``command``, ``url``, ``raw_input`` (map),
-    ``cwd`` (default :data:`EXAMPLE_CWD`), ``name``. Raises ValueError on a bad shape.
+    ``cwd`` (default :data:`EXAMPLE_CWD`), ``name``, ``sandboxed`` (bool: a sandboxed session).
+    Raises ValueError on a bad shape.
     """
     unknown = set(example) - _EXAMPLE_KEYS
     if unknown:
@@ -444,8 +454,11 @@ def example_query(example: Mapping[str, Any]) -> PermissionQuery:
     cwd = example.get("cwd", EXAMPLE_CWD)
     if not isinstance(cwd, str):
         raise ValueError("example 'cwd' must be a string")
+    sandboxed = example.get("sandboxed", False)
+    if not isinstance(sandboxed, bool):
+        raise ValueError("example 'sandboxed' must be a boolean")
     return PermissionQuery(
-        session=SessionInfo("example", cwd),
+        session=SessionInfo("example", cwd, sandboxed=sandboxed),
         tool_call=call,
         options=EXAMPLE_OPTIONS,
         home=EXAMPLE_HOME,
@@ -551,6 +564,7 @@ def build_set(sources: Sequence[tuple[str, str]], check_examples: bool = True) -
         modes=ModePolicy(tables) if (tables := tuple(f.modes for f in files if f.modes)) else None,
         answer_prefer=tuple(dict.fromkeys(p for f in files for p in f.answer_prefer)),
         catalogue=catalogue,
+        sandbox=combine([f.sandbox for f in files if f.sandbox is not None]),
     )
 
 

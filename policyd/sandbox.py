@@ -1,0 +1,418 @@
+"""The agent's operating-system sandbox (``policyd proxy --sandbox auto|required``): probing,
+the bubblewrap command line built from the policy's ``[sandbox]``, and the sandboxed spawn.
+
+What the agent and everything it starts see (docs/sandbox.md):
+
+- the whole file system read-only (``--ro-bind / /``), a private ``/tmp`` (tmpfs, also
+  ``TMPDIR``), a fresh ``/dev`` and ``/proc`` (its own PID namespace);
+- writable: the roots (policyd's working directory and ``--sandbox-root``), the agent's
+  own state directories (:data:`policyd.core.sandbox.AGENT_STATE`) and ``writable``;
+- ``readonly`` targets bound read-only over whatever is writable; ``hide`` paths replaced
+  by an empty read-only directory or ``/dev/null``; the home stays visible (read-only)
+  also when it lies under ``/tmp``;
+- no network (``--unshare-all``) unless every file's ``network`` grants ``*:*`` (then
+  ``--share-net``); host-by-host egress is the egress proxy's part;
+- only the variables ``env`` names (the model API key too when named: see docs).
+
+The view is fixed when the agent starts: a ``session/new`` (``load``, ``resume``, ``fork``)
+whose ``cwd`` or ``additionalDirectories`` lie outside the writable roots is refused with a
+JSON-RPC error naming the fix (:func:`refuse_session`), never run read-only in silence.
+
+Setting up: ``bwrap`` must be on ``PATH`` and able to create user namespaces. Failure is
+found by bwrap's ``--json-status-fd`` (no ``child-pid`` line: the agent never ran) and
+explained by :func:`diagnose` (the package to install, the sysctl or AppArmor setting).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from policyd.core import paths as core_paths
+from policyd.core import sandbox as core
+
+if TYPE_CHECKING:
+    from policyd.settings import Settings
+    from policyd.spawn import Spawned
+
+#: Exit code when ``--sandbox required`` cannot set up the sandbox (a usage error: the agent never ran).
+SANDBOX_UNAVAILABLE = 2
+#: Directories a ``**`` hide pattern does not descend into (dependencies, history: huge, not the project's).
+WALK_SKIP = frozenset({"node_modules", ".git", ".venv", "venv", "__pycache__", "target", ".tox", ".mypy_cache"})
+#: Directory entries a hide pattern's walk looks at, per root (bounded start-up cost).
+MAX_WALK = 20000
+#: Depth of that walk below a root.
+MAX_WALK_DEPTH = 12
+#: Seconds to wait for bwrap to report the sandbox set up (or failed).
+SETUP_TIMEOUT_S = 30.0
+
+FIX_BWRAP = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
+FIX_USERNS = ("allow unprivileged user namespaces: sysctl -w user.max_user_namespaces=15000 "
+              "(0 turns them off)")
+FIX_APPARMOR = ("allow unprivileged user namespaces under AppArmor: sysctl -w "
+                "kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile granting "
+                "'userns' to /usr/bin/bwrap (Ubuntu 24.04: /etc/apparmor.d/bwrap-userns-restrict)")
+FIX_CLONE = "allow unprivileged user namespaces: sysctl -w kernel.unprivileged_userns_clone=1"
+
+
+class Unavailable(RuntimeError):
+    """The sandbox cannot be set up here; the message says what is missing and the fix."""
+
+
+@dataclass
+class Plan:
+    """A sandboxed start: ``argv`` runs bwrap (which runs the agent), ``env`` its environment,
+    ``pass_fds`` the descriptors it keeps (bwrap's status pipe), ``roots`` the writable roots
+    (real paths) sessions must stay in; ``notes`` what the set-up decided (logged)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    roots: tuple[str, ...]
+    status_fd: int = -1
+    pass_fds: tuple[int, ...] = ()
+    notes: dict[str, object] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- before the settings
+
+
+def may_sandbox(argv: Sequence[str], environ: Mapping[str, str]) -> bool:
+    """Could the sandbox be on for ``policyd ARGV``? Checked before the command line and
+    settings are parsed (the early spawn, :mod:`policyd.spawn`): any ``--sandbox*`` option, a
+    ``POLICYD_SANDBOX`` other than ``off``, or a config file (``--config``, ``POLICYD_CONFIG``,
+    the XDG one, ``/etc``) that mentions ``sandbox`` at all. True when unsure: the agent then
+    starts after the settings (only slower), never outside a sandbox it should be in."""
+    words = list(argv[: argv.index("--")] if "--" in argv else argv)
+    if any(w.startswith("--sandbox") for w in words):
+        return True
+    if environ.get("POLICYD_SANDBOX", "off").strip().strip('"').lower() not in ("off", ""):
+        return True
+    config = ""
+    for i, w in enumerate(words):
+        if w == "--config" and i + 1 < len(words):
+            config = words[i + 1]
+        elif w.startswith("--config="):
+            config = w.split("=", 1)[1]
+    candidates = [config] if config else [environ.get("POLICYD_CONFIG", "")]
+    if not config and not candidates[0]:
+        xdg = environ.get("XDG_CONFIG_HOME") or os.path.join(environ.get("HOME", "/"), ".config")
+        candidates = [os.path.join(xdg, "policyd", "config.toml"), "/etc/policyd/config.toml"]
+    for path in candidates:
+        if not path:
+            continue
+        try:
+            with open(path, "rb") as f:
+                return b"sandbox" in f.read(1 << 20)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- probing
+
+
+def find_bwrap(environ: Mapping[str, str]) -> str:
+    """The bwrap on ``PATH``; raises Unavailable naming the fix."""
+    found = shutil.which("bwrap", path=environ.get("PATH", os.defpath))
+    if not found:
+        raise Unavailable(f"bubblewrap (bwrap) is not on PATH: {FIX_BWRAP}")
+    return found
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""
+
+
+def diagnose(bwrap: str, stderr: str = "") -> str:
+    """Why bwrap could not set up a sandbox here, and the fix: the kernel settings that
+    turn unprivileged user namespaces off, else bwrap's own message."""
+    if _read("/proc/sys/user/max_user_namespaces") == "0":
+        return f"user namespaces are disabled (user.max_user_namespaces = 0): {FIX_USERNS}"
+    if _read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+        return f"unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone = 0): {FIX_CLONE}"
+    if _read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
+        return f"AppArmor restricts unprivileged user namespaces: {FIX_APPARMOR}"
+    said = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
+    if "ENOSPC" in said or "max_" in said:
+        return f"no user namespace can be created ({said}): {FIX_USERNS}"
+    if "EPERM" in said or "Operation not permitted" in said:
+        return f"creating a user namespace is not permitted ({said}): {FIX_APPARMOR}; {FIX_USERNS}"
+    return (f"{bwrap} could not create the sandbox ({said}); user namespaces may be unavailable here "
+            f"(a container without them, seccomp): {FIX_USERNS}; {FIX_APPARMOR}")
+
+
+def probe(environ: Mapping[str, str] | None = None) -> str:
+    """Run an empty sandbox (``bwrap ... true``) and return "" when it works, else why not
+    and the fix. (The proxy does not probe first: its spawn reports failure itself.)"""
+    import subprocess
+
+    env = dict(os.environ if environ is None else environ)
+    try:
+        bwrap = find_bwrap(env)
+    except Unavailable as exc:
+        return str(exc)
+    argv = [bwrap, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--proc", "/proc",
+            "--dev", "/dev", "--", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=SETUP_TIMEOUT_S, env=env, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{bwrap} did not run: {exc}"
+    return "" if done.returncode == 0 else diagnose(bwrap, done.stderr)
+
+
+# --------------------------------------------------------------------------- the view
+
+
+def _exists(path: str) -> bool:
+    return os.path.lexists(path)
+
+
+def _glob(pattern: str, limit: int = MAX_WALK) -> list[str]:
+    """Existing paths matching the absolute ``pattern`` (``policyd.core.paths.glob``
+    semantics), found by walking from its longest plain prefix (bounded, see
+    :data:`WALK_SKIP`)."""
+    if not core.is_glob(pattern):
+        return [pattern] if _exists(pattern) else []
+    parts = pattern.split("/")
+    plain = []
+    for part in parts:
+        if core.is_glob(part):
+            break
+        plain.append(part)
+    base = "/".join(plain) or "/"
+    found: list[str] = []
+    seen = 0
+    base_depth = base.rstrip("/").count("/")
+    for top, dirs, files in os.walk(base, followlinks=False):
+        depth = top.rstrip("/").count("/") - base_depth
+        dirs[:] = [d for d in dirs if d not in WALK_SKIP] if depth < MAX_WALK_DEPTH else []
+        for name in [*dirs, *files]:
+            seen += 1
+            full = os.path.join(top, name)
+            if core_paths.glob(full, pattern):
+                found.append(full)
+        if seen > limit:
+            break
+    return found
+
+
+def _covered(path: str, dirs: Sequence[str]) -> bool:
+    return any(core_paths.within(path, d) for d in dirs)
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _mkdirs(path: str) -> bool:
+    try:
+        os.makedirs(path, exist_ok=True)
+        return True
+    except OSError:
+        return False
+
+
+def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state: Sequence[str],
+              notes: dict[str, object]) -> list[str]:
+    """The bwrap options of the file-system view (order matters: later mounts win)."""
+    plan = core.plan_view(config, roots, home, state)
+    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    if home and core_paths.within(home, "/tmp") and os.path.isdir(home):
+        args += ["--ro-bind", home, home]  # the home stays visible (read-only) under the private /tmp
+    writable: list[str] = []
+    for root in plan.roots:
+        args += ["--bind", root, root]
+        writable.append(root)
+    skipped: list[str] = []
+    for extra in plan.writable:
+        if extra in state and not _exists(extra) and not extra.endswith(".json"):
+            _mkdirs(extra)  # the agent would create its state directory itself
+        found = _glob(extra)
+        if not found:
+            skipped.append(extra)
+        for path in found:
+            args += ["--bind", _real(path), path]
+            writable.append(path)
+    if skipped:
+        notes["writable_missing"] = skipped
+    readonly: list[str] = []
+    for pattern in plan.readonly:
+        for path in _glob(pattern):
+            if _covered(path, writable):
+                args += ["--ro-bind", _real(path), path]
+                readonly.append(path)
+        base = pattern.rstrip("/")
+        if (not core.is_glob(base) and base.endswith("/.git/hooks") and os.path.isdir(os.path.dirname(base))
+                and not _exists(base) and _covered(base, writable) and _mkdirs(base)):
+            args += ["--ro-bind", base, base]  # a missing hooks directory would be created writable
+            readonly.append(base)
+    notes["readonly"] = len(readonly)
+    hidden: list[str] = []
+    for pattern in plan.hide:
+        hidden.extend(_glob(pattern))
+    hidden = sorted(dict.fromkeys(hidden), key=len)
+    kept: list[str] = []
+    for path in hidden:
+        if _covered(path, kept):
+            continue
+        kept.append(path)
+        if os.path.isdir(path) and not os.path.islink(path):
+            args += ["--perms", "0000", "--tmpfs", path, "--remount-ro", path]
+        else:
+            args += ["--ro-bind", "/dev/null", path]
+    notes["hidden"] = len(kept)
+    return args
+
+
+def agent_env(environ: Mapping[str, str], config: core.SandboxConfig) -> dict[str, str]:
+    """The agent's environment: the variables ``env`` names; ``TMPDIR`` is the private ``/tmp``."""
+    env = core.filter_env(environ, config.env)
+    if "TMPDIR" in env:
+        env["TMPDIR"] = "/tmp"
+    return env
+
+
+def sandbox_config(settings: Settings) -> core.SandboxConfig:
+    """The combined ``[sandbox]`` of the policy files this proxy loads (the shipped ones when
+    none is found), read without compiling their rules; raises Unavailable for a table
+    that does not validate (the full load reports it too)."""
+    from policyd import loader
+
+    files, errors = loader.collect(settings.policy, settings.search_path)
+    sources, read_errors = loader.read_sources(files)
+    problems = [str(e) for e in [*errors, *read_errors]]
+    if problems:
+        raise Unavailable("the policy files cannot be read: " + "; ".join(problems))
+    config, bad = core.from_sources(sources if files else loader.embedded_sources())
+    if bad:
+        raise Unavailable("the [sandbox] table does not load: " + "; ".join(bad))
+    return config
+
+
+def writable_roots(settings: Settings, cwd: str) -> tuple[str, ...]:
+    """policyd's working directory and ``sandbox_roots``, real paths; raises Unavailable for
+    a root that is missing or the whole file system."""
+    roots: list[str] = []
+    for raw in [cwd, *settings.sandbox_roots]:
+        real = _real(os.path.join(cwd, os.path.expanduser(raw)))
+        if not os.path.isdir(real):
+            raise Unavailable(f"sandbox root {raw!r} is not a directory")
+        if real == "/":
+            raise Unavailable("the sandbox cannot make / writable: start policyd in the project directory "
+                              "or name it with --sandbox-root DIR")
+        roots.append(real)
+    return tuple(dict.fromkeys(roots))
+
+
+def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], cwd: str,
+         config: core.SandboxConfig) -> Plan:
+    """The sandboxed start of ``agent``; raises Unavailable (bwrap missing, a bad root)."""
+    bwrap = find_bwrap(environ)
+    home = environ.get("HOME", "") or settings.home
+    roots = writable_roots(settings, cwd)
+    state = core.agent_state(agent, environ, home) if home else ()
+    notes: dict[str, object] = {"roots": list(roots), "state": list(state)}
+    args = [bwrap, "--die-with-parent", "--unshare-all", "--new-session"]
+    if config.network_unrestricted:
+        args.append("--share-net")
+        notes["network"] = "unrestricted ([sandbox] network = ['*:*'] in every file that declares it)"
+    else:
+        notes["network"] = "none" if not config.network else "none (egress proxy absent): " + ", ".join(config.network)
+    args += view_args(config, roots, home, state, notes)
+    args += ["--chdir", cwd]
+    env = agent_env(environ, config)
+    return Plan(args, env, roots, notes=notes)
+
+
+def start(settings: Settings, agent: Sequence[str]) -> tuple[Spawned | None, Plan | None, str]:
+    """Start ``agent`` as ``settings.sandbox`` says: ``(spawned, plan, problem)``. ``plan``
+    is None when the agent runs without a sandbox (``auto`` that could not set one up;
+    ``problem`` says why); ``spawned`` is None when it must not run (``required``: ``problem``
+    names what is missing and the fix)."""
+    from policyd.spawn import spawn
+
+    environ = dict(os.environ)
+    cwd = os.getcwd()
+    try:
+        config = sandbox_config(settings)
+        box = plan(settings, agent, environ, cwd, config)
+    except Unavailable as exc:
+        return _fallback(settings, agent, str(exc))
+    read_fd, write_fd = os.pipe()
+    argv = [*box.argv, "--json-status-fd", str(write_fd), "--", *agent]
+    spawned = spawn(argv, env=box.env, pass_fds=(write_fd,))
+    os.close(write_fd)
+    if spawned.error_code:
+        os.close(read_fd)
+        return _fallback(settings, agent, f"bwrap did not start: {spawned.error}")
+    if not _child_started(read_fd):
+        os.close(read_fd)
+        spawned.stop(0.5)  # (bwrap failed before running the agent: it has exited)
+        return _fallback(settings, agent, probe(environ) or diagnose(box.argv[0]))
+    box.status_fd = read_fd  # kept open: bwrap writes the exit code there at the end (else SIGPIPE)
+    spawned.argv = list(agent)
+    return spawned, box, ""
+
+
+def _child_started(fd: int) -> bool:
+    """Read bwrap's ``--json-status-fd`` until its ``child-pid`` line (the sandbox is set up
+    and the agent exec'd next) or its end (set-up failed)."""
+    import select
+
+    data = b""
+    while b"child-pid" not in data:
+        ready = select.select([fd], [], [], SETUP_TIMEOUT_S)[0]
+        if not ready:
+            return False
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return False
+        data += chunk
+    return True
+
+
+def _fallback(settings: Settings, agent: Sequence[str], problem: str) -> tuple[Spawned | None, Plan | None, str]:
+    if settings.sandbox == "required":
+        return None, None, problem
+    from policyd.spawn import spawn
+
+    print(f"policyd: WARNING: the agent runs WITHOUT a sandbox (--sandbox auto): {problem}", file=sys.stderr)
+    return spawn(agent), None, problem
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def refuse_session(line: bytes, roots: Sequence[str]) -> bytes | None:
+    """The error answer to a client's ``line`` asking for a session outside the writable
+    ``roots`` (``session/new`` & co., :func:`policyd.core.sandbox.session_roots`), or None
+    to relay it. Directories are compared as real paths (symlinks resolved)."""
+    if b'"session/' not in line:
+        return None
+    from policyd.core import jsonline
+
+    try:
+        msg = jsonline.parse(line)
+    except ValueError:
+        return None
+    if not isinstance(msg, dict) or "id" not in msg or not isinstance(msg.get("method"), str):
+        return None
+    asked = core.session_roots(msg["method"], msg.get("params"))
+    if not asked:
+        return None
+    outside = core.outside_view([_real(d) for d in asked], roots)
+    if not outside:
+        return None
+    error = {"code": core.SESSION_OUTSIDE_VIEW, "message": core.refusal(outside, roots),
+             "data": {"outside": outside, "writable_roots": list(roots)}}
+    return jsonline.response(msg["id"], error=error)
