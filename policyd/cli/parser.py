@@ -95,7 +95,8 @@ def _serve(serve: argparse.ArgumentParser) -> None:
 
 def sandbox_flag(p: argparse.ArgumentParser) -> None:
     """``--sandbox`` of eval, test, explain: decide as a sandboxed session."""
-    p.add_argument("--sandbox", dest="decide_sandboxed", action="store_true", help="decide as in a sandboxed session (session.sandboxed)")
+    p.add_argument("--sandbox", dest="decide_sandboxed", action="store_true",
+                    help="decide as in a sandboxed session (session.sandboxed)")
 
 
 def _eval(ev: argparse.ArgumentParser) -> None:
