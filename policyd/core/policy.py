@@ -38,7 +38,8 @@ try:  # the one declaration, in core/facts.py once the facts rewrite (issue 10) 
     from policyd.core.facts import FACTS_SCHEMA  # type: ignore[attr-defined,unused-ignore]
 except ImportError:  # until then, the schema derived from today's facts code
     from policyd.core.facts_schema import FACTS_SCHEMA
-from policyd.core.model import TOOL_KINDS, Decision, PermissionOption, PermissionQuery, SessionInfo
+from policyd.core.egress import example_connection
+from policyd.core.model import CONNECT_KIND, RULE_KINDS, Decision, PermissionOption, PermissionQuery, SessionInfo
 from policyd.core.modes import ModePolicy, ModeRules
 from policyd.core.modes import parse_table as parse_modes_table
 from policyd.core.remember import RememberConfig, parse_config
@@ -57,7 +58,8 @@ EXAMPLE_OPTIONS = tuple(
 
 _POLICY_KEYS = frozenset({"name", "description", "default"})
 _RULE_KEYS = frozenset({"id", "description", "kinds", "when", "decision", "reason", "examples", "remember"})
-_EXAMPLE_KEYS = frozenset({"kind", "title", "paths", "command", "url", "raw_input", "cwd", "name", "sandboxed"})
+_EXAMPLE_KEYS = frozenset({"kind", "title", "paths", "command", "url", "raw_input", "cwd", "name", "connection",
+                           "sandboxed"})
 _RULE_HEADER = re.compile(r"^\s*\[\[\s*rule\s*\]\]")
 _TOOL_FIELD_REF = re.compile(r"\btool\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 _BARE_TOOL = re.compile(r"\btool\b(?!\s*\.)")
@@ -384,9 +386,9 @@ def _parse_rule(
     if not isinstance(kinds_raw, list) or not all(isinstance(k, str) for k in kinds_raw):
         msgs.append("'kinds' must be a list of ACP ToolKind strings")
     else:
-        unknown = sorted(set(kinds_raw) - TOOL_KINDS)
+        unknown = sorted(set(kinds_raw) - RULE_KINDS)
         if unknown:
-            msgs.append(f"unknown kinds {unknown}; ACP ToolKinds are {sorted(TOOL_KINDS)}")
+            msgs.append(f"unknown kinds {unknown}; kinds are the ACP ToolKinds and 'connect': {sorted(RULE_KINDS)}")
         kinds = frozenset(kinds_raw)
     remember, remember_errors = parse_config(raw.get("remember"))
     msgs.extend(remember_errors)
@@ -424,7 +426,9 @@ def example_query(example: Mapping[str, Any]) -> PermissionQuery:
     """An inline example -> a PermissionQuery.
 
     Keys: ``kind``, ``title``, ``paths`` (list), ``command``, ``url``, ``raw_input`` (map),
-    ``cwd`` (default :data:`EXAMPLE_CWD`), ``name``, ``sandboxed`` (bool: a sandboxed session).
+    ``cwd`` (default :data:`EXAMPLE_CWD`), ``name``, ``connection`` (a table: the example
+    is then a network connection, see :func:`policyd.core.egress.example_connection`),
+    ``sandboxed`` (bool: a sandboxed session).
     Raises ValueError on a bad shape.
     """
     unknown = set(example) - _EXAMPLE_KEYS
@@ -457,11 +461,20 @@ def example_query(example: Mapping[str, Any]) -> PermissionQuery:
     sandboxed = example.get("sandboxed", False)
     if not isinstance(sandboxed, bool):
         raise ValueError("example 'sandboxed' must be a boolean")
+    connection = None
+    if "connection" in example:
+        table = example["connection"]
+        if not isinstance(table, dict):
+            raise ValueError("example 'connection' must be a table")
+        connection = example_connection(table)
+        call["kind"], call["name"] = CONNECT_KIND, "egress"
+        call.setdefault("rawInput", {"url": f"https://{connection.host}:{connection.port}"})
     return PermissionQuery(
         session=SessionInfo("example", cwd, sandboxed=sandboxed),
         tool_call=call,
         options=EXAMPLE_OPTIONS,
         home=EXAMPLE_HOME,
+        connection=connection,
     )
 
 
