@@ -10,8 +10,12 @@ What the agent and everything it starts see (docs/sandbox.md):
 - ``readonly`` targets bound read-only over whatever is writable; ``hide`` paths replaced
   by an empty read-only directory or ``/dev/null``; the home stays visible (read-only)
   also when it lies under ``/tmp``;
-- no network (``--unshare-all``) unless every file's ``network`` grants ``*:*`` (then
-  ``--share-net``); host-by-host egress is the egress proxy's part;
+- no network of its own (``--unshare-all``): every connection goes through policyd's egress
+  (:mod:`policyd.egress`, run here on its own thread: :class:`EgressThread`), which decides
+  it by ``network``, ``network_deny`` and the rules; the loopback endpoints ``network``
+  names are reachable at the same address inside. Only when every file that declares
+  ``network`` grants ``*:*`` does the agent get the host's network (``--share-net``, no
+  egress);
 - only the variables ``env`` names (the model API key too when named: see docs).
 
 The view is fixed when the agent starts: a ``session/new`` (``load``, ``resume``, ``fork``)
@@ -25,13 +29,14 @@ explained by :func:`diagnose` (the package to install, the sysctl or AppArmor se
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from policyd.core import paths as core_paths
 from policyd.core import sandbox as core
@@ -76,6 +81,83 @@ class Plan:
     status_fd: int = -1
     pass_fds: tuple[int, ...] = ()
     notes: dict[str, object] = field(default_factory=dict)
+    egress: EgressThread | None = None
+    #: The agent's command line as bwrap runs it (after the egress bridge, when there is one).
+    inner: list[str] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Stop the egress (at the proxy's exit, or when the agent did not start)."""
+        if self.egress is not None:
+            self.egress.close()
+            self.egress = None
+
+
+class EgressThread:
+    """:class:`policyd.egress.Egress` on an event loop of its own thread, listening before
+    the agent starts (the proxy's loop runs only later). Its decisions wait for
+    :meth:`set_decider` (the engine, once loaded; the egress denies after its own decision
+    timeout); ``network_deny`` is decided here, before the rules."""
+
+    def __init__(self, config: core.SandboxConfig) -> None:
+        import asyncio
+        import tempfile
+        import threading
+
+        from policyd import egress
+
+        self.config = config
+        self.loop = asyncio.new_event_loop()
+        self._decider: Any = None
+        self._ready: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self.loop.run_forever, name="policyd-egress", daemon=True)
+        self._thread.start()
+        network = [n for n in config.network if n != "*:*"]
+        forwards = [f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in core.loopback_endpoints(network)]
+        started = asyncio.run_coroutine_threadsafe(
+            egress.Egress.start(tempfile.gettempdir(), self._decide, network=network, forwards=forwards), self.loop)
+        try:
+            self.egress = started.result(SETUP_TIMEOUT_S)
+        except Exception as exc:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            raise Unavailable(f"the egress proxy did not start: {exc}") from exc
+
+    def set_decider(self, decide: Any) -> None:
+        """Decide connections with ``decide(query) -> Resolution`` from now on (thread-safe)."""
+        self.loop.call_soon_threadsafe(self._set, decide)
+
+    def _set(self, decide: Any) -> None:
+        import asyncio
+
+        self._decider = decide
+        if self._ready is None:
+            self._ready = asyncio.Event()
+        self._ready.set()
+
+    async def _decide(self, query: Any) -> Any:
+        import asyncio
+
+        from policyd.core.model import Decision
+        from policyd.core.relay import Resolution
+
+        c = query.connection
+        denied = core.denied_by(self.config.network_deny, c.host, c.addresses, c.port)
+        if denied:
+            return Resolution(Decision.DENY, {"reason": f"[sandbox] network_deny: {denied}",
+                                              "rules": [{"id": "[sandbox] network_deny", "decision": "deny"}]})
+        if self._ready is None:
+            self._ready = asyncio.Event()
+        await self._ready.wait()
+        result = self._decider(query)
+        return await result if asyncio.iscoroutine(result) else result
+
+    def close(self) -> None:
+        """Stop listening and end the relayed connections (at the proxy's exit)."""
+        import asyncio
+        import concurrent.futures
+
+        with contextlib.suppress(concurrent.futures.TimeoutError, RuntimeError):
+            asyncio.run_coroutine_threadsafe(self.egress.close(), self.loop).result(5.0)
+        self.loop.call_soon_threadsafe(self.loop.stop)
 
 
 # --------------------------------------------------------------------------- before the settings
@@ -323,15 +405,21 @@ def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], c
     state = core.agent_state(agent, environ, home) if home else ()
     notes: dict[str, object] = {"roots": list(roots), "state": list(state)}
     args = [bwrap, "--die-with-parent", "--unshare-all", "--new-session"]
+    args += view_args(config, roots, home, state, notes)
+    env = agent_env(environ, config)
+    box = Plan(args, env, roots, notes=notes, inner=list(agent))
     if config.network_unrestricted:
         args.append("--share-net")
-        notes["network"] = "unrestricted ([sandbox] network = ['*:*'] in every file that declares it)"
+        notes["network"] = "unrestricted ([sandbox] network = ['*:*'] in every file that declares it; no egress)"
     else:
-        notes["network"] = "none" if not config.network else "none (egress proxy absent): " + ", ".join(config.network)
-    args += view_args(config, roots, home, state, notes)
+        box.egress = EgressThread(config)
+        args += box.egress.egress.bwrap_args()  # after the view: its socket directory may be under /tmp
+        box.inner = box.egress.egress.wrap_argv(agent)
+        env.update(box.egress.egress.agent_env())
+        notes["network"] = {"egress": box.egress.egress.socket_path, "listed": list(config.network),
+                            "denied": list(config.network_deny)}
     args += ["--chdir", cwd]
-    env = agent_env(environ, config)
-    return Plan(args, env, roots, notes=notes)
+    return box
 
 
 def start(settings: Settings, agent: Sequence[str]) -> tuple[Spawned | None, Plan | None, str]:
@@ -349,15 +437,17 @@ def start(settings: Settings, agent: Sequence[str]) -> tuple[Spawned | None, Pla
     except Unavailable as exc:
         return _fallback(settings, agent, str(exc))
     read_fd, write_fd = os.pipe()
-    argv = [*box.argv, "--json-status-fd", str(write_fd), "--", *agent]
+    argv = [*box.argv, "--json-status-fd", str(write_fd), "--", *box.inner]
     spawned = spawn(argv, env=box.env, pass_fds=(write_fd,))
     os.close(write_fd)
     if spawned.error_code:
         os.close(read_fd)
+        box.close()
         return _fallback(settings, agent, f"bwrap did not start: {spawned.error}")
     if not _child_started(read_fd):
         os.close(read_fd)
         spawned.stop(0.5)  # (bwrap failed before running the agent: it has exited)
+        box.close()
         return _fallback(settings, agent, probe(environ) or diagnose(box.argv[0]))
     box.status_fd = read_fd  # kept open: bwrap writes the exit code there at the end (else SIGPIPE)
     spawned.argv = list(agent)

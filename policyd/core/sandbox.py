@@ -115,6 +115,8 @@ def _check_network(entry: str) -> str:
         return f"port {port!r} must be 1-65535 or *"
     if not _HOST.match(host):
         return f"host {host!r} must be a name, *.name, an IPv4 address, [IPv6] or *"
+    if host == "*" and port != "*":
+        return "a bare * host only as '*:*' (the whole network, without the egress proxy)"
     return ""
 
 
@@ -252,6 +254,27 @@ def agent_state(argv: Sequence[str], environ: Mapping[str, str], home: str) -> t
             if resolved != "/" and not paths.within(home, resolved):
                 found.append(resolved)
     return tuple(dict.fromkeys(found))
+
+
+def loopback_endpoints(network: Iterable[str]) -> tuple[tuple[str, int], ...]:
+    """The ``network`` entries that name a loopback address and one port (``127.0.0.1:8080``,
+    ``[::1]:8080``, ``localhost:8080``): reachable inside the sandbox at the same address."""
+    found: list[tuple[str, int]] = []
+    for entry in network:
+        host, _, port = entry.rpartition(":")
+        host = host[1:-1] if host.startswith("[") else host
+        if port.isdigit() and (host in ("::1", "localhost") or re.fullmatch(r"127(\.\d{1,3}){3}", host)):
+            found.append(("127.0.0.1" if host == "localhost" else host, int(port)))
+    return tuple(dict.fromkeys(found))
+
+
+def denied_by(network_deny: Iterable[str], host: str, addresses: Iterable[str], port: int) -> str:
+    """The ``network_deny`` entry naming ``host`` or one of its ``addresses`` on ``port``, or ""."""
+    names = [host.lower(), *(f"[{a}]" if ":" in a else a for a in addresses)]
+    for pattern in network_deny:
+        if any(host_covers(f"{n}:{port}", pattern.lower()) for n in names):
+            return pattern
+    return ""
 
 
 def filter_env(environ: Mapping[str, str], patterns: Iterable[str]) -> dict[str, str]:
