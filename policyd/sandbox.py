@@ -30,6 +30,7 @@ explained by :func:`diagnose` (the package to install, the sysctl or AppArmor se
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import sys
@@ -82,6 +83,8 @@ class Plan:
     pass_fds: tuple[int, ...] = ()
     notes: dict[str, object] = field(default_factory=dict)
     egress: EgressThread | None = None
+    #: The combined ``[sandbox]`` the view was built from.
+    config: core.SandboxConfig = field(default_factory=core.SandboxConfig)
     #: The agent's command line as bwrap runs it (after the egress bridge, when there is one).
     inner: list[str] = field(default_factory=list)
 
@@ -364,21 +367,63 @@ def agent_env(environ: Mapping[str, str], config: core.SandboxConfig) -> dict[st
     return env
 
 
+def _policy_files(settings: Settings) -> list[str]:
+    """The policy files the full load reads, in its order (:func:`policyd.loader.collect`:
+    search-path directories' ``*.toml``, then each ``--policy`` file or directory), without
+    importing the loader (it imports the CEL stack: ~100 ms before the agent could start).
+    A path that cannot be read raises Unavailable; the full load then agrees or fails, and
+    the proxy compares its ``[sandbox]`` with this one (:func:`check_loaded`)."""
+
+    def toml_files(directory: str) -> list[str]:
+        try:
+            names = sorted(e.name for e in os.scandir(directory) if e.name.endswith(".toml") and e.is_file())
+        except OSError as exc:
+            raise Unavailable(f"policy directory {directory}: {exc.strerror or exc}") from None
+        return [os.path.join(directory, n) for n in names]
+
+    files: list[str] = []
+    for entry in settings.search_path:
+        if os.path.isdir(entry):
+            files.extend(toml_files(entry))
+    for entry in settings.policy:
+        if os.path.isdir(entry):
+            files.extend(toml_files(entry))
+        elif os.path.exists(entry):
+            files.append(entry)
+        else:
+            raise Unavailable(f"policy path {entry} does not exist")
+    return files
+
+
 def sandbox_config(settings: Settings) -> core.SandboxConfig:
     """The combined ``[sandbox]`` of the policy files this proxy loads (the shipped ones when
-    none is found), read without compiling their rules; raises Unavailable for a table
-    that does not validate (the full load reports it too)."""
-    from policyd import loader
-
-    files, errors = loader.collect(settings.policy, settings.search_path)
-    sources, read_errors = loader.read_sources(files)
-    problems = [str(e) for e in [*errors, *read_errors]]
-    if problems:
-        raise Unavailable("the policy files cannot be read: " + "; ".join(problems))
-    config, bad = core.from_sources(sources if files else loader.embedded_sources())
+    none is found), read without compiling their rules; raises Unavailable for a file that
+    cannot be read or a table that does not validate (the full load reports it too)."""
+    sources: list[tuple[str, str]] = []
+    files = _policy_files(settings)
+    if not files:
+        shipped = Path(__file__).resolve().parent / "policies"
+        files = sorted(str(p) for p in shipped.glob("*.toml"))
+    for path in files:
+        try:
+            sources.append((path, Path(path).read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise Unavailable(f"policy file {path} cannot be read: {exc}") from None
+    config, bad = core.from_sources(sources)
     if bad:
         raise Unavailable("the [sandbox] table does not load: " + "; ".join(bad))
     return config
+
+
+def check_loaded(box: Plan, loaded: core.SandboxConfig) -> str:
+    """"" when the policy set loaded in full has the ``[sandbox]`` the view was built from,
+    else why not (the proxy then stops the agent: the view must be the policy's)."""
+    mine = dataclasses.replace(box.config, files=())
+    theirs = dataclasses.replace(loaded, files=())
+    if mine == theirs:
+        return ""
+    return ("the policy set loaded has another [sandbox] than the one the sandbox was built from "
+            f"(built from {list(box.config.files)}, loaded {list(loaded.files)})")
 
 
 def writable_roots(settings: Settings, cwd: str) -> tuple[str, ...]:
@@ -407,7 +452,7 @@ def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], c
     args = [bwrap, "--die-with-parent", "--unshare-all", "--new-session"]
     args += view_args(config, roots, home, state, notes)
     env = agent_env(environ, config)
-    box = Plan(args, env, roots, notes=notes, inner=list(agent))
+    box = Plan(args, env, roots, notes=notes, inner=list(agent), config=config)
     if config.network_unrestricted:
         args.append("--share-net")
         notes["network"] = "unrestricted ([sandbox] network = ['*:*'] in every file that declares it; no egress)"

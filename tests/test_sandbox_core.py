@@ -194,3 +194,15 @@ def test_may_sandbox_is_conservative(tmp_path: Path) -> None:
     config.write_text("# sandbox later\n")
     assert may_sandbox(["proxy", "--config", str(config), "--", "a"], {})
     assert may_sandbox(["proxy", "--", "a"], {"POLICYD_CONFIG": str(config)})
+
+
+def test_a_loaded_set_with_another_sandbox_table_is_refused() -> None:
+    """The view is built from the [sandbox] tables read before the spawn; when the set the
+    proxy then loads in full has other tables (a file changed between), the proxy is told
+    why (it stops the agent: the view must be the policy's)."""
+    from policyd.sandbox import Plan, check_loaded
+
+    built = core.SandboxConfig(hide=("~/.ssh",), files=("/p/a.toml",))
+    box = Plan([], {}, (), config=built)
+    assert "" == check_loaded(box, core.SandboxConfig(hide=("~/.ssh",), files=("/p/a.toml",)))
+    assert "another [sandbox]" in check_loaded(box, core.SandboxConfig(hide=("~/.ssh", "~/.aws")))

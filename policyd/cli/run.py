@@ -104,8 +104,17 @@ def proxy(
             from policyd.daemon_client import DaemonClient
 
             relay.policy = _local_session_policy(settings)
-            if box is not None and box.egress is not None:  # connections: the policy files this proxy reads
-                box.egress.set_decider(_local_egress_decider(settings, relay.policy()))
+            if box is not None:
+                from policyd.sandbox import check_loaded
+
+                local = relay.policy()
+                if why := check_loaded(box, local.sandbox if local is not None else box.config):
+                    print(f"policyd: {why}", file=sys.stderr)
+                    spawned.stop(settings.kill_grace_s)  # type: ignore[union-attr]
+                    box.close()
+                    return USAGE_ERROR
+                if box.egress is not None:  # connections: decided by the policy files this proxy reads
+                    box.egress.set_decider(_local_egress_decider(settings, local))
             client = DaemonClient(socket_path, settings.daemon_timeout_s)
             logs.get().info("daemon.consulted", socket=str(socket_path), timeout_s=settings.daemon_timeout_s)
             try:
@@ -115,7 +124,7 @@ def proxy(
                 if box is not None:
                     box.close()
         embedded = _EmbeddedStart(settings, agent, cli_policy, config)
-        embedded.egress = box.egress if box is not None else None
+        embedded.box = box
         # [modes], [answers]: the set in force, reloads included (the proxy relays no agent
         # line before the load has finished, so a session answer is never ungoverned)
         relay.policy = lambda: embedded.engine.policy if embedded.engine is not None else None
@@ -143,7 +152,7 @@ class _EmbeddedStart:
         self.future: concurrent.futures.Future[Reloader | None] = concurrent.futures.Future()
         self.engine: Any = None
         self.started = False  # start() runs only once the agent was spawned
-        self.egress: Any = None  # the sandbox's egress (policyd.sandbox.EgressThread), decided by this engine
+        self.box: Any = None  # the agent's sandbox (policyd.sandbox.Plan): its [sandbox] must be the set's
         self._thread: threading.Thread | None = None
 
     def start(self) -> concurrent.futures.Future[Reloader | None]:
@@ -172,6 +181,11 @@ class _EmbeddedStart:
             from policyd.cli.common import load_policy, load_shadow
 
             loaded = load_policy(self.settings)
+            if self.box is not None:
+                from policyd.sandbox import Unavailable, check_loaded
+
+                if why := check_loaded(self.box, loaded.policy.sandbox):
+                    raise Unavailable(why)
             shadow = load_shadow(self.settings)
         except BaseException as exc:  # every failure stops the agent; report() tells which
             self.future.set_exception(exc)  # (a concurrent Future: thread-safe)
@@ -191,10 +205,10 @@ class _EmbeddedStart:
                                       on_change=lambda st: status.write(st, self.agent))
             status.write(reloader.status, self.agent)
             self.engine = engine
-            if self.egress is not None:  # the sandbox's connections are decided by the same engine
+            if self.box is not None and self.box.egress is not None:  # connections: decided by the same engine
                 from policyd.egress import engine_decider
 
-                self.egress.set_decider(engine_decider(engine))
+                self.box.egress.set_decider(engine_decider(engine))
             self.future.set_result(reloader)
         except Exception as exc:
             self.future.set_exception(exc)
