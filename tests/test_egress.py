@@ -166,7 +166,7 @@ def test_named_loopback_endpoint_is_reachable_at_the_same_address(tmp_path: Path
     assert b"STATUS 200 BODY hello from the host" in err
     assert len(target.received) == 1 and target.received[0].startswith(b"GET /v1/x HTTP/1.1\r\n")
     [entry] = [d for d in decision_log() if d["event"] == "egress.decided"]
-    assert entry["decision"] == "allow" and entry["answer"] == "connected"
+    assert entry["decision"] == "allow" and entry["answer"] == "connect"
     assert (entry["host"], entry["port"], entry["address"], entry["via"]) == ("127.0.0.1", target.port, "127.0.0.1",
                                                                              "forward")
     assert entry["listed"] == f"forward 127.0.0.1:{target.port}"
@@ -267,7 +267,7 @@ def test_listed_name_through_http_proxy_is_decided_on_the_address_policyd_resolv
         assert b"STATUS 200 BODY hello from the host" in err
         assert target.received[0].startswith(b"GET /p?q=1 HTTP/1.1\r\n")
         assert b"\r\nConnection: close\r\n" in target.received[0]
-        assert (entry["decision"], entry["answer"], entry["address"]) == ("allow", "connected", HOST_ADDRESS)
+        assert (entry["decision"], entry["answer"], entry["address"]) == ("allow", "connect", HOST_ADDRESS)
     else:
         assert code == 3
         assert b"HTTP 403" in err and b"name-to-internal" in err
@@ -553,3 +553,124 @@ def test_node_fetch_reaches_a_forward_unchanged(tmp_path: Path, decision_log: An
     assert code == 0, err
     assert out == b'{"model": "fake"}'
     assert target.received[0].startswith(b"GET /v1/models HTTP/1.1\r\n")
+
+
+# ----------------------------------------------------------------------------- more of the API
+
+
+def test_gateway_forward_to_a_unix_socket(tmp_path: Path, decision_log: Any) -> None:
+    """``add_forward(host, port, unix_path)``: the model gateway's Unix socket is reachable
+    inside at a loopback address (nothing listens on that port outside)."""
+    received: list[bytes] = []
+
+    async def gateway(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        received.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\ngateway")
+        await writer.drain()
+        writer.close()
+
+    async def main() -> tuple[int, bytes, bytes]:
+        path = str(tmp_path / "gateway.sock")
+        server = await asyncio.start_unix_server(gateway, path)
+        with socket.socket() as probe:  # a port nothing listens on outside
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        eg = await egress.Egress.start(runtime(tmp_path), engine_decide())
+        eg.add_forward("127.0.0.1", port, path)
+        try:
+            return await run_in_sandbox(eg, [sys.executable, "-c", PY_GET, f"http://127.0.0.1:{port}/v1/messages"])
+        finally:
+            await eg.close()
+            server.close()
+
+    code, _, err = asyncio.run(main())
+    assert code == 0, err
+    assert b"STATUS 200 BODY gateway" in err
+    assert received[0].startswith(b"GET /v1/messages HTTP/1.1\r\n")
+    [entry] = [d for d in decision_log() if d["event"] == "egress.decided"]
+    assert entry["address"] == f"unix:{tmp_path / 'gateway.sock'}" and entry["decision"] == "allow"
+
+
+def test_an_allow_that_cannot_be_recorded_is_not_given(tmp_path: Path) -> None:
+    """With the decision log on a full disk (/dev/full) an allowed connection is refused
+    (502 naming why) and the listener receives nothing: no unrecorded egress."""
+
+    async def main() -> tuple[int, bytes, bytes, Listener]:
+        target = await Listener().start()
+        eg = await egress.Egress.start(runtime(tmp_path), engine_decide(), network=[f"127.0.0.1:{target.port}"])
+        try:
+            result = await run_in_sandbox(eg, [sys.executable, "-c", PY_GET, f"http://127.0.0.1:{target.port}/"],
+                                          env={"NO_PROXY": "", "no_proxy": ""})
+        finally:
+            await eg.close()
+            await target.stop()
+        return (*result, target)
+
+    logs.configure(decision_log="/dev/full")
+    try:
+        code, _, err, target = asyncio.run(main())
+    finally:
+        logs.configure()
+    assert code == 3 and b"HTTP 502 policyd egress: the decision log cannot be written" in err
+    assert target.received == []
+
+
+def test_a_connect_tunnel_keeps_alive_for_many_requests(tmp_path: Path, decision_log: Any) -> None:
+    """One CONNECT, one decision, then several requests on the same tunnel (HTTP/1.1
+    keep-alive is the client's and the server's: the tunnel carries bytes)."""
+    seen: list[bytes] = []
+
+    async def keepalive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                seen.append(await reader.readuntil(b"\r\n\r\n"))
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                await writer.drain()
+        except asyncio.IncompleteReadError:
+            writer.close()
+
+    client = ("import http.client, sys\n"
+              "c = http.client.HTTPConnection('127.0.0.1', int(sys.argv[1]), timeout=20)\n"
+              "c.set_tunnel('127.0.0.1', int(sys.argv[2]))\n"
+              "for i in range(3):\n"
+              "    c.request('GET', f'/r{i}'); r = c.getresponse(); print(r.status, r.read().decode())\n")
+
+    async def main() -> tuple[int, bytes, bytes]:
+        server = await asyncio.start_server(keepalive, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        eg = await egress.Egress.start(runtime(tmp_path), engine_decide(), network=[f"127.0.0.1:{port}"])
+        try:
+            return await run_in_sandbox(eg, [sys.executable, "-c", client, str(eg.proxy_port), str(port)])
+        finally:
+            await eg.close()
+            server.close()
+
+    code, out, err = asyncio.run(main())
+    assert code == 0, err
+    assert out == b"200 ok\n200 ok\n200 ok\n"
+    assert [s.split(b" ")[1] for s in seen] == [b"/r0", b"/r1", b"/r2"]
+    assert len([d for d in decision_log() if d["event"] == "egress.decided"]) == 1
+
+
+def test_a_listed_endpoint_that_refuses_is_a_502_and_logged(tmp_path: Path, decision_log: Any) -> None:
+    """Allowed, recorded, then the endpoint refuses: the client gets 502 naming the failure
+    and the decision log has the allow followed by ``egress.failed``."""
+
+    async def main() -> tuple[int, bytes, bytes, int]:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        eg = await egress.Egress.start(runtime(tmp_path), engine_decide(), network=[f"127.0.0.1:{port}"])
+        try:
+            result = await run_in_sandbox(eg, [sys.executable, "-c", PY_GET, f"http://127.0.0.1:{port}/"],
+                                          env={"NO_PROXY": "", "no_proxy": ""})
+        finally:
+            await eg.close()
+        return (*result, port)
+
+    code, _, err, port = asyncio.run(main())
+    assert code == 3 and b"HTTP 502" in err and b"connection failed: 127.0.0.1:" in err
+    decided, failed = decision_log()
+    assert (decided["event"], decided["decision"], decided["address"]) == ("egress.decided", "allow", "127.0.0.1")
+    assert (failed["event"], failed["connection_id"], failed["port"]) == ("egress.failed", decided["connection_id"],
+                                                                          port)
