@@ -58,7 +58,8 @@ def test_bad_network_entries_are_named(entry: str, message: str) -> None:
 
 
 LABEL = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True)
-NAME = st.lists(LABEL, min_size=2, max_size=4).map(".".join).filter(lambda n: not core.is_address(core.normalise_host(n)))
+NAME = (st.lists(LABEL, min_size=2, max_size=4).map(".".join)
+        .filter(lambda n: not core.is_address(core.normalise_host(n))))
 PORT = st.integers(1, 65535)
 
 
