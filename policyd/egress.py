@@ -5,9 +5,17 @@ process, listens inside on the proxy port and on each forwarded loopback endpoin
 bridges every connection to this module's Unix socket, after a header line naming the
 listener. Here each connection is decided (:mod:`policyd.core.egress`: the ``[sandbox]
 network`` allow-list, then the rules on a ``connect`` query with the addresses policyd
-resolved itself), written to the decision log (``egress.decided``: host, port, address,
-decision, rules; OTel exports it) and, when allowed, connected to the address policyd
-resolved (never a second lookup: no DNS rebinding) and relayed both ways.
+resolved itself), written to the decision log and, when allowed, connected to the address
+policyd resolved (never a second lookup: no DNS rebinding) and relayed both ways.
+
+Decision-log events (OTel exports them as ``policyd.egress.*``): ``egress.decided`` for every
+connection (``connection_id``, ``host``, ``port``, ``via``, ``http_method``, ``listed`` (the
+entry that named it), ``addresses``, ``address`` (the one tried first), ``decision``
+(``allow``/``deny``/``ask``/``error``), ``answer`` (``connect`` or ``refused``), ``rules``,
+``reason``, ``decided_by``, ``policy_hash``, ``eval_us``, ``decide_us`` and the replayable
+request fields); it is written before any packet leaves, and an allow whose record cannot be
+written is refused. Then ``egress.failed`` when no address answered, ``egress.connected``
+when a later address than ``address`` did; ``egress.invalid`` for a bad bridge header.
 
 What a connection from the sandbox can be:
 
@@ -59,7 +67,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from policyd import logs
 from policyd.core import egress as core
@@ -85,6 +93,9 @@ CHUNK = 65536
 #: The decision-log event of every connection decision (and of a refused bridge header).
 DECIDED = "egress.decided"
 INVALID = "egress.invalid"
+#: Decision-log events after an allow: no address answered, or a later one than logged did.
+FAILED = "egress.failed"
+CONNECTED = "egress.connected"
 #: Request headers that belong to the hop to the proxy, not to the origin (RFC 9110 7.6.1).
 HOP_HEADERS = frozenset({b"connection", b"proxy-connection", b"keep-alive", b"proxy-authorization",
                          b"proxy-authenticate", b"te", b"trailer", b"upgrade"})
@@ -112,6 +123,20 @@ class Forward:
     @property
     def key(self) -> str:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+@dataclass(slots=True)
+class Judgement:
+    """A connection decided: ``decision``, the decision-log ``fields`` so far, ``start``
+    (``perf_counter_ns`` when deciding began), the HTTP ``status`` of a refusal, the
+    ``forward`` it goes to (if any) and the ``addresses`` to connect to, in order."""
+
+    decision: Decision
+    fields: dict[str, Any]
+    start: int
+    status: int
+    forward: Forward | None = None
+    addresses: Sequence[str] = ()
 
 
 class Refused(Exception):
@@ -242,7 +267,7 @@ class Egress:
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass
         except Exception as exc:  # a bug must not take the egress down
-            logs.get().error("egress.failed", error=repr(exc))
+            logs.get().error("egress.crashed", error=repr(exc))
         finally:
             writer.close()
             if task is not None:
@@ -312,10 +337,11 @@ class Egress:
             up_writer.write(out_head)
         await _relay(reader, writer, up_reader, up_writer)
 
-    async def _open(self, host: str, port: int, *, via: str, method: str = "", url: str = "",
-                    forward: Forward | None = None
-                    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, str]:
-        """Decide ``host:port`` and connect; raises :class:`Refused`. Logs the decision."""
+    async def judge(self, host: str, port: int, *, via: str, method: str = "", url: str = "",
+                    forward: Forward | None = None) -> Judgement:
+        """Decide a connection to ``host:port`` (normalised): the allow-list, then (listed
+        only: an unlisted name is never looked up, a lookup would leak it to DNS) the
+        addresses policyd resolves and the rules. Never raises; nothing is logged yet."""
         seq = next(self._seq)
         start = time.perf_counter_ns()
         fields: dict[str, Any] = {"connection_id": seq, "host": host, "port": port, "via": via}
@@ -323,18 +349,17 @@ class Egress:
             fields["http_method"] = method
         fwd = forward or self.forwards.get(Forward(host, port).key)
         entry = f"forward {fwd.key}" if fwd else core.listed(self.network, host, port)
-        if not entry:  # not resolved either: a lookup of an unlisted name leaks it to DNS
-            fields.update(decision="deny", answer="refused", addresses=[], address="",
-                          rules=[{"id": core.NETWORK_RULE, "decision": "deny"}],
+        if not entry:
+            fields.update(decision="deny", addresses=[], rules=[{"id": core.NETWORK_RULE, "decision": "deny"}],
                           reason=f"{core.NETWORK_RULE}: {host}:{port} is not listed")
-            self._refuse(fields, start, 403)
+            return Judgement(Decision.DENY, fields, start, 403)
+        fields["listed"] = entry
         try:
             addresses = [fwd.host] if fwd else await self._resolve(host, port)
         except Refused as exc:
-            fields.update(decision="deny", answer="refused", addresses=[], address="", listed=entry,
-                          reason=str(exc))
-            self._refuse(fields, start, exc.status)
-        fields.update(listed=entry, addresses=addresses)
+            fields.update(decision="deny", addresses=[], reason=str(exc))
+            return Judgement(Decision.DENY, fields, start, exc.status)
+        fields["addresses"] = addresses
         c = self.context
         query = core.connection_query(host, port, addresses, via=via, method=method, url=url, seq=seq,
                                       session=c.session, agent=c.agent, client=c.client, home=c.home,
@@ -345,27 +370,35 @@ class Egress:
                   "decision": decision.value if resolution.decision is not None else "error"}
         if by == core.NETWORK_RULE:
             fields["reason"] = f"{core.NETWORK_RULE}: {entry}"
-        if decision is not Decision.ALLOW:
-            if decision is Decision.ASK:
-                fields["reason"] = f"{fields.get('reason', '')} ({core.ASK_REFUSED})".strip()
-            fields.update(answer="refused", address="")
-            self._refuse(fields, start, 403)
-        try:
-            up_reader, up_writer, address = await self._connect(fwd, addresses, port)
-        except Refused as exc:
-            fields.update(answer="failed", address="", error=str(exc))
-            self._log(fields, start)
-            raise
-        fields.update(answer="connected", address=address)
-        if not self._log(fields, start):  # an allow that cannot be recorded is not given
-            up_writer.close()
-            raise Refused(502, "policyd egress: the decision log cannot be written; connection refused")
-        return up_reader, up_writer, address
+        elif decision is Decision.ASK:
+            fields["reason"] = f"{fields.get('reason', '')} ({core.ASK_REFUSED})".strip()
+        return Judgement(decision, fields, start, 403, fwd, addresses)
 
-    def _refuse(self, fields: dict[str, Any], start: int, status: int) -> NoReturn:
-        self._log(fields, start)
-        reason = fields.get("reason") or "denied"
-        raise Refused(status, f"policyd egress: {fields['host']}:{fields['port']} refused: {reason}")
+    async def _open(self, host: str, port: int, *, via: str, method: str = "", url: str = "",
+                    forward: Forward | None = None
+                    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, str]:
+        """Decide ``host:port``, log the decision and connect; raises :class:`Refused`."""
+        j = await self.judge(host, port, via=via, method=method, url=url, forward=forward)
+        fields = j.fields
+        if j.decision is not Decision.ALLOW:
+            fields.update(answer="refused", address="")
+            self._log(fields, j.start)
+            raise Refused(j.status, f"policyd egress: {host}:{port} refused: {fields.get('reason') or 'denied'}")
+        # recorded before a packet leaves: an allow that cannot be recorded is not given
+        fields.update(answer="connect", address=f"unix:{j.forward.unix_path}" if j.forward and j.forward.unix_path
+                      else j.addresses[0])
+        if not self._log(fields, j.start):
+            raise Refused(502, "policyd egress: the decision log cannot be written; connection refused")
+        try:
+            up_reader, up_writer, address = await self._connect(j.forward, j.addresses, port)
+        except Refused as exc:
+            logs.decision(FAILED, {"connection_id": fields["connection_id"], "host": host, "port": port,
+                                   "error": str(exc)})
+            raise
+        if address != fields["address"]:  # the first address failed, a later one answered
+            logs.decision(CONNECTED, {"connection_id": fields["connection_id"], "host": host, "port": port,
+                                      "address": address})
+        return up_reader, up_writer, address
 
     def _log(self, fields: dict[str, Any], start: int) -> bool:
         fields["decide_us"] = (time.perf_counter_ns() - start) // 1000

@@ -44,7 +44,8 @@ DROP_LOG_INTERVAL_S = 10.0
 #: Seconds ``stop`` waits for the last events to be exported before giving up.
 STOP_TIMEOUT_S = 3.0
 #: Structlog events exported as OTel events (besides every ``permission.*`` decision event).
-EXPORTED_PREFIXES = ("permission.", "policy.", "mode.", "fs.", "terminal.", "sidechannel.", "daemon.", "remember.")
+EXPORTED_PREFIXES = ("permission.", "policy.", "mode.", "fs.", "terminal.", "sidechannel.", "daemon.", "remember.",
+                     "egress.")
 #: Fields already mapped to a standard attribute (not repeated as ``policyd.<field>``).
 _MAPPED = frozenset({"event", "level", "timestamp", "tool_call_id", "rules", "policy_hash", "eval_us",
                      "session_id", "agent", "client", "traceparent", "decision", "source"})

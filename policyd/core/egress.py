@@ -125,7 +125,10 @@ def parse_network(entries: Iterable[str]) -> tuple[Endpoint, ...]:
         if host.startswith("*."):
             if "*" in host[2:]:
                 raise ValueError(f"network entry {entry!r}: '*' only as the first label ('*.example.com')")
-            norm = "*." + normalise_host(host[2:])
+            norm = normalise_host(host[2:])
+            if is_address(norm):
+                raise ValueError(f"network entry {entry!r}: a wildcard needs a name, not an address")
+            norm = "*." + norm
         elif "*" in host:
             raise ValueError(f"network entry {entry!r}: '*' only as the first label ('*.example.com')")
         else:
