@@ -163,6 +163,17 @@ def bind_unix(path: str) -> socket.socket:
     return sock
 
 
+def private_dir() -> str:
+    """A new directory only policyd's user can enter (0700), for the gateway's Unix socket:
+    under ``$XDG_RUNTIME_DIR`` when set, else the system's temporary directory."""
+    import tempfile
+
+    base = os.environ.get("XDG_RUNTIME_DIR") or None
+    if base is not None and not os.path.isdir(base):
+        base = None
+    return tempfile.mkdtemp(prefix="policyd-gateway-", dir=base)
+
+
 class Gateway:
     """Serves :class:`Route` s on pre-bound sockets (:meth:`add`), in the running loop
     (:meth:`start`, :meth:`close`) or on a thread of its own (:meth:`start_thread`).
@@ -190,6 +201,17 @@ class Gateway:
 
     def add(self, sock: socket.socket, route: Route) -> None:
         self._listeners.append((sock, route))
+
+    def discard(self) -> None:
+        """Close the listeners of a gateway that never started (the agent did not start)."""
+        for sock, _ in self._listeners:
+            path = sock.getsockname() if sock.family == socket.AF_UNIX else ""
+            sock.close()
+            if isinstance(path, str) and path:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+                    os.rmdir(os.path.dirname(path))
+        self._listeners.clear()
 
     @property
     def routes(self) -> list[Route]:
@@ -259,12 +281,14 @@ class Gateway:
             raise ready[0]
 
     def stop_thread(self, timeout_s: float = 5.0) -> None:
+        """Stop serving (the thread's loop closes every connection), remove the Unix sockets."""
         if self._thread is None or self._loop is None or self._stop is None:
             return
         with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(timeout_s)
         self._thread = None
+        self.discard()
 
     # ------------------------------------------------------------------ requests
 

@@ -107,12 +107,16 @@ class GatewayPlan:
     notes: list[str] = field(default_factory=list)
 
     def agent_env(self, env: Mapping[str, str], gateway_origin: str) -> dict[str, str]:
-        """``env`` for the agent: its key variables replaced by the placeholder, its base URL
-        the gateway (``gateway_origin`` + the upstream's path)."""
+        """``env`` for the agent: its key variables removed, :meth:`agent_vars` set."""
         out = {k: v for k, v in env.items() if k not in self.drop and k not in self.profile.key_vars}
+        out.update(self.agent_vars(env, gateway_origin))
+        return out
+
+    def agent_vars(self, env: Mapping[str, str], gateway_origin: str) -> dict[str, str]:
+        """The variables the gateway sets for the agent (none holds a secret): the placeholder
+        key, the base URL (``gateway_origin`` + the upstream's path), Codex's ``CODEX_CONFIG``."""
         base = gateway_origin + self.route.path
-        out[self.key_var] = PLACEHOLDER
-        out[self.base_url_var] = base
+        out = {self.key_var: PLACEHOLDER, self.base_url_var: base}
         if self.profile.provider == "openai":
             out["OPENAI_API_KEY"] = PLACEHOLDER
             overrides: dict[str, Any] = {}

@@ -58,6 +58,7 @@ from policyd.core.relay import (
     Timer,
 )
 from policyd.early import Handover
+from policyd.sandbox import refuse_session
 from policyd.spawn import Spawned, spawn
 
 if TYPE_CHECKING:
@@ -470,7 +471,12 @@ class Proxy:
         """Relay the client's lines: ``pending`` first (read by the early relay), then the
         rest of policyd's stdin unless ``eof`` (its end was read already)."""
         assert self.proc is not None and self.proc.stdin is not None
+        box = self.proc.sandbox
         async for line in lines(_chunks_after(pending, None if eof else sys.stdin.fileno())):
+            if box is not None and (refused := refuse_session(line, box.roots)) is not None:
+                logs.get().warning("sandbox.session_refused", reason="outside the writable view", roots=list(box.roots))
+                await self.stdout.write(refused)  # the view is fixed at spawn: fail closed and say so
+                continue
             await self._execute(self.relay.from_client(line))
         logs.get().info("client.eof")
         self._stop_agent_soon()

@@ -141,6 +141,8 @@ class Settings(BaseSettings):
     shadow_policy: list[str] = Field(default_factory=list, description="draft policy evaluated beside, logged only")
     telemetry: TelemetrySettings = Field(default_factory=lambda: TelemetrySettings())
     gateway: GatewaySettings = Field(default_factory=lambda: GatewaySettings())
+    sandbox: Literal["off", "auto", "required"] = "off"
+    sandbox_roots: list[str] = Field(default_factory=list, description="writable roots of the sandbox beside the cwd")
 
     @field_validator("remember_expiry")
     @classmethod
@@ -153,7 +155,7 @@ class Settings(BaseSettings):
         """Lifetime of a new remembered choice in seconds (None = never)."""
         return parse_duration(self.remember_expiry)
 
-    @field_validator("policy", "search_path", "shadow_policy", mode="before")
+    @field_validator("policy", "search_path", "shadow_policy", "sandbox_roots", mode="before")
     @classmethod
     def _split(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -193,6 +195,7 @@ FLAGS: dict[str, str] = {
     "daemon_socket": "--daemon",
     "daemon_timeout_s": "--daemon-timeout",
     "mode_switch_timeout_s": "--mode-switch-timeout",
+    "sandbox_roots": "--sandbox-root",
 }
 
 

@@ -45,6 +45,8 @@ class Spawned:
         self.stdin: asyncio.StreamWriter | None = None
         self.stdout: asyncio.StreamReader | None = None
         self.early: EarlyRelay | None = None
+        #: The sandbox it runs in (a ``policyd.sandbox.Plan``), None when it runs without one.
+        self.sandbox: Any = None
         self._exited: asyncio.Future[int] | None = None
 
     @property
@@ -156,9 +158,10 @@ def _write_protocol() -> Any:
     return WriteProtocol
 
 
-def spawn(argv: Sequence[str], first: bool = False, env: Mapping[str, str] | None = None) -> Spawned:
+def spawn(argv: Sequence[str], first: bool = False, env: Mapping[str, str] | None = None,
+          pass_fds: Sequence[int] = ()) -> Spawned:
     """Start ``argv`` with pipes on stdin and stdout, stderr inherited, policyd's environment
-    (or ``env``: then never ``first``).
+    (or ``env``: then never ``first``), and the descriptors ``pass_fds`` kept open in it.
     Never raises for a missing or non-executable command (see :attr:`Spawned.error_code`).
     ``first``: policyd has no other thread yet and has imported next to nothing: start it
     with :class:`policyd.child.Child` (fork and exec, without importing subprocess); else
@@ -171,7 +174,7 @@ def spawn(argv: Sequence[str], first: bool = False, env: Mapping[str, str] | Non
             import subprocess
 
             spawned.popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
-                                             env=None if env is None else dict(env))
+                                             env=None if env is None else dict(env), pass_fds=tuple(pass_fds))
     except FileNotFoundError:
         spawned.error_code, spawned.error = 127, "command not found"
     except PermissionError:

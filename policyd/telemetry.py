@@ -45,7 +45,7 @@ DROP_LOG_INTERVAL_S = 10.0
 STOP_TIMEOUT_S = 3.0
 #: Structlog events exported as OTel events (besides every ``permission.*`` decision event).
 EXPORTED_PREFIXES = ("permission.", "policy.", "mode.", "fs.", "terminal.", "sidechannel.", "daemon.", "remember.",
-                     "model.", "gateway.")
+                     "model.", "gateway.", "egress.")
 #: ``gen_ai.system`` of each gateway provider (OTel GenAI semantic conventions).
 GEN_AI_SYSTEMS = {"anthropic": "anthropic", "openai": "openai", "gemini": "gcp.gemini"}
 #: Fields already mapped to a standard attribute (not repeated as ``policyd.<field>``).

@@ -180,6 +180,8 @@ def scripts(agent: str, ws: Path, outside: Path, gemini_tmp: Path) -> dict[str, 
             # (persistence) inside the workspace goes out as fs/write_text_file only
             "write-hook": Step("Adding a hook.", "write_file", {
                 "file_path": str(ws / ".husky" / "pre-commit"), "content": HOOK_PAYLOAD}),
+            # read_file reads the disk itself, never asking: inside policyd's sandbox the key is hidden
+            "read-own": Step("Reading the key.", "read_file", {"file_path": str(ws / "deploy" / "id_ed25519")}),
             "read-secret": Step("Rotating the key.", "replace", {
                 "file_path": str(ws / "deploy" / "id_ed25519"), "instruction": "Rotate the key",
                 "old_string": "not-for-agents", "new_string": "rotated"}),
@@ -270,7 +272,8 @@ def _jsonl(path: Path) -> list[Message]:
 def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *, fs: bool,
               actions: tuple[str, ...], headless: bool = True, set_mode: str | None = None,
               answer: Callable[[Message], str | None] | None = None, proxy_args: tuple[str, ...] = (),
-              reload: bool = False, model_key: str | None = None, agent_key: str | None = None) -> AgentRun:
+              reload: bool = False, extra_policy: Callable[[str], Path] | None = None,
+              model_key: str | None = None, agent_key: str | None = None) -> AgentRun:
     """One session of ``spec`` through the real ``policyd proxy [--headless] --policy POLICY``
     (:func:`policyd_cli`): after
     ``session/new`` the client asks for mode ``set_mode`` (if given), then sends every action
@@ -279,7 +282,9 @@ def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *,
     environment (policyd's) holds this key (or ``agent_key``) and the fake model accepts only
     ``model_key``. With ``reload``, a second
     proxy + agent (same home) then loads the session (``session/load``), as an editor does
-    after a restart. Nothing is asserted here."""
+    after a restart. ``extra_policy(model_url)``: one more ``--policy`` file, written once the
+    fake model's address is known (the sandbox tier names it in ``[sandbox] network``).
+    Nothing is asserted here."""
     ws, outside = base / "ws", base / "outside"
     ws.mkdir(parents=True)
     outside.mkdir()
@@ -298,10 +303,11 @@ def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *,
                             require_key=model_key).start()
     decisions = base / "decisions.jsonl"
     agent_env = prepare(spec, base / "agent", model.url, env, ws, key=agent_key or model_key or "fake-key")
+    extra = ["--policy", str(extra_policy(model.url))] if extra_policy is not None else []
 
     def proxy(log: Path) -> list[str]:
         return [*policyd_cli(), "proxy", *(["--headless"] if headless else []),
-                "--policy", str(policy), "--decision-log", str(log), *proxy_args, "--", *spec.argv()]
+                "--policy", str(policy), *extra, "--decision-log", str(log), *proxy_args, "--", *spec.argv()]
 
     started = time.monotonic()
     client = AcpAgentClient(proxy(decisions), agent_env, ws, base / "policyd.stderr")

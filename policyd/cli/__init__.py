@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 #: ``typing.TYPE_CHECKING`` without importing typing (~5 ms on the way to the proxy's spawn);
 #: type checkers read the name alike.
@@ -40,8 +40,12 @@ def _spawn_agent_first(argv: list[str]) -> Spawned | None:
     command line is a usage error or names another agent. Anything else: None."""
     if argv[:1] != ["proxy"] or "--" not in argv:
         return None
+    from policyd.sandbox import may_sandbox
+
+    if may_sandbox(argv, os.environ):  # a sandboxed agent starts once its view is known
+        return None
     cut = argv.index("--")
-    if _gateway_wanted(argv[1:cut]):  # the agent's environment is known only once the gateway is set up
+    if _gateway_wanted(argv, os.environ):  # the agent's environment is known only once the gateway is set up
         return None
     for word in argv[1:cut]:
         if (len(word) > 2 and "--help".startswith(word)) or (word[:1] == "-" and word[1:2] != "-" and "h" in word):
@@ -53,10 +57,28 @@ def _spawn_agent_first(argv: list[str]) -> Spawned | None:
     return spawn(argv[cut + 1 :], first=True)  # no thread yet: fork and exec (policyd.child)
 
 
-def _gateway_wanted(options: list[str]) -> bool:
-    """The command line or ``POLICYD_GATEWAY`` may turn the gateway on (policyd.gatewaysetup):
-    the agent is then spawned after the settings are read."""
-    return any(w.startswith("--gateway") for w in options) or bool(os.environ.get("POLICYD_GATEWAY"))
+def _gateway_wanted(argv: list[str], environ: Mapping[str, str]) -> bool:
+    """Could the model gateway be on for ``policyd ARGV`` (policyd.gatewaysetup)? Then the
+    agent starts once the settings are read (its environment depends on them): a
+    ``--gateway`` option, ``POLICYD_GATEWAY``, or a config file that mentions ``gateway``.
+    True when unsure (only slower); a config file that turns it on is then never missed."""
+    words = argv[: argv.index("--")] if "--" in argv else argv
+    if any(w.startswith("--gateway") for w in words) or environ.get("POLICYD_GATEWAY"):
+        return True
+    config = next((w.split("=", 1)[1] for w in words if w.startswith("--config=")), "")
+    config = config or next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "--config"), "")
+    xdg = environ.get("XDG_CONFIG_HOME") or os.path.join(environ.get("HOME", "/"), ".config")
+    candidates = [config or environ.get("POLICYD_CONFIG", "")] if config or environ.get("POLICYD_CONFIG") else [
+        os.path.join(xdg, "policyd", "config.toml"), "/etc/policyd/config.toml"]
+    for path in candidates:
+        try:
+            with open(path, "rb") as f:
+                return b"gateway" in f.read(1 << 20)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return True
+    return False
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -86,6 +108,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         "log_redact": flag("log_redact"),
         "shadow_policy": flag("shadow_policy"),
         "gateway": {"mode": flag("gateway_mode")} if flag("gateway_mode") else None,
+        "sandbox": flag("sandbox_mode"),
+        "sandbox_roots": flag("sandbox_roots"),
     }
     return load_settings(cli, flag("config"))
 
@@ -135,7 +159,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if not args.agent:
             print("policyd proxy: missing agent command: policyd proxy [options] -- AGENT [ARGS...]", file=sys.stderr)
             return USAGE_ERROR
-        if spawned is None and not _gateway_wanted(argv[1:]):
+        if spawned is None and not _sandbox_asked(args) and not _gateway_wanted(argv, os.environ):
             from policyd.spawn import spawn
 
             spawned = spawn(args.agent)
@@ -156,7 +180,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return USAGE_ERROR
     gateway = None
     if args.command == "proxy":
-        started = _start_gateway(settings, args.agent, spawned)
+        started = _start_agent(settings, args.agent, spawned)
         if isinstance(started, int):
             return started
         spawned, gateway = started
@@ -176,7 +200,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         case "check":
             return admin.check(settings, args.json)
         case "eval":
-            return evaluate.evaluate(settings, args.file)
+            return evaluate.evaluate(settings, args.file, args.decide_sandboxed)
         case "status":
             return admin.show_status(settings, args.json)
         case "reload":
@@ -185,12 +209,12 @@ def _main(argv: Sequence[str] | None = None) -> int:
             return admin.remembered(settings, args)
 
 
-def _start_gateway(settings: Settings, agent: list[str], spawned: Spawned | None) -> tuple[Spawned, Any] | int:
-    """Set up the model-API gateway when ``[gateway] mode`` asks for it (policyd.gatewaysetup),
-    then spawn the agent with the placeholder key (unless it runs already, without a gateway).
+def _start_agent(settings: Settings, agent: list[str], spawned: Spawned | None) -> tuple[Spawned | None, Any] | int:
+    """The proxy's agent once the settings are known: the model gateway first when ``[gateway]
+    mode`` asks for it (policyd.gatewaysetup: the key read, the listeners bound, the agent's
+    environment with the placeholder), then the agent, sandboxed or not (:func:`_start_sandboxed`).
     Returns (the agent, the running Gateway or None), or an exit code."""
     from policyd import gatewaysetup, logs
-    from policyd.spawn import spawn
 
     config = gatewaysetup.GatewayConfig(**settings.gateway.model_dump())
     try:
@@ -203,31 +227,78 @@ def _start_gateway(settings: Settings, agent: list[str], spawned: Spawned | None
     if plan is None:
         if config.mode == "auto":
             logs.get().warning("gateway.skipped", reason=gatewaysetup.skip_reason(config, agent, os.environ))
-        if spawned is None:
-            spawned = spawn(agent)
-            spawned.relay_early()
-        return spawned, None
-    if spawned is not None:  # spawned before the config file turned the gateway on
+        started = _start_sandboxed(settings, agent, spawned)
+        return started if isinstance(started, int) else (started, None)
+    if spawned is not None:  # started before the config file turned the gateway on
         spawned.stop(STOP_GRACE_S)
-    from policyd.gateway import Gateway, bind_tcp
+        spawned = None
+    from policyd.gateway import Gateway, bind_tcp, bind_unix, private_dir
 
-    sock = bind_tcp()
-    origin = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    tcp = bind_tcp()
+    port = tcp.getsockname()[1]
+    origin = f"http://127.0.0.1:{port}"
+    unix_path = os.path.join(private_dir(), "gateway.sock")
     gateway = Gateway(budget=lambda: None)  # until the policy in force gives its [budget]
-    gateway.add(sock, plan.route)
-    env = plan.agent_env(os.environ, origin)
+    gateway.add(tcp, plan.route)
+    gateway.add(bind_unix(unix_path), plan.route)  # the sandbox's egress bridge: 127.0.0.1:PORT inside
+    variables = plan.agent_vars(os.environ, origin)
+    environ = plan.agent_env(os.environ, origin)
     gatewaysetup.forget_keys(plan)
-    spawned = spawn(plan.agent_argv(agent, origin), env=env)
-    spawned.relay_early()
+    started = _start_sandboxed(settings, plan.agent_argv(agent, origin), None, environ, variables,
+                               (("127.0.0.1", port, unix_path),))
+    if isinstance(started, int):
+        gateway.discard()
+        return started
     try:
         gateway.start_thread()
     except Exception as exc:
         print(f"policyd: the model gateway did not start: {plan.route.key.scrub(str(exc))}", file=sys.stderr)
-        spawned.stop(STOP_GRACE_S)
+        if started is not None:
+            started.stop(STOP_GRACE_S)
         return USAGE_ERROR
-    logs.get().info("gateway.started", listen=origin, provider=plan.route.provider, upstream=plan.route.origin,
-                    key_source=plan.route.key.source, agent_key_var=plan.key_var, agent_base_url_var=plan.base_url_var)
-    return spawned, gateway
+    logs.get().info("gateway.started", listen=origin, unix_socket=unix_path, provider=plan.route.provider,
+                    upstream=plan.route.origin, key_source=plan.route.key.source, agent_key_var=plan.key_var,
+                    agent_base_url_var=plan.base_url_var)
+    return started, gateway
+
+
+def _sandbox_asked(args: argparse.Namespace) -> bool:
+    """Could the settings turn the sandbox on (see :func:`policyd.sandbox.may_sandbox`)?
+    Then the agent is started only once they are read."""
+    from policyd.sandbox import may_sandbox
+
+    return may_sandbox(["proxy", *([f"--config={args.config}"] if args.config else []),
+                        *(["--sandbox"] if args.sandbox_mode or args.sandbox_roots else [])], os.environ)
+
+
+def _start_sandboxed(settings: Settings, agent: list[str], spawned: Spawned | None,
+                     environ: dict[str, str] | None = None, gateway_env: dict[str, str] | None = None,
+                     forwards: tuple[tuple[str, int, str], ...] = ()) -> Spawned | int | None:
+    """The proxy's agent once the settings are known: ``spawned`` (started early) when the
+    sandbox is off; else started now, in the sandbox (``policyd.sandbox.start``). An int:
+    policyd's exit code (``required`` and no sandbox: the agent never ran). With the model
+    gateway: ``environ`` (the key replaced), ``gateway_env`` (its variables, past the
+    sandbox's allow-list) and ``forwards`` (its Unix socket, for the egress bridge)."""
+    if settings.sandbox == "off":
+        if spawned is None:
+            from policyd.spawn import spawn
+
+            spawned = spawn(agent, env=environ)
+            spawned.relay_early()
+        return spawned
+    if spawned is not None:  # never: may_sandbox is True whenever the settings could say so
+        spawned.stop(STOP_GRACE_S)
+        print("policyd: the agent started before the sandbox settings were read; not running it", file=sys.stderr)
+        return USAGE_ERROR
+    from policyd import sandbox
+
+    started, box, problem = sandbox.start(settings, agent, environ, gateway_env, forwards)
+    if started is None:
+        print(f"policyd: --sandbox required: the agent was not started: {problem}", file=sys.stderr)
+        return sandbox.SANDBOX_UNAVAILABLE
+    started.sandbox = box
+    started.relay_early()
+    return started
 
 
 def _run_exporting(args: argparse.Namespace, settings: Settings, spawned: Spawned | None, gateway: Any = None) -> int:

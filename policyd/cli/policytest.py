@@ -36,7 +36,7 @@ def _what(case: dict[str, Any]) -> str:
 
 
 def run(settings: Settings, cli_policy: Sequence[str] | None, files: Sequence[str], home: str,
-        verbose: bool, as_json: bool) -> int:
+        verbose: bool, as_json: bool, sandboxed: bool = False) -> int:
     """See the module doc."""
     try:
         policy = loader.load(list(cli_policy), []).policy if cli_policy else load_policy(settings).policy
@@ -48,7 +48,7 @@ def run(settings: Settings, cli_policy: Sequence[str] | None, files: Sequence[st
         for entry in read_entries(files, problems):
             case = entry.fields
             try:
-                query = case_query(case, home)
+                query = case_query(case, home, sandboxed)
                 facts = Facts(query, realpath=virtual_realpath(symlinks(case)))
             except ValueError as exc:
                 problems.append(f"{entry.where}: {exc}")

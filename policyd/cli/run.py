@@ -93,6 +93,12 @@ def proxy(
         id_prefix=f"policyd-{secrets.token_hex(6)}",
         switch_timeout_s=settings.mode_switch_timeout_s,
     )
+    box = spawned.sandbox if spawned is not None else None
+    if box is not None:
+        relay.sandboxed = True  # session.sandboxed
+        logs.get().info("sandbox.started", **box.notes)
+    elif settings.sandbox != "off":
+        logs.get().warning("sandbox.unavailable", mode=settings.sandbox, effect="the agent runs without a sandbox")
     socket_path = daemon_path(settings, own_policy=bool(cli_policy) or settings.decision_log is not None)
     try:
         if socket_path is not None:
@@ -100,11 +106,27 @@ def proxy(
 
             relay.policy = _local_session_policy(settings)
             _give_budget(gateway, relay)
+            if box is not None:
+                from policyd.sandbox import check_loaded
+
+                local = relay.policy()
+                if why := check_loaded(box, local.sandbox if local is not None else box.config):
+                    print(f"policyd: {why}", file=sys.stderr)
+                    spawned.stop(settings.kill_grace_s)  # type: ignore[union-attr]
+                    box.close()
+                    return USAGE_ERROR
+                if box.egress is not None:  # connections: decided by the policy files this proxy reads
+                    box.egress.set_decider(_local_egress_decider(settings, local))
             client = DaemonClient(socket_path, settings.daemon_timeout_s)
             logs.get().info("daemon.consulted", socket=str(socket_path), timeout_s=settings.daemon_timeout_s)
-            return run_proxy(agent, relay, client.decide, settings.kill_grace_s, None,
-                             on_remember=client.remember, local_decision_log=False, spawned=spawned)
+            try:
+                return run_proxy(agent, relay, client.decide, settings.kill_grace_s, None,
+                                 on_remember=client.remember, local_decision_log=False, spawned=spawned)
+            finally:
+                if box is not None:
+                    box.close()
         embedded = _EmbeddedStart(settings, agent, cli_policy, config)
+        embedded.box = box
         # [modes], [answers]: the set in force, reloads included (the proxy relays no agent
         # line before the load has finished, so a session answer is never ungoverned)
         relay.policy = lambda: embedded.engine.policy if embedded.engine is not None else None
@@ -114,6 +136,8 @@ def proxy(
                              on_remember=embedded.remember, startup=embedded.start, spawned=spawned)
         finally:
             status.remove()
+            if box is not None:
+                box.close()
         if embedded.started and embedded.settle() is not None:  # waits for a load still running
             return embedded.report()
         return code
@@ -144,6 +168,7 @@ class _EmbeddedStart:
         self.future: concurrent.futures.Future[Reloader | None] = concurrent.futures.Future()
         self.engine: Any = None
         self.started = False  # start() runs only once the agent was spawned
+        self.box: Any = None  # the agent's sandbox (policyd.sandbox.Plan): its [sandbox] must be the set's
         self._thread: threading.Thread | None = None
 
     def start(self) -> concurrent.futures.Future[Reloader | None]:
@@ -172,6 +197,11 @@ class _EmbeddedStart:
             from policyd.cli.common import load_policy, load_shadow
 
             loaded = load_policy(self.settings)
+            if self.box is not None:
+                from policyd.sandbox import Unavailable, check_loaded
+
+                if why := check_loaded(self.box, loaded.policy.sandbox):
+                    raise Unavailable(why)
             shadow = load_shadow(self.settings)
         except BaseException as exc:  # every failure stops the agent; report() tells which
             self.future.set_exception(exc)  # (a concurrent Future: thread-safe)
@@ -191,6 +221,10 @@ class _EmbeddedStart:
                                       on_change=lambda st: status.write(st, self.agent))
             status.write(reloader.status, self.agent)
             self.engine = engine
+            if self.box is not None and self.box.egress is not None:  # connections: decided by the same engine
+                from policyd.egress import engine_decider
+
+                self.box.egress.set_decider(engine_decider(engine))
             self.future.set_result(reloader)
         except Exception as exc:
             self.future.set_exception(exc)
@@ -252,6 +286,17 @@ def serve(settings: Settings, socket_path: str | None, cli_policy: list[str] | N
         logs.get().error("daemon.start_failed", error=str(exc))
         print(f"policyd serve: {exc}", file=sys.stderr)
         return 1
+
+
+def _local_egress_decider(settings: Settings, policy: PolicySet | None) -> Any:
+    """With a daemon deciding permission requests, the sandbox's connections are decided by
+    an engine of the policy files this proxy reads (the daemon protocol has no connections)."""
+    from policyd.cli.common import build_engine
+    from policyd.egress import engine_decider
+    from policyd.loader import Loaded
+
+    quiet = settings.model_copy(update={"remember": False, "shadow_policy": []})
+    return engine_decider(build_engine(quiet, Loaded(policy, embedded=False)) if policy is not None else None)
 
 
 def _observe_memory(engine: Any) -> None:

@@ -33,8 +33,9 @@ _OPTIONS = (PermissionOption("allow", "Allow", "allow_once"), PermissionOption("
 _STR_FIELDS = ("id", "kind", "command", "url", "cwd", "session_cwd", "raw_cwd", "home")
 
 
-def case_query(case: Mapping[str, Any], home: str = CASES_HOME) -> PermissionQuery:
-    """A case -> PermissionQuery; raises ValueError naming the bad field."""
+def case_query(case: Mapping[str, Any], home: str = CASES_HOME, sandboxed: bool = False) -> PermissionQuery:
+    """A case -> PermissionQuery; raises ValueError naming the bad field. ``sandboxed``:
+    decided as in a sandboxed session (a case's own ``sandboxed`` boolean wins)."""
     for name in _STR_FIELDS:
         if name in case and not isinstance(case[name], str):
             raise ValueError(f"{name!r} must be a string")
@@ -71,7 +72,11 @@ def case_query(case: Mapping[str, Any], home: str = CASES_HOME) -> PermissionQue
     if paths:
         call["locations"] = [{"path": p} for p in paths]
     cwd = case.get("session_cwd", case.get("cwd", ""))
-    return PermissionQuery(SessionInfo("policy-test", cwd), call, _OPTIONS, home=case.get("home", home))
+    boxed = case.get("sandboxed", sandboxed)
+    if not isinstance(boxed, bool):
+        raise ValueError("'sandboxed' must be a boolean")
+    return PermissionQuery(SessionInfo("policy-test", cwd, sandboxed=boxed), call, _OPTIONS,
+                           home=case.get("home", home))
 
 
 def symlinks(case: Mapping[str, Any]) -> dict[str, str]:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from policyd.core import cel, paths, shell, urls
 from policyd.core.envvars import assignment_allowed
-from policyd.core.model import TOOL_KINDS, PermissionQuery
+from policyd.core.model import CONNECT_KIND, NO_CONNECTION, TOOL_KINDS, PermissionQuery
 from policyd.core.shell import catalogue as shell_catalogue
 from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN
 from policyd.core.shell.resolve import (
@@ -94,6 +94,7 @@ TOOL_FIELDS: tuple[str, ...] = (
     "shell",
     "url",
     "url_parts",
+    "connection",
     "effects",
     "reads",
     "writes",
@@ -165,12 +166,15 @@ FACTS_SCHEMA: Mapping[str, FactType] = {
         "url_parts": {"valid": "bool", "scheme": "string", "host": "string", "port": "int",
                       "path": "string", "query": "string", "ip": "string", "loopback": "bool",
                       "private": "bool", "link_local": "bool"},
+        "connection": {"host": "string", "port": "int", "addresses": "list(string)", "loopback": "bool",
+                       "private": "bool", "link_local": "bool", "via": "string", "method": "string"},
         "effects": "list(string)", "reads": "list(string)", "writes": "list(string)",
         "execs": "list(string)", "unknown": "list(string)", "creates": "list(string)",
         "names": "list(string)", "deletes": "list(string)", "cwds": "list(string)",
         "discards": "list(string)",
     },
-    "session": {"id": "string", "cwd": "string", "roots": "list(string)", "real_roots": "list(string)"},
+    "session": {"id": "string", "cwd": "string", "roots": "list(string)", "real_roots": "list(string)",
+                "sandboxed": "bool"},
     "agent": {"name": "string", "version": "string"},
     "client": {"name": "string", "version": "string"},
     "options": "list(string)",
@@ -213,6 +217,8 @@ class Facts:
 
     @once
     def sent_kind(self) -> str:
+        if self.query.connection is not None:  # only policyd's egress sets it
+            return CONNECT_KIND
         kind = self.call.get("kind")
         return kind if isinstance(kind, str) and kind in TOOL_KINDS else "other"
 
@@ -528,6 +534,7 @@ class Facts:
                 "cwd": roots[0] if q.session.cwd else "",
                 "roots": roots,
                 "real_roots": list(real_roots),
+                "sandboxed": q.session.sandboxed,
             },
             "agent": {"name": q.agent.name, "version": q.agent.version},
             "client": {"name": q.client.name, "version": q.client.version},
@@ -598,6 +605,7 @@ _TOOL_GETTERS: dict[str, Callable[[Facts], Any]] = {
     "unknown": lambda f: list(f.unknown),
     "url": lambda f: f.url,
     "url_parts": lambda f: f.url_parts.as_dict(),
+    "connection": lambda f: (f.query.connection or NO_CONNECTION).as_dict(),
 }
 
 

@@ -228,6 +228,8 @@ class Relay:
         self.headless = headless
         self.headless_fallback = headless_fallback
         self.home = home
+        #: The agent runs in policyd's sandbox: sessions carry ``session.sandboxed``.
+        self.sandboxed = False
         self.tracker = ToolCallTracker()
         self.sessions: dict[str, SessionInfo] = {}
         self.client_info = PeerInfo()
@@ -403,7 +405,7 @@ class Relay:
         cwd = params.get("cwd")
         dirs = params.get("additionalDirectories")
         extra = tuple(d for d in dirs if isinstance(d, str)) if isinstance(dirs, list) else ()
-        self.sessions[session_id] = SessionInfo(session_id, cwd if isinstance(cwd, str) else "", extra)
+        self.sessions[session_id] = SessionInfo(session_id, cwd if isinstance(cwd, str) else "", extra, self.sandboxed)
 
     # ------------------------------------------------------------------ agent -> client
 
@@ -630,7 +632,7 @@ class Relay:
             if not isinstance(oid, str) or not isinstance(kind, str):
                 return None, f"params.options[{i}] needs string optionId and kind", session_id
             options.append(PermissionOption(oid, name if isinstance(name, str) else "", kind))
-        session = self.sessions.get(session_id) or SessionInfo(session_id, "")
+        session = self.sessions.get(session_id) or SessionInfo(session_id, "", sandboxed=self.sandboxed)
         merged = self.tracker.merged(session_id, tool_call)
         query = PermissionQuery(
             session=session,
