@@ -77,6 +77,8 @@ READ_TIMEOUT_S = 600.0
 MAX_REQUEST = 64 << 20
 #: Bytes of an answer of known length (not a stream) read whole before it is passed on.
 MAX_WHOLE = 1 << 20
+#: Longest directory for the gateway's Unix socket (sun_path holds 107 bytes, with the name).
+MAX_SOCKET_DIR = 64
 #: Seconds a request waits for the policy's budget while the policy is still loading.
 BUDGET_WAIT_S = 60.0
 
@@ -165,13 +167,14 @@ def bind_unix(path: str) -> socket.socket:
 
 def private_dir() -> str:
     """A new directory only policyd's user can enter (0700), for the gateway's Unix socket:
-    under ``$XDG_RUNTIME_DIR`` when set, else the system's temporary directory."""
+    under the first of ``$XDG_RUNTIME_DIR``, ``$TMPDIR``, ``/tmp`` that exists and is short
+    enough (a Unix socket's path has at most 107 bytes)."""
     import tempfile
 
-    base = os.environ.get("XDG_RUNTIME_DIR") or None
-    if base is not None and not os.path.isdir(base):
-        base = None
-    return tempfile.mkdtemp(prefix="policyd-gateway-", dir=base)
+    for base in (os.environ.get("XDG_RUNTIME_DIR"), os.environ.get("TMPDIR"), "/tmp"):
+        if base and len(base) <= MAX_SOCKET_DIR and os.path.isdir(base):
+            return tempfile.mkdtemp(prefix="policyd-gateway-", dir=base)
+    return tempfile.mkdtemp(prefix="policyd-gateway-", dir="/tmp")
 
 
 class Gateway:

@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 from acp_client import Message
-from conftest import policyd_env
+from conftest import ROOT, policyd_env
 from otlp_receiver import OtlpReceiver
 from realagents import AGENTS, AgentRun, run_agent
 
@@ -52,12 +54,13 @@ ASKING_MODE = {"claude": "default", "gemini": "default", "codex": "read-only", "
 
 
 def _run(name: str, base: Path, policy_text: str = ALLOW_ALL, actions: tuple[str, ...] = ("print-key",),
-         env: dict[str, str] | None = None) -> AgentRun:
+         env: dict[str, str] | None = None, sandbox: bool = False) -> AgentRun:
     base.mkdir(parents=True)
     policy = base / "policy.toml"
     policy.write_text(policy_text)
+    flags = ("--gateway", "required", *(("--sandbox", "required") if sandbox else ()))
     return run_agent(AGENTS[name], base, policy, {**policyd_env(base), **(env or {})}, fs=False, actions=actions,
-                     set_mode=ASKING_MODE[name], proxy_args=("--gateway", "required"), model_key=REAL_KEY)
+                     set_mode=ASKING_MODE[name], proxy_args=flags, model_key=REAL_KEY)
 
 
 def _written_by_policyd(base: Path) -> str:
@@ -99,6 +102,24 @@ def test_agent_works_with_only_the_placeholder(name: str, tmp_path: Path) -> Non
     base = tmp_path / name
     run = _run(name, base)
     _check(run, base)
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+@pytest.mark.parametrize("name", ["claude", "gemini", "codex", "codex-zed"])
+def test_sandboxed_agent_reaches_its_model_only_through_the_gateway(name: str) -> None:
+    """``--sandbox required --gateway required``: the policy names no network, so the agent
+    reaches nothing but the gateway (the egress bridge forwards 127.0.0.1:PORT inside to its
+    Unix socket); its turn completes with only the placeholder."""
+    parent = ROOT / ".agent-tests"  # not under /tmp: the sandbox's /tmp is private
+    parent.mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix=f"gateway-{name}-", dir=parent))
+    try:
+        run = _run(name, base / "run", sandbox=True)
+        _check(run, base / "run")
+        started = [d for d in run.client.stderr().splitlines() if "sandbox.started" in d]
+        assert started, run.describe()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_claude_with_otel_usage_exported_and_the_key_nowhere(tmp_path: Path) -> None:

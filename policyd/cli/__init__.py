@@ -234,18 +234,25 @@ def _start_agent(settings: Settings, agent: list[str], spawned: Spawned | None) 
         spawned = None
     from policyd.gateway import Gateway, bind_tcp, bind_unix, private_dir
 
-    tcp = bind_tcp()
-    port = tcp.getsockname()[1]
-    origin = f"http://127.0.0.1:{port}"
-    unix_path = os.path.join(private_dir(), "gateway.sock")
     gateway = Gateway(budget=lambda: None)  # until the policy in force gives its [budget]
-    gateway.add(tcp, plan.route)
-    gateway.add(bind_unix(unix_path), plan.route)  # the sandbox's egress bridge: 127.0.0.1:PORT inside
+    forwards: tuple[tuple[str, int, str], ...] = ()
+    try:
+        tcp = bind_tcp()
+        port = tcp.getsockname()[1]
+        gateway.add(tcp, plan.route)
+        if settings.sandbox != "off":  # the egress bridge makes it 127.0.0.1:PORT inside the sandbox
+            unix_path = os.path.join(private_dir(), "gateway.sock")
+            gateway.add(bind_unix(unix_path), plan.route)
+            forwards = (("127.0.0.1", port, unix_path),)
+    except OSError as exc:
+        gateway.discard()
+        print(f"policyd: the model gateway cannot listen: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    origin = f"http://127.0.0.1:{port}"
     variables = plan.agent_vars(os.environ, origin)
     environ = plan.agent_env(os.environ, origin)
     gatewaysetup.forget_keys(plan)
-    started = _start_sandboxed(settings, plan.agent_argv(agent, origin), None, environ, variables,
-                               (("127.0.0.1", port, unix_path),))
+    started = _start_sandboxed(settings, plan.agent_argv(agent, origin), None, environ, variables, forwards)
     if isinstance(started, int):
         gateway.discard()
         return started
@@ -256,7 +263,8 @@ def _start_agent(settings: Settings, agent: list[str], spawned: Spawned | None) 
         if started is not None:
             started.stop(STOP_GRACE_S)
         return USAGE_ERROR
-    logs.get().info("gateway.started", listen=origin, unix_socket=unix_path, provider=plan.route.provider,
+    logs.get().info("gateway.started", listen=origin, forwards=[f"{h}:{p} -> {u}" for h, p, u in forwards],
+                    provider=plan.route.provider,
                     upstream=plan.route.origin, key_source=plan.route.key.source, agent_key_var=plan.key_var,
                     agent_base_url_var=plan.base_url_var)
     return started, gateway
