@@ -188,6 +188,7 @@ class Gateway:
     def __init__(self, budget: Budget | Callable[[], Budget | None] | None = None,
                  record: Callable[[str, dict[str, Any]], object] | None = None) -> None:
         self._listeners: list[tuple[socket.socket, Route]] = []
+        self._unix_paths: list[str] = []
         self._budget = budget
         self._record = record or (lambda event, fields: logs.decision(event, fields))
         self.totals = Totals()
@@ -204,17 +205,20 @@ class Gateway:
 
     def add(self, sock: socket.socket, route: Route) -> None:
         self._listeners.append((sock, route))
+        if sock.family == socket.AF_UNIX and isinstance(sock.getsockname(), str):
+            self._unix_paths.append(sock.getsockname())
 
     def discard(self) -> None:
-        """Close the listeners of a gateway that never started (the agent did not start)."""
+        """Close the listeners (those of a gateway that never started: the agent did not
+        start) and remove the Unix sockets and their private directory."""
         for sock, _ in self._listeners:
-            path = sock.getsockname() if sock.family == socket.AF_UNIX else ""
             sock.close()
-            if isinstance(path, str) and path:
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
-                    os.rmdir(os.path.dirname(path))
+        for path in self._unix_paths:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                os.rmdir(os.path.dirname(path))
         self._listeners.clear()
+        self._unix_paths.clear()
 
     @property
     def routes(self) -> list[Route]:

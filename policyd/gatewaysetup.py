@@ -104,6 +104,7 @@ class GatewayPlan:
     base_url_var: str
     codex: dict[str, Any] | None = None  # the user's Codex provider entry (Codex only)
     drop: frozenset[str] = frozenset()  # variables that held the real key (never passed on)
+    secrets: tuple[str, ...] = ()  # files that hold the real key (the sandbox hides them)
     notes: list[str] = field(default_factory=list)
 
     def agent_env(self, env: Mapping[str, str], gateway_origin: str) -> dict[str, str]:
@@ -292,9 +293,13 @@ def plan(config: GatewayConfig, agent: Sequence[str], env: Mapping[str, str]) ->
             raise GatewayProblem(f"[gateway] required: {why}")
         return None
     key, var = found
+    secrets: tuple[str, ...] = ()
     if var == "CREDENTIALS_DIRECTORY":  # the agent is not told where the credential lies
         var = config.key_var or next(iter(profile.key_vars))
         config = GatewayConfig(**{**vars(config), "key_env": "CREDENTIALS_DIRECTORY"})
+        secrets = (os.path.realpath(env["CREDENTIALS_DIRECTORY"]),)
+    elif config.key_file:
+        secrets = (os.path.realpath(os.path.expanduser(config.key_file)),)
     upstream = config.upstream or env.get(config.base_url_var or profile.base_url_var, "").strip() or (
         codex_entry.get("base_url") if codex_entry and isinstance(codex_entry.get("base_url"), str) else None
     ) or profile.upstream
@@ -307,7 +312,7 @@ def plan(config: GatewayConfig, agent: Sequence[str], env: Mapping[str, str]) ->
         raise GatewayProblem(f"[gateway]: {exc}") from None
     drop = frozenset({*profile.key_vars, *([config.key_env] if config.key_env else []), var})
     return GatewayPlan(route, profile, config.key_var or var, config.base_url_var or profile.base_url_var,
-                       codex_entry, drop)
+                       codex_entry, drop, secrets)
 
 
 def skip_reason(config: GatewayConfig, agent: Sequence[str], env: Mapping[str, str]) -> str:

@@ -443,18 +443,20 @@ def writable_roots(settings: Settings, cwd: str) -> tuple[str, ...]:
 
 def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], cwd: str,
          config: core.SandboxConfig, gateway_env: Mapping[str, str] | None = None,
-         forwards: Sequence[tuple[str, int, str]] = ()) -> Plan:
+         forwards: Sequence[tuple[str, int, str]] = (), secrets: Sequence[str] = ()) -> Plan:
     """The sandboxed start of ``agent``; raises Unavailable (bwrap missing, a bad root).
     ``gateway_env``: the model gateway's variables (placeholder key, base URL: no secret),
     set past the allow-list; ``forwards``: ``(host, port, unix socket)`` the egress bridge
-    makes reachable inside (the gateway's listener)."""
+    makes reachable inside (the gateway's listener); ``secrets``: paths hidden besides the
+    policy's ``hide`` (the gateway's key file or credentials directory)."""
     bwrap = find_bwrap(environ)
     home = environ.get("HOME", "") or settings.home
     roots = writable_roots(settings, cwd)
     state = core.agent_state(agent, environ, home) if home else ()
     notes: dict[str, object] = {"roots": list(roots), "state": list(state)}
     args = [bwrap, "--die-with-parent", "--unshare-all", "--new-session"]
-    args += view_args(config, roots, home, state, notes)
+    view = dataclasses.replace(config, hide=(*config.hide, *secrets)) if secrets else config
+    args += view_args(view, roots, home, state, notes)
     env = agent_env(environ, config)
     env.update(gateway_env or {})
     box = Plan(args, env, roots, notes=notes, inner=list(agent), config=config)
@@ -476,7 +478,7 @@ def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], c
 
 def start(settings: Settings, agent: Sequence[str], environ: Mapping[str, str] | None = None,
           gateway_env: Mapping[str, str] | None = None, forwards: Sequence[tuple[str, int, str]] = (),
-          ) -> tuple[Spawned | None, Plan | None, str]:
+          secrets: Sequence[str] = ()) -> tuple[Spawned | None, Plan | None, str]:
     """Start ``agent`` as ``settings.sandbox`` says: ``(spawned, plan, problem)``. ``plan``
     is None when the agent runs without a sandbox (``auto`` that could not set one up;
     ``problem`` says why); ``spawned`` is None when it must not run (``required``: ``problem``
@@ -488,7 +490,7 @@ def start(settings: Settings, agent: Sequence[str], environ: Mapping[str, str] |
     cwd = os.getcwd()
     try:
         config = sandbox_config(settings)
-        box = plan(settings, agent, environ, cwd, config, gateway_env, forwards)
+        box = plan(settings, agent, environ, cwd, config, gateway_env, forwards, secrets)
     except Unavailable as exc:
         return _fallback(settings, agent, str(exc), environ)
     read_fd, write_fd = os.pipe()

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -26,7 +27,7 @@ import pytest
 from acp_client import Message
 from conftest import ROOT, policyd_env
 from otlp_receiver import OtlpReceiver
-from realagents import AGENTS, AgentRun, run_agent
+from realagents import AGENTS, AgentRun, policyd_cli, run_agent
 
 from policyd.gatewaysetup import PLACEHOLDER
 
@@ -185,3 +186,32 @@ def test_claude_is_stopped_by_its_own_api_error_past_the_budget(tmp_path: Path) 
     assert 1 == len([r for r in run.model_log if r["answered"] != "other"]), run.model_log
     assert REAL_KEY not in _written_by_policyd(base)
 
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_in_the_sandbox_the_key_file_is_hidden() -> None:
+    """``[gateway] key_file``: policyd reads it before the agent starts; inside the sandbox
+    the agent finds nothing there (same user, so only the sandbox can keep it out)."""
+    parent = ROOT / ".agent-tests"
+    parent.mkdir(parents=True, exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="gateway-keyfile-", dir=parent))
+    try:
+        key = base / "secrets" / "anthropic.key"
+        key.parent.mkdir()
+        key.write_text(REAL_KEY + "\n")
+        key.chmod(0o600)
+        ws = base / "ws"
+        ws.mkdir()
+        env = policyd_env(base)
+        env["POLICYD_GATEWAY"] = json.dumps({"provider": "anthropic", "key_file": str(key)})
+        agent = ["/bin/sh", "-c", 'cat "$0" > result 2>&1; echo "[$ANTHROPIC_API_KEY]" >> result', str(key)]
+        done = subprocess.run([*policyd_cli(), "proxy", "--headless", "--gateway", "required", "--sandbox", "required",
+                               "--", *agent], env=env, cwd=ws, capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
+        assert 0 == done.returncode, done.stderr
+        result = (ws / "result").read_text()
+        assert REAL_KEY not in result
+        assert f"[{PLACEHOLDER}]" in result
+        assert REAL_KEY not in done.stderr
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -252,7 +252,8 @@ def _start_agent(settings: Settings, agent: list[str], spawned: Spawned | None) 
     variables = plan.agent_vars(os.environ, origin)
     environ = plan.agent_env(os.environ, origin)
     gatewaysetup.forget_keys(plan)
-    started = _start_sandboxed(settings, plan.agent_argv(agent, origin), None, environ, variables, forwards)
+    started = _start_sandboxed(settings, plan.agent_argv(agent, origin), None, environ, variables, forwards,
+                               plan.secrets)
     if isinstance(started, int):
         gateway.discard()
         return started
@@ -281,12 +282,14 @@ def _sandbox_asked(args: argparse.Namespace) -> bool:
 
 def _start_sandboxed(settings: Settings, agent: list[str], spawned: Spawned | None,
                      environ: dict[str, str] | None = None, gateway_env: dict[str, str] | None = None,
-                     forwards: tuple[tuple[str, int, str], ...] = ()) -> Spawned | int | None:
+                     forwards: tuple[tuple[str, int, str], ...] = (), secrets: tuple[str, ...] = (),
+                     ) -> Spawned | int | None:
     """The proxy's agent once the settings are known: ``spawned`` (started early) when the
     sandbox is off; else started now, in the sandbox (``policyd.sandbox.start``). An int:
     policyd's exit code (``required`` and no sandbox: the agent never ran). With the model
     gateway: ``environ`` (the key replaced), ``gateway_env`` (its variables, past the
-    sandbox's allow-list) and ``forwards`` (its Unix socket, for the egress bridge)."""
+    sandbox's allow-list), ``forwards`` (its Unix socket, for the egress bridge) and
+    ``secrets`` (the key's file or credentials directory: hidden in the sandbox)."""
     if settings.sandbox == "off":
         if spawned is None:
             from policyd.spawn import spawn
@@ -300,7 +303,7 @@ def _start_sandboxed(settings: Settings, agent: list[str], spawned: Spawned | No
         return USAGE_ERROR
     from policyd import sandbox
 
-    started, box, problem = sandbox.start(settings, agent, environ, gateway_env, forwards)
+    started, box, problem = sandbox.start(settings, agent, environ, gateway_env, forwards, secrets)
     if started is None:
         print(f"policyd: --sandbox required: the agent was not started: {problem}", file=sys.stderr)
         return sandbox.SANDBOX_UNAVAILABLE
