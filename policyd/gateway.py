@@ -13,7 +13,8 @@ Rules this module owns:
   then pass uncompressed and its usage can be read); the body is forwarded byte for byte.
 - The answer: status, reason and headers as the upstream gave them (hop-by-hop ones aside),
   the body passed chunk by chunk as it arrives (SSE and chunked answers stream), HTTP/1.1
-  keep-alive on both sides (aiohttp's server and client; one pooled client session).
+  keep-alive on both sides (aiohttp's server and client; one pooled client session);
+  policyd's own ``HTTPS_PROXY``/``NO_PROXY`` choose how the upstream is reached.
 - TLS to the upstream with verification on: the system trust store, or ``SSL_CERT_FILE`` /
   ``SSL_CERT_DIR``. A failure to reach the upstream (refused, TLS, timeout) answers 502 in
   the provider's error shape with the reason; never a silent retry elsewhere.
@@ -140,6 +141,18 @@ def tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
+def upstream_proxy(upstream: str) -> str | None:
+    """policyd's own ``HTTPS_PROXY`` / ``HTTP_PROXY`` for ``upstream`` unless ``NO_PROXY``
+    bypasses its host (urllib's reading of those variables); None: connect directly."""
+    import urllib.request
+
+    parts = urlsplit(upstream)
+    # (in urllib.request since Python 3.0, documented with getproxies; typeshed lacks it)
+    if urllib.request.proxy_bypass_environment(parts.hostname or ""):  # type: ignore[attr-defined]
+        return None
+    return urllib.request.getproxies_environment().get(parts.scheme)
+
+
 def bind_tcp(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     """A listening TCP socket (before the agent starts: its port goes in the agent's env)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -237,7 +250,8 @@ class Gateway:
         self._session = ClientSession(
             connector=TCPConnector(ssl=tls_context(), limit=64, ttl_dns_cache=300),
             timeout=ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_S, sock_read=READ_TIMEOUT_S),
-            auto_decompress=False, trust_env=True, skip_auto_headers=("User-Agent", "Content-Type"),
+            # trust_env would also add ~/.netrc credentials: the proxy is chosen here (upstream_proxy)
+            auto_decompress=False, trust_env=False, skip_auto_headers=("User-Agent", "Content-Type"),
         )
         for sock, route in self._listeners:
             app = web.Application(client_max_size=MAX_REQUEST)
@@ -348,7 +362,7 @@ class Gateway:
         assert self._session is not None
         try:
             upstream = await self._session.request(request.method, url, headers=headers, data=body or None,
-                                                   allow_redirects=False)
+                                                   allow_redirects=False, proxy=upstream_proxy(route.upstream))
         except (ClientError, OSError, TimeoutError) as exc:
             why = route.key.scrub(_describe(exc))
             self._record("model.upstream_failed", {"provider": route.provider, "upstream": route.origin,

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -44,6 +45,8 @@ from policyd.gateway import AUTH_STYLES, Route, Secret
 
 #: What the agent holds instead of its key (a key-shaped word no API accepts).
 PLACEHOLDER = "policyd-gateway-placeholder"
+#: What a key may hold (it goes into an HTTP header as it is).
+_KEY_TEXT = re.compile(r"[\x21-\x7e]{1,4096}")
 #: Bytes of a key file read (a key is a line; anything larger is not a key file).
 MAX_KEY_FILE = 64 * 1024
 
@@ -293,6 +296,9 @@ def plan(config: GatewayConfig, agent: Sequence[str], env: Mapping[str, str]) ->
             raise GatewayProblem(f"[gateway] required: {why}")
         return None
     key, var = found
+    if not _KEY_TEXT.fullmatch(key.value):  # a header value: printable ASCII, no space (never echoed)
+        raise GatewayProblem(f"the key from {key.source} is not a key: {len(key.value)} characters, some of "
+                             "them spaces, control characters or not ASCII")
     secrets: tuple[str, ...] = ()
     if var == "CREDENTIALS_DIRECTORY":  # the agent is not told where the credential lies
         var = config.key_var or next(iter(profile.key_vars))

@@ -178,6 +178,27 @@ def test_unix_socket_listener(upstream: Upstream, tmp_path: Path) -> None:
     assert [REAL] == upstream.seen[-1].header("x-api-key")
 
 
+def test_policyds_proxy_variables_choose_the_route_upstream(upstream: Upstream,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """``HTTP_PROXY`` of policyd's environment carries the upstream request (absolute-form
+    to the proxy); ``NO_PROXY`` naming the host connects directly."""
+    proxy = Upstream().start()
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    running = Running(upstream.url)
+    try:
+        assert 200 == running.request("POST", "/v1/messages", b"{}")[0]
+        assert [] == upstream.seen and f"{upstream.url}/v1/messages" == proxy.seen[-1].path
+        assert [REAL] == proxy.seen[-1].header("x-api-key")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        assert 200 == running.request("POST", "/v1/messages", b"{}")[0]
+        assert "/v1/messages" == upstream.seen[-1].path
+    finally:
+        running.stop()
+        proxy.stop()
+
+
 # ----------------------------------------------------------------------------- TLS
 
 

@@ -188,6 +188,14 @@ def _profile(name: str) -> object:
     return PROFILES[name]
 
 
+def test_a_key_that_is_no_header_value_is_refused_without_showing_it() -> None:
+    """A key with a newline or a space (a pasted file, two keys) is refused, never echoed."""
+    for bad in ("sk-ab\ncd-secret", "sk-one sk-two-secret", "sk-\u00e9-secret"):
+        with pytest.raises(GatewayProblem, match="is not a key") as info:
+            plan(GatewayConfig(mode="required"), ["claude"], {"ANTHROPIC_API_KEY": bad})
+        assert "secret" not in str(info.value)
+
+
 def test_agent_env_has_only_the_placeholder_and_the_gateway() -> None:
     """Every key variable replaced; the base URL the gateway's with the upstream's path."""
     env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_AUTH_TOKEN": KEY, "ANTHROPIC_BASE_URL": "https://corp.example/llm",
