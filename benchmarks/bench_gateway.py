@@ -218,6 +218,12 @@ def throughput(port: int) -> tuple[float, int]:
     return PAYLOAD / seconds / 1e6, total
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> int:
     print("policyd bench_gateway: the model gateway's added latency, first streamed byte, stream throughput")
     print(machine())
@@ -229,19 +235,24 @@ def main() -> int:
             latency(port, 200)
             ttfb(port, 20)
             throughput(port)
+        cpu = {"latency": 0.0, "stream": 0.0}
         lat: dict[str, list[float]] = {"direct": [], "gateway": []}
         first: dict[str, list[float]] = {"direct": [], "gateway": []}
         rate: dict[str, list[float]] = {"direct": [], "gateway": []}
         sizes = set()
         for _ in range(LATENCY_ROUNDS):
             for name, port in paths.items():
+                before = cpu_s(gateway.pid)
                 lat[name] += latency(port, LATENCY_BLOCK)
+                cpu["latency"] += cpu_s(gateway.pid) - before
         for _ in range(TTFB_ROUNDS):
             for name, port in paths.items():
                 first[name] += ttfb(port, TTFB_BLOCK)
         for _ in range(STREAM_RUNS):
             for name, port in paths.items():
+                before = cpu_s(gateway.pid)
                 mbps, size = throughput(port)
+                cpu["stream"] += cpu_s(gateway.pid) - before
                 rate[name].append(mbps)
                 sizes.add(size)
     finally:
@@ -259,6 +270,8 @@ def main() -> int:
         print(f"  {name:<10}{statistics.median(v):>10.0f}{nearest_rank(v, 90):>10.0f}{nearest_rank(v, 99):>10.0f}")
     added = statistics.median(lat["gateway"]) - statistics.median(lat["direct"])
     print(f"  added p50: {added:.0f} us  (target <= 1000 us: {'MET' if added <= 1000 else 'MISSED'})")
+    print(f"  gateway CPU per request: {cpu['latency'] / len(lat['gateway']) * 1e6:.0f} us "
+          "(user + system, /proc; less sensitive to other load than the wall-clock figures)")
 
     print(f"\n2. time to first streamed byte ({TTFB_ROUNDS * TTFB_BLOCK} streams each)")
     d50, g50 = statistics.median(first["direct"]), statistics.median(first["gateway"])
@@ -270,6 +283,7 @@ def main() -> int:
     print(f"  direct {dm:.0f} MB/s, gateway {gm:.0f} MB/s, ratio {gm / dm:.2f}x "
           f"(target >= 0.9x: {'MET' if gm / dm >= 0.9 else 'MISSED'})")
     print(f"  runs MB/s: direct {[round(x) for x in rate['direct']]}, gateway {[round(x) for x in rate['gateway']]}")
+    print(f"  gateway CPU per MB streamed: {cpu['stream'] / (STREAM_RUNS * PAYLOAD / 1e6) * 1e3:.1f} ms")
     return 0
 
 

@@ -202,6 +202,7 @@ class Gateway:
                  record: Callable[[str, dict[str, Any]], object] | None = None) -> None:
         self._listeners: list[tuple[socket.socket, Route]] = []
         self._unix_paths: list[str] = []
+        self._proxies: dict[str, str | None] = {}
         self._budget = budget
         self._record = record or (lambda event, fields: logs.decision(event, fields))
         self.totals = Totals()
@@ -253,6 +254,8 @@ class Gateway:
             # trust_env would also add ~/.netrc credentials: the proxy is chosen here (upstream_proxy)
             auto_decompress=False, trust_env=False, skip_auto_headers=("User-Agent", "Content-Type"),
         )
+        # read once (getproxies walks the whole environment: ~0.1 ms a request)
+        self._proxies = {route.upstream: upstream_proxy(route.upstream) for _, route in self._listeners}
         for sock, route in self._listeners:
             app = web.Application(client_max_size=MAX_REQUEST)
             app.router.add_route("*", "/{tail:.*}", self._handler(route))
@@ -362,7 +365,7 @@ class Gateway:
         assert self._session is not None
         try:
             upstream = await self._session.request(request.method, url, headers=headers, data=body or None,
-                                                   allow_redirects=False, proxy=upstream_proxy(route.upstream))
+                                                   allow_redirects=False, proxy=self._proxies.get(route.upstream))
         except (ClientError, OSError, TimeoutError) as exc:
             why = route.key.scrub(_describe(exc))
             self._record("model.upstream_failed", {"provider": route.provider, "upstream": route.origin,
