@@ -1,11 +1,13 @@
-"""Command line: ``policyd proxy | serve | check | eval | status | reload | remembered | demo``
+"""Command line: ``policyd proxy | serve | check | eval | status | reload | remembered | summary | demo``
 and the policy author's ``explain | test | replay | suggest`` (``policyd.cli.author``).
 
 Exit codes: ``proxy`` exits with the agent's code (128+N for signal N); ``serve`` 0 after a
 clean shutdown, 1 when it cannot start; ``check`` 0 when the set loads, 1 with every error
 of the policy text, 2 when a policy path cannot be read; ``eval`` 0, or 1 when an input line
-was invalid; 2 for usage errors (bad flags, bad settings — one line per problem naming its
-flag, variable or config file — a policy set that does not load at start).
+was invalid; ``status`` 0 when a daemon answered, 1 when it did not, 3 when there is none;
+141 when stdout was closed by its reader (``| head``); 2 for usage errors (bad flags, bad
+settings — one line per problem naming its flag, variable or config file — a policy set that
+does not load at start).
 """
 
 from __future__ import annotations
@@ -85,7 +87,24 @@ def _settings(args: argparse.Namespace) -> Settings:
     return load_settings(cli, flag("config"))
 
 
+#: Exit code after stdout was closed by its reader (``policyd eval ... | head``): a shell's
+#: 128 + SIGPIPE, what a program killed by the signal would give.
+CLOSED_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``policyd`` command (exit codes: module docstring). A reader that closes stdout
+    early ends the command quietly with :data:`CLOSED_PIPE`, never a traceback."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at /dev/null so that flush is silent
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return CLOSED_PIPE
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     spawned = _spawn_agent_first(argv)
     from policyd.cli.parser import build_parser
@@ -101,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         shadow = [a for p in args.shadow_policy or [] for a in ("--shadow-policy", os.path.realpath(p))]
         return run_demo(args.policy or [], args.decision_log, args.answer, args.script, shadow, args.workspace)
+    if args.command == "summary":
+        from policyd.cli import summary
+
+        return summary.run(args.logs, args.json, args.title)
     if args.command == "proxy":
         args.agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
         if spawned is not None and spawned.argv != args.agent:  # the command line meant another agent
@@ -143,11 +166,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     match args.command:
         case "check":
-            return admin.check(settings)
+            return admin.check(settings, args.json)
         case "eval":
             return evaluate.evaluate(settings, args.file, args.decide_sandboxed)
         case "status":
-            return admin.show_status(settings)
+            return admin.show_status(settings, args.json)
         case "reload":
             return admin.reload(settings)
         case _:

@@ -23,22 +23,38 @@ def _when(ts: float | None) -> str:
     return datetime.datetime.fromtimestamp(ts, tz=datetime.UTC).isoformat(timespec="seconds")
 
 
-def check(settings: Settings) -> int:
+def check(settings: Settings, as_json: bool = False) -> int:
     """0 when the set loads; 1 with every error of the policy text; 2 (usage error) when a
-    policy path cannot be read. Warns about files ``policyd serve`` would refuse."""
+    policy path cannot be read. Warns about files ``policyd serve`` would refuse. ``as_json``:
+    one object on stdout (``ok``, ``files``, ``rules``, ``policyHash``, ``errors``)."""
     for warning in insecure_warnings(settings):
         print(warning, file=sys.stderr)
     try:
         loaded = loader.load(settings.policy, settings.search_path, examples="always")
     except PolicyError as exc:
+        code = USAGE_ERROR if isinstance(exc, loader.PolicyUnreadable) else 1
+        if as_json:
+            print(json.dumps({"ok": False, "errors": [str(e) for e in exc.errors], "exit": code}))
+            return code
         for err in exc.errors:
             print(f"error: {err}", file=sys.stderr)
         print(f"policy set rejected: {len(exc.errors)} error(s)", file=sys.stderr)
-        return USAGE_ERROR if isinstance(exc, loader.PolicyUnreadable) else 1
+        return code
     p = loaded.policy
+    gaps = loader.gaps(p)
+    if as_json:
+        print(json.dumps({"ok": True, "policyHash": p.short_hash, "rules": len(p.rules), "default": p.default.value,
+                          "warnings": gaps,
+                          "files": [{"path": str(f.path), "rules": len(f.rules), "default": f.default.value,
+                                     "layer": loader.layer(f.path, settings.policy, settings.search_path),
+                                     "sha256": f.sha256} for f in p.files]}))
+        return 0
     for f in p.files:
-        print(f"ok {f.path}: {len(f.rules)} rules, default {f.default.value}")
+        where = loader.layer(f.path, settings.policy, settings.search_path)
+        print(f"ok {f.path} [{where}] sha256:{f.sha256[:12]}: {len(f.rules)} rules, default {f.default.value}")
     print(f"policy set {p.short_hash}: {len(p.files)} files, {len(p.rules)} rules, default {p.default.value}")
+    for gap in gaps:
+        print(f"warning: {gap}", file=sys.stderr)
     return 0
 
 
@@ -60,31 +76,47 @@ def call_daemon(path: Path, method: str, params: Any, timeout_s: float = 5.0) ->
     return reply["result"]
 
 
-def show_status(settings: Settings) -> int:
+#: ``policyd status`` exit code when no daemon answers (systemctl's "not running"); the
+#: running proxies are still listed.
+NO_DAEMON = 3
+
+
+def show_status(settings: Settings, as_json: bool = False) -> int:
+    """The daemon's and every running proxy's policy. 0 when a daemon answered; 1 when its
+    socket exists but it did not answer; :data:`NO_DAEMON` when there is no daemon."""
     from policyd.cli.run import daemon_path
     from policyd.server import default_socket_path
 
-    shown = False
     path = daemon_path(settings) or default_socket_path()
+    daemon: dict[str, Any] | None = None
+    error: str | None = None
     if path.exists():
         try:
-            st = call_daemon(path, "v1/status", {})
+            daemon = call_daemon(path, "v1/status", {})
         except (OSError, RuntimeError, ValueError) as exc:
-            print(f"daemon at {path}: unreachable ({exc})")
-        else:
-            shown = True
-            loaded = _when(st.get("loadedAt"))
-            print(f"daemon pid {st['pid']} at {path}: policy {st['policyHash'][:12]} loaded {loaded},"
-                  f" {len(st['files'])} files, {st.get('reloads', 0)} reloads; counters {st['counters']}")
-            _print_files_and_error(st["files"], st.get("lastError"), st.get("lastErrorAt"))
-    for e in status.read_all():
-        shown = True
+            error = str(exc)
+    proxies = list(status.read_all())
+    code = 0 if daemon is not None else (1 if error is not None else NO_DAEMON)
+    if as_json:
+        print(json.dumps({"socket": str(path), "daemon": daemon, "daemonError": error, "proxies": proxies},
+                         default=str))
+        return code
+    if error is not None:
+        print(f"daemon at {path}: unreachable ({error})")
+    if daemon is not None:
+        loaded = _when(daemon.get("loadedAt"))
+        print(f"daemon pid {daemon['pid']} at {path}: policy {daemon['policyHash'][:12]} loaded {loaded},"
+              f" {len(daemon['files'])} files, {daemon.get('reloads', 0)} reloads; counters {daemon['counters']}")
+        _print_files_and_error(daemon["files"], daemon.get("lastError"), daemon.get("lastErrorAt"))
+    elif error is None:
+        print(f"no daemon answers at {path}")
+    for e in proxies:
         print(f"proxy pid {e['pid']}: policy {e['policy_hash'][:12]} loaded {_when(e['loaded_at'])},"
               f" {len(e['files'])} files, {e.get('reloads', 0)} reloads; agent: {' '.join(e['agent'])}")
         _print_files_and_error(e["files"], e.get("last_error"), e.get("last_error_at"))
-    if not shown:
-        print(f"no running policyd (daemon socket {path}; proxy status files in {status.runtime_dir()})")
-    return 0
+    if not proxies:
+        print(f"no running proxies (status files in {status.runtime_dir()})")
+    return code
 
 
 def _print_files_and_error(files: list[dict[str, Any]], error: list[str] | None, error_at: float | None) -> None:

@@ -93,6 +93,16 @@ def _serve(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--group", metavar="NAME", help="members of this group may query (socket mode 0660)")
 
 
+def _check(ch: argparse.ArgumentParser) -> None:
+    _policy_args(ch)
+    ch.add_argument("--json", action="store_true", help="the result as one JSON object on stdout")
+
+
+def _status(st: argparse.ArgumentParser) -> None:
+    _daemon_arg(st)
+    st.add_argument("--json", action="store_true", help="the daemon's and proxies' state as one JSON object")
+
+
 def sandbox_flag(p: argparse.ArgumentParser) -> None:
     """``--sandbox`` of eval, test, explain: decide as a sandboxed session."""
     p.add_argument("--sandbox", dest="decide_sandboxed", action="store_true",
@@ -133,6 +143,12 @@ def _demo(demo: argparse.ArgumentParser) -> None:
     demo.add_argument("--workspace", metavar="DIR", help="the session cwd (default: a new temporary directory)")
 
 
+def _summary(sm: argparse.ArgumentParser) -> None:
+    sm.add_argument("logs", nargs="+", metavar="LOG", help="decision logs (--decision-log files; - for stdin)")
+    sm.add_argument("--json", action="store_true", help="the counts as one JSON object")
+    sm.add_argument("--title", default="policyd decisions", help="the Markdown heading")
+
+
 def _with_policy_args(fill: Callable[[argparse.ArgumentParser, author.PolicyArgs], None],
                       ) -> Callable[[argparse.ArgumentParser], None]:
     return lambda parser: fill(parser, _policy_args)
@@ -142,12 +158,13 @@ def _with_policy_args(fill: Callable[[argparse.ArgumentParser, author.PolicyArgs
 _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "proxy": ("run an ACP agent behind policyd: policyd proxy [options] -- AGENT...", _proxy),
     "serve": ("run the policy daemon on a Unix socket (systemd service)", _serve),
-    "check": ("load, compile and run the examples of a policy set", _policy_args),
+    "check": ("load, compile and run the examples of a policy set", _check),
     "eval": ("decide JSON lines of permission requests (FILE or - for stdin)", _eval),
-    "status": ("policy in force, load time and last reload error of the daemon and proxies", _daemon_arg),
+    "status": ("policy in force, load time and last reload error of the daemon and proxies", _status),
     "reload": ("ask the running daemon to reload its policy", _daemon_arg),
     "remembered": ("list or forget remembered allow_always / reject_always choices", _remembered),
     **{name: (help_text, _with_policy_args(fill)) for name, (help_text, fill) in author.PARSERS.items()},
+    "summary": ("a run's decisions by decision and rule, as Markdown (CI: >> $GITHUB_STEP_SUMMARY)", _summary),
     "demo": ("drive a scripted agent through the proxy and the shipped policies", _demo),
 }
 
