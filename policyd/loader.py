@@ -132,20 +132,63 @@ def insecure_paths(policy_paths: Sequence[str], search_path: Sequence[str], file
 
 
 def read_sources(files: Sequence[Path]) -> tuple[list[tuple[str, str]], list[LoadError]]:
+    """``(path, text)`` of each file in order, and the errors of those that cannot be read.
+    A file byte-identical to an earlier one (the same file reached twice, or a copy: the
+    shipped policies copied into ``policies.d`` and also named by ``--policy``) is read once
+    and logged ``policy.duplicate_skipped``: combining is idempotent, so the set is the same,
+    and its rule ids are not duplicates."""
     sources: list[tuple[str, str]] = []
     errors: list[LoadError] = []
+    seen: dict[bytes, str] = {}
     for f in files:
         try:
             data = f.read_bytes()
             if len(data) > MAX_POLICY_FILE_BYTES:
                 errors.append(LoadError(str(f), 0, "", f"file larger than {MAX_POLICY_FILE_BYTES} bytes"))
                 continue
+            digest = hashlib.sha256(data).digest()
+            if digest in seen:
+                from policyd import logs
+
+                logs.get().info("policy.duplicate_skipped", path=str(f), same_as=seen[digest])
+                continue
+            seen[digest] = str(f)
             sources.append((str(f), data.decode("utf-8")))
         except UnicodeDecodeError as exc:
             errors.append(LoadError(str(f), 0, "", f"not UTF-8: {exc}"))
         except OSError as exc:
             errors.append(LoadError(str(f), 0, "", f"cannot read: {exc.strerror or exc}"))
     return sources, errors
+
+
+#: ``[policy] name`` of the shipped baseline: a set without a file of that name has lost it.
+BASELINE_NAME = "baseline"
+
+
+def layer(path: str, policy_paths: Sequence[str], search_path: Sequence[str]) -> str:
+    """Which layer a loaded file came from: ``shipped`` (embedded in the package),
+    ``search path DIR`` or ``--policy``."""
+    if path.startswith("<embedded>/"):
+        return "shipped"
+    for entry in search_path:
+        if Path(path).parent == Path(entry):
+            return f"search path {entry}"
+    return "--policy" if policy_paths else "?"
+
+
+def gaps(policy: PolicySet) -> list[str]:
+    """What the set in force lacks that a user would assume it has: the shipped baseline
+    (no file named ``baseline``), a ``[modes]`` table (without one, Claude and Codex keep
+    their auto-approving modes). Empty when neither is missing."""
+    out = []
+    if not any(f.name == BASELINE_NAME for f in policy.files):
+        out.append("no file of the set is the shipped baseline ([policy] name = \"baseline\"): its credential,"
+                   " persistence and destructive-command rules are not in force (add policies/baseline.toml"
+                   " to your --policy directory)")
+    if policy.modes is None:
+        out.append("no [modes] table in the set: Claude and Codex stay in their auto-approving modes, where"
+                   " their own classifier approves without asking (add policies/session.toml)")
+    return out
 
 
 def embedded_sources() -> list[tuple[str, str]]:

@@ -144,6 +144,13 @@ def test_virtual_realpath_follows_links_without_the_filesystem() -> None:
     assert "/etc/passwd" == rp("/etc/../etc/passwd")
 
 
+def test_case_with_an_unknown_key_is_an_error() -> None:
+    """A typo in a case key (``comand``) is an error naming the closest key, never a case
+    that quietly tests an empty command."""
+    with pytest.raises(ValueError, match="unknown key 'comand' \\(did you mean 'command'\\?\\)"):
+        case_query({"id": "c", "kind": "execute", "comand": "rm -rf ~", "expected": "deny"})
+
+
 def test_case_query_shapes() -> None:
     q = case_query({"id": "c", "kind": "execute", "command": "ls", "cwd": "/w", "session_cwd": "/w/",
                     "title_only": True, "rawInput_extra": {"cwd": "/x"}, "expected": "allow"})

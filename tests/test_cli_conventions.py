@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import isolated_env, make_rule, write_policy
+from conftest import ROOT, isolated_env, make_rule, write_policy
 
 from policyd.core.summary import markdown, summarise
 
@@ -107,3 +107,38 @@ def test_summary_command_reads_a_real_decision_log(tmp_path: Path, as_json: bool
         assert f"### policyd decisions\n\n{decided} decisions:" in out.stdout
         assert "| deny | credentials-files |" in out.stdout
     assert 2 == run(env, "summary", str(tmp_path / "missing.jsonl")).returncode
+
+
+def test_the_same_policy_reached_twice_loads_once(tmp_path: Path) -> None:
+    """The README's systemd step copies the shipped files into a search-path directory; a
+    later ``--policy policies/`` names the same content again. Byte-identical files load once
+    (``policy.duplicate_skipped``), instead of failing on 19 duplicate rule ids."""
+    machine = tmp_path / "policies.d"
+    machine.mkdir()
+    for f in (ROOT / "policies").glob("*.toml"):
+        (machine / f.name).write_bytes(f.read_bytes())
+    env = isolated_env(tmp_path)
+    env["POLICYD_SEARCH_PATH"] = json.dumps([str(machine)])
+    out = run(env, "check", "--json", "--policy", str(ROOT / "policies"))
+    assert 0 == out.returncode, out.stderr
+    result = json.loads(out.stdout)
+    assert [f"search path {machine}"] * 3 == [f["layer"] for f in result["files"]]
+    assert [] == result["warnings"]
+    skipped = [json.loads(line)["path"] for line in out.stderr.splitlines()
+               if line.startswith("{") and json.loads(line)["event"] == "policy.duplicate_skipped"]
+    assert sorted(str(ROOT / "policies" / n) for n in ("baseline.toml", "ci.toml", "session.toml")) == sorted(skipped)
+
+
+def test_a_set_without_the_baseline_or_modes_says_so(tmp_path: Path) -> None:
+    """``--policy my.toml`` replaces the shipped set: ``check`` warns that the baseline and the
+    ``[modes]`` table are not in force (the shipped set itself: no warning)."""
+    env = isolated_env(tmp_path)
+    mine = write_policy(tmp_path, "mine", rules=[make_rule("r", ["read"], "allow")])
+    out = run(env, "check", "--policy", str(mine))
+    assert 0 == out.returncode, out.stderr
+    assert "warning: no file of the set is the shipped baseline" in out.stderr
+    assert "warning: no [modes] table in the set: Claude and Codex stay in their auto-approving modes" in out.stderr
+    assert f"ok {mine} [--policy]" in out.stdout
+    shipped = run(env, "check")
+    assert "warning:" not in shipped.stderr
+    assert "ok <embedded>/baseline.toml [shipped]" in shipped.stdout

@@ -190,9 +190,9 @@ def test_examples_run_once_per_content_and_code(tmp_path: Path, monkeypatch: pyt
     calls: list[str] = []
     real = core_policy._check_examples
 
-    def counting(rule: object, examples: object) -> list[object]:
+    def counting(rule: object, examples: object, catalogue: object = None) -> list[object]:
         calls.append(getattr(rule, "id", ""))
-        return real(rule, examples)  # type: ignore[arg-type]
+        return real(rule, examples, catalogue)  # type: ignore[arg-type]
 
     monkeypatch.setattr(core_policy, "_check_examples", counting)
     example = "examples.match = [{ kind = 'read' }]\n"

@@ -137,8 +137,8 @@ def test_turn_completes_in_the_sandbox(runs: dict[str, Any], name: str) -> None:
 @pytest.mark.parametrize("name", list(AGENTS))
 def test_model_reached_through_the_egress(runs: dict[str, Any], name: str) -> None:
     """Every connection to the fake model went through policyd's egress and was allowed
-    because the policy names the endpoint (``egress.decided``: listed, connected); none
-    was refused."""
+    because the policy names the endpoint (``egress.decided``: listed, allowed, then
+    connected: no ``egress.failed``); none was refused."""
     run = _run(runs, name)
     connections = run.events("egress.decided")
     assert connections, run.describe()
@@ -147,8 +147,9 @@ def test_model_reached_through_the_egress(runs: dict[str, Any], name: str) -> No
     to_model = [c for c in connections if c["port"] == port]
     assert to_model, connections
     assert {"allow"} == {c["decision"] for c in to_model}
-    assert {"connected"} == {c["answer"] for c in to_model}
+    assert {"connect"} == {c["answer"] for c in to_model}
     assert all(c["listed"].endswith(f":{port}") for c in to_model)
+    assert [] == [c for c in run.events("egress.failed") if c["port"] == port]
 
 
 def test_gemini_read_file_of_a_hidden_key_returns_no_secret(runs: dict[str, Any]) -> None:

@@ -86,3 +86,49 @@ def test_an_operand_count_of_the_wrong_type_is_a_load_error(count: str) -> None:
     with pytest.raises(PolicyError) as exc:
         build_set([("/d/tools.catalogue.toml", cat), ("/d/p.toml", (ROOT / "policies" / "baseline.toml").read_text())])
     assert any("tools.catalogue.toml" in str(e) and "count" in str(e) for e in exc.value.errors)
+
+
+@pytest.mark.parametrize("command", ["eval", "test", "explain"])
+def test_every_command_loads_the_catalogue_of_the_search_path(tmp_path: Path, command: str) -> None:
+    """A catalogue file in a search-path directory (a user's ``policies.d``) is part of the
+    set for ``eval``, ``test`` and ``explain`` alike, with or without ``--policy``: the proxy
+    would honour it, so the author's tools decide the same (``test`` once used ``--policy``
+    alone)."""
+    machine = policy_dir(tmp_path, TOKEI)
+    extra = tmp_path / "extra.toml"
+    extra.write_text('[policy]\nname = "extra"\ndefault = "ask"\n')
+    env = {**os.environ, "POLICYD_SEARCH_PATH": json.dumps([str(machine)]), "POLICYD_DAEMON": "off"}
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    case = {"id": "t", "kind": "execute", "command": "tokei src", "cwd": str(ws), "expected": "allow"}
+    if command == "test":
+        (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n")
+        args = ["test", "--policy", str(extra), str(tmp_path / "cases.jsonl")]
+    elif command == "explain":
+        args = ["explain", "--policy", str(extra), "--json", "--command", "tokei src", "--cwd", str(ws)]
+    else:
+        args = ["eval", "--policy", str(extra), "-"]
+    line = json.dumps({"request": {"sessionId": "s", "toolCall": {"toolCallId": "t", "kind": "execute",
+                                                                    "rawInput": {"command": "tokei src"}},
+                                   "options": []}, "cwd": str(ws)})
+    proc = subprocess.run([sys.executable, "-m", "policyd", *args], input=line + "\n", capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert 0 == proc.returncode, proc.stdout + proc.stderr
+    if command == "test":
+        assert "1 passed, 0 failed" in proc.stdout + proc.stderr
+    else:
+        assert "allow" == json.loads(proc.stdout.splitlines()[0])["decision"]
+
+
+def test_inline_examples_are_checked_with_the_sets_catalogue() -> None:
+    """A rule's example that runs a program of the set's own catalogue file is judged with
+    that catalogue at load (once the shipped one alone: ``tokei`` was unknown and the example
+    failed)."""
+    rule = ('[policy]\nname = "t"\ndefault = "ask"\n[[rule]]\nid = "known-commands"\nkinds = ["execute"]\n'
+            'when = "size(tool.unknown) == 0"\ndecision = "allow"\nreason = "r"\n'
+            'examples.match = [{ kind = "execute", command = "tokei src" }]\n'
+            'examples.not_match = [{ kind = "execute", command = "tokei --sort lines src" }]\n')
+    policy = build_set([("/p/tools.catalogue.toml", TOKEI), ("/p/rules.toml", rule)])
+    assert ["known-commands"] == [r.id for r in policy.rules]
+    with pytest.raises(PolicyError, match="known-commands"):
+        build_set([("/p/rules.toml", rule)])

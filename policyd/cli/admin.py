@@ -41,14 +41,20 @@ def check(settings: Settings, as_json: bool = False) -> int:
         print(f"policy set rejected: {len(exc.errors)} error(s)", file=sys.stderr)
         return code
     p = loaded.policy
+    gaps = loader.gaps(p)
     if as_json:
         print(json.dumps({"ok": True, "policyHash": p.short_hash, "rules": len(p.rules), "default": p.default.value,
-                          "files": [{"path": str(f.path), "rules": len(f.rules), "default": f.default.value}
-                                    for f in p.files]}))
+                          "warnings": gaps,
+                          "files": [{"path": str(f.path), "rules": len(f.rules), "default": f.default.value,
+                                     "layer": loader.layer(f.path, settings.policy, settings.search_path),
+                                     "sha256": f.sha256} for f in p.files]}))
         return 0
     for f in p.files:
-        print(f"ok {f.path}: {len(f.rules)} rules, default {f.default.value}")
+        where = loader.layer(f.path, settings.policy, settings.search_path)
+        print(f"ok {f.path} [{where}] sha256:{f.sha256[:12]}: {len(f.rules)} rules, default {f.default.value}")
     print(f"policy set {p.short_hash}: {len(p.files)} files, {len(p.rules)} rules, default {p.default.value}")
+    for gap in gaps:
+        print(f"warning: {gap}", file=sys.stderr)
     return 0
 
 

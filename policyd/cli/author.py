@@ -79,7 +79,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         case "test":
             from policyd.cli import policytest
 
-            return policytest.run(settings, args.policy, args.files, args.home or policytest.CASES_HOME, args.verbose,
+            return policytest.run(settings, args.files, args.home or policytest.CASES_HOME, args.verbose,
                                   args.json, args.decide_sandboxed)
         case "replay":
             from policyd.cli import replay

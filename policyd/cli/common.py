@@ -52,8 +52,11 @@ def load_policy(settings: Settings, secure: bool = False) -> loader.Loaded:
     if not secure:
         insecure_warnings(settings)
     loaded = loader.load(settings.policy, settings.search_path, secure)
-    files = [{"path": f.path, "rules": len(f.rules)} for f in loaded.policy.files]
+    files = [{"path": f.path, "rules": len(f.rules),
+              "layer": loader.layer(f.path, settings.policy, settings.search_path)} for f in loaded.policy.files]
     logs.get().info("policy.loaded", hash=loaded.policy.short_hash, files=files, embedded=loaded.embedded)
+    for gap in loader.gaps(loaded.policy):
+        logs.get().warning("policy.incomplete", problem=gap)
     return loaded
 
 

@@ -107,7 +107,7 @@ def explain_one(policy: PolicySet, item: Mapping[str, Any], home: str, sandboxed
     """Explain one eval line or decision-log entry; raises ValueError on a bad line.
     ``sandboxed``: as in a sandboxed session."""
     query = eval_query(item, home, sandboxed)
-    return explain(policy, Facts(query, realpath=os.path.realpath))
+    return explain(policy, Facts(query, realpath=os.path.realpath, catalogue=policy.catalogue))
 
 
 def run(settings: Settings, file: str | None, command: str | None, cwd: str | None,

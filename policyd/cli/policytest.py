@@ -20,7 +20,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from policyd import loader
 from policyd.cli.common import USAGE_ERROR, load_policy, report_load_error
 from policyd.cli.logfile import read_entries
 from policyd.core.cases import CASES_HOME, case_query, passed, symlinks, virtual_realpath
@@ -35,11 +34,13 @@ def _what(case: dict[str, Any]) -> str:
     return str(what)[:100]
 
 
-def run(settings: Settings, cli_policy: Sequence[str] | None, files: Sequence[str], home: str,
+def run(settings: Settings, files: Sequence[str], home: str,
         verbose: bool, as_json: bool, sandboxed: bool = False) -> int:
     """See the module doc."""
     try:
-        policy = loader.load(list(cli_policy), []).policy if cli_policy else load_policy(settings).policy
+        # the set a proxy given the same flags would run: search path and --policy, the
+        # catalogue files among them included (one loader for every command)
+        policy = load_policy(settings).policy
     except PolicyError as exc:
         return report_load_error(exc)
     problems: list[str] = []
@@ -49,7 +50,7 @@ def run(settings: Settings, cli_policy: Sequence[str] | None, files: Sequence[st
             case = entry.fields
             try:
                 query = case_query(case, home, sandboxed)
-                facts = Facts(query, realpath=virtual_realpath(symlinks(case)))
+                facts = Facts(query, realpath=virtual_realpath(symlinks(case)), catalogue=policy.catalogue)
             except ValueError as exc:
                 problems.append(f"{entry.where}: {exc}")
                 continue

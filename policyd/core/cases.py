@@ -19,6 +19,7 @@ Rules this module owns:
 
 from __future__ import annotations
 
+import difflib
 import posixpath
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,11 +32,21 @@ CASES_HOME = "/home/dev"
 MAX_LINK_HOPS = 40
 _OPTIONS = (PermissionOption("allow", "Allow", "allow_once"), PermissionOption("reject", "Reject", "reject_once"))
 _STR_FIELDS = ("id", "kind", "command", "url", "cwd", "session_cwd", "raw_cwd", "home")
+#: Every key a case may have; any other (a typo such as ``comand``) is an error, never a case
+#: that silently tests something else. ``category``, ``note``, ``ecosystem``: descriptive.
+CASE_KEYS = frozenset({*_STR_FIELDS, "expected", "acceptable", "paths", "setup", "rawInput_extra", "title_only",
+                       "category", "note", "ecosystem", "sandboxed"})
 
 
 def case_query(case: Mapping[str, Any], home: str = CASES_HOME, sandboxed: bool = False) -> PermissionQuery:
-    """A case -> PermissionQuery; raises ValueError naming the bad field. ``sandboxed``:
-    decided as in a sandboxed session (a case's own ``sandboxed`` boolean wins)."""
+    """A case -> PermissionQuery; raises ValueError naming the bad field (an unknown key
+    too, with the closest known one). ``sandboxed``: decided as in a sandboxed session (a
+    case's own ``sandboxed`` boolean wins)."""
+    unknown = sorted(set(case) - CASE_KEYS)
+    if unknown:
+        hints = [f"{k!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(k, CASE_KEYS, 1)) else "")
+                 for k in unknown]
+        raise ValueError(f"unknown key {', '.join(hints)}; a case has {', '.join(sorted(CASE_KEYS))}")
     for name in _STR_FIELDS:
         if name in case and not isinstance(case[name], str):
             raise ValueError(f"{name!r} must be a string")

@@ -281,7 +281,8 @@ def _str(table: Mapping[str, Any], key: str, errors: list[str], required: bool =
     return value
 
 
-def parse_file(path: str, text: str, check_examples: bool = True) -> tuple[PolicyFile | None, list[LoadError]]:
+def parse_file(path: str, text: str, check_examples: bool = True,
+               catalogue: shell_catalogue.Catalogue | None = None) -> tuple[PolicyFile | None, list[LoadError]]:
     """Parse and compile one file; returns the file (None when unusable) and its errors.
     ``check_examples`` False skips running the inline examples (already run on this very
     content by this very code: see ``policyd.loader``)."""
@@ -341,7 +342,7 @@ def parse_file(path: str, text: str, check_examples: bool = True) -> tuple[Polic
     rules: list[Rule] = []
     for index, raw in enumerate(raw_rules):
         line = lines[index] if index < len(lines) else 0
-        rule, rule_errors = _parse_rule(path, text, line, raw, check_examples)
+        rule, rule_errors = _parse_rule(path, text, line, raw, check_examples, catalogue)
         errors.extend(rule_errors)
         if rule is not None:
             rules.append(rule)
@@ -367,7 +368,8 @@ def _parse_answers(raw: object) -> tuple[tuple[str, ...], list[str]]:
 
 
 def _parse_rule(
-    path: str, text: str, line: int, raw: object, check_examples: bool = True
+    path: str, text: str, line: int, raw: object, check_examples: bool = True,
+    catalogue: shell_catalogue.Catalogue | None = None,
 ) -> tuple[Rule | None, list[LoadError]]:
     if not isinstance(raw, dict):
         return None, [LoadError(path, line, "", "a rule must be a table")]
@@ -426,7 +428,7 @@ def _parse_rule(
         if wrong:
             return None, [LoadError(path, line, rule_id, f"'when' must yield a bool, got {wrong}")]
     if check_examples:
-        errors.extend(_check_examples(rule, raw.get("examples")))
+        errors.extend(_check_examples(rule, raw.get("examples"), catalogue))
     return rule, errors
 
 
@@ -497,7 +499,8 @@ def _probes() -> tuple[dict[str, Any], ...]:
     return tuple(Facts(example_query(c)).activation() for c in calls)
 
 
-def _check_examples(rule: Rule, examples: object) -> list[LoadError]:
+def _check_examples(rule: Rule, examples: object, catalogue: shell_catalogue.Catalogue | None = None,
+                    ) -> list[LoadError]:
     if examples is None:
         return []
 
@@ -517,7 +520,7 @@ def _check_examples(rule: Rule, examples: object) -> list[LoadError]:
                 errors.append(err(f"examples.{group}[{i}] must be a table"))
                 continue
             try:
-                facts = Facts(example_query(ex))
+                facts = Facts(example_query(ex), catalogue=catalogue)
             except ValueError as exc:
                 errors.append(err(f"examples.{group}[{i}]: {exc}"))
                 continue
@@ -550,7 +553,7 @@ def build_set(sources: Sequence[tuple[str, str]], check_examples: bool = True) -
     for path, text in sources:
         if is_catalogue_file(path):
             continue
-        pf, file_errors = parse_file(path, text, check_examples)
+        pf, file_errors = parse_file(path, text, check_examples, catalogue)
         errors.extend(file_errors)
         if pf is None:
             continue
