@@ -17,6 +17,11 @@ PYTHON=${PYTHON:-python3}
 "$PYTHON" -m venv "$DESTDIR$VENV"
 # shellcheck disable=SC2086 # PIP_ARGS is a list of options
 "$DESTDIR$VENV/bin/python" -m pip install --quiet --disable-pip-version-check ${PIP_ARGS:-} "$SRC"
+if [ -n "$DESTDIR" ]; then
+  # the venv's scripts name their interpreter by the staged path: make them name the final one
+  # (/opt/policyd/bin/python), as a package installed from the staging root will find it
+  grep -rlI --null -F "$DESTDIR$VENV" "$DESTDIR$VENV/bin" | xargs -0 -r sed -i "s|$DESTDIR$VENV|$VENV|g"
+fi
 mkdir -p "$DESTDIR$BIN"
 ln -sfn "$VENV/bin/policyd" "$DESTDIR$BIN/policyd"
 echo "policyd installed in $DESTDIR$VENV; $DESTDIR$BIN/policyd -> $VENV/bin/policyd"

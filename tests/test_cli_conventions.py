@@ -142,3 +142,22 @@ def test_a_set_without_the_baseline_or_modes_says_so(tmp_path: Path) -> None:
     shipped = run(env, "check")
     assert "warning:" not in shipped.stderr
     assert "ok <embedded>/baseline.toml [shipped]" in shipped.stdout
+
+
+def test_init_writes_a_starter_directory_that_checks(tmp_path: Path) -> None:
+    """``policyd init DIR``: the shipped files byte for byte, a team file whose examples pass,
+    no warning from ``check``; a second init refuses to overwrite (2) unless ``--force``."""
+    env = isolated_env(tmp_path)
+    target = tmp_path / "proj" / ".policyd"
+    out = run(env, "init", str(target))
+    assert 0 == out.returncode, out.stderr
+    for name in ("baseline.toml", "ci.toml", "session.toml"):
+        assert (ROOT / "policies" / name).read_bytes() == (target / name).read_bytes()
+    checked = run(env, "check", "--json", "--policy", str(target))
+    assert 0 == checked.returncode, checked.stderr
+    result = json.loads(checked.stdout)
+    assert ([], ["baseline.toml", "ci.toml", "session.toml", "team.toml"]) == (
+        result["warnings"], [Path(f["path"]).name for f in result["files"]])
+    again = run(env, "init", str(target))
+    assert 2 == again.returncode and "already holds" in again.stderr
+    assert 0 == run(env, "init", "--force", str(target)).returncode

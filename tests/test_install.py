@@ -37,8 +37,15 @@ def test_install_script_puts_the_binary_where_the_unit_runs_it(tmp_path: Path) -
     target = os.readlink(link) if link.is_symlink() else wanted
     installed = stage / target.lstrip("/") if os.path.isabs(target) else link.parent / target
     assert installed.is_file() and os.access(installed, os.X_OK), installed
-    # the staged venv runs (its interpreter paths include the staging root)
-    version = subprocess.run([str(installed), "--version"], capture_output=True, text=True, timeout=60)
+    # the scripts name the final interpreter, not the staging root (a package built from the
+    # stage would otherwise run /stage/opt/policyd/bin/python)
+    venv = Path(target).parent.parent if os.path.isabs(target) else Path(wanted).parent
+    assert f"#!{venv}/bin/python" == installed.read_text().splitlines()[0]
+    assert not [p for p in installed.parent.iterdir() if p.is_file() and str(stage) in p.read_text(errors="replace")]
+    # the staged venv runs (its interpreter finds its packages relative to itself)
+    staged_python = installed.parent / "python"
+    version = subprocess.run([str(staged_python), "-m", "policyd", "--version"], capture_output=True, text=True,
+                             timeout=60)
     assert 0 == version.returncode, version.stderr
     assert version.stdout.startswith("policyd ")
     assert not (stage / "usr" / "local" / "local").exists()  # Debian's --prefix trap

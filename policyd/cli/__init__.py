@@ -1,4 +1,4 @@
-"""Command line: ``policyd proxy | serve | check | eval | status | reload | remembered | summary | demo``
+"""Command line: ``policyd proxy | serve | check | eval | status | reload | remembered | init | summary | demo``
 and the policy author's ``explain | test | replay | suggest`` (``policyd.cli.author``).
 
 Exit codes: ``proxy`` exits with the agent's code (128+N for signal N); ``serve`` 0 after a
@@ -147,6 +147,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
         shadow = [a for p in args.shadow_policy or [] for a in ("--shadow-policy", os.path.realpath(p))]
         return run_demo(args.policy or [], args.decision_log, args.answer, args.script, shadow, args.workspace)
+    if args.command == "init":
+        from policyd.cli import init
+
+        return init.run(args.directory, args.force)
     if args.command == "summary":
         from policyd.cli import summary
 

@@ -151,6 +151,11 @@ def _summary(sm: argparse.ArgumentParser) -> None:
     sm.add_argument("--title", default="policyd decisions", help="the Markdown heading")
 
 
+def _init(it: argparse.ArgumentParser) -> None:
+    it.add_argument("directory", nargs="?", metavar="DIR", help="where to write (default .policyd)")
+    it.add_argument("--force", action="store_true", help="overwrite files that exist")
+
+
 def _with_policy_args(fill: Callable[[argparse.ArgumentParser, author.PolicyArgs], None],
                       ) -> Callable[[argparse.ArgumentParser], None]:
     return lambda parser: fill(parser, _policy_args)
@@ -166,6 +171,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "reload": ("ask the running daemon to reload its policy", _daemon_arg),
     "remembered": ("list or forget remembered allow_always / reject_always choices", _remembered),
     **{name: (help_text, _with_policy_args(fill)) for name, (help_text, fill) in author.PARSERS.items()},
+    "init": ("write a starter policy directory: the shipped policies, team.toml, a README", _init),
     "summary": ("a run's decisions by decision and rule, as Markdown (CI: >> $GITHUB_STEP_SUMMARY)", _summary),
     "demo": ("drive a scripted agent through the proxy and the shipped policies", _demo),
 }
