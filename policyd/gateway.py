@@ -117,7 +117,10 @@ class Route:
     def __post_init__(self) -> None:
         parts = urlsplit(self.upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"gateway upstream must be an http(s) URL; got {self.upstream!r}")
+            raise ValueError(f"gateway upstream must be an http(s) URL; got {self.shown!r}")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError(f"gateway upstream {self.shown} must not carry a user or password (the key is "
+                             "the credential)")
         if self.auth not in AUTH_STYLES:
             raise ValueError(f"gateway auth style must be one of {', '.join(AUTH_STYLES)}; got {self.auth!r}")
 
@@ -125,6 +128,18 @@ class Route:
     def origin(self) -> str:
         parts = urlsplit(self.upstream)
         return f"{parts.scheme}://{parts.netloc}"
+
+    @property
+    def shown(self) -> str:
+        """The upstream as logs and errors name it: scheme, host and port (never a user or
+        password the URL may carry)."""
+        parts = urlsplit(self.upstream)
+        host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname or ""
+        try:
+            port = f":{parts.port}" if parts.port else ""
+        except ValueError:
+            port = ""
+        return f"{parts.scheme}://{host}{port}"
 
     @property
     def path(self) -> str:
@@ -366,11 +381,11 @@ class Gateway:
         try:
             upstream = await self._session.request(request.method, url, headers=headers, data=body or None,
                                                    allow_redirects=False, proxy=self._proxies.get(route.upstream))
-        except (ClientError, OSError, TimeoutError) as exc:
+        except (ClientError, OSError, TimeoutError, ValueError) as exc:
             why = route.key.scrub(_describe(exc))
-            self._record("model.upstream_failed", {"provider": route.provider, "upstream": route.origin,
+            self._record("model.upstream_failed", {"provider": route.provider, "upstream": route.shown,
                                                    "path": path, "error": why})
-            return web.json_response(_upstream_error(route.provider, route.origin, why), status=502)
+            return web.json_response(_upstream_error(route.provider, route.shown, why), status=502)
         try:
             content_type = upstream.headers.get("Content-Type", "")
             reader = UsageReader(route.provider, content_type.startswith("text/event-stream"), model)
@@ -390,7 +405,7 @@ class Gateway:
             except ConnectionResetError:  # the agent went away (a cancelled turn, its exit)
                 agent_gone = True
             except (ClientError, OSError, TimeoutError) as exc:
-                self._record("model.upstream_failed", {"provider": route.provider, "upstream": route.origin,
+                self._record("model.upstream_failed", {"provider": route.provider, "upstream": route.shown,
                                                        "path": path, "error": route.key.scrub(_describe(exc)),
                                                        "effect": "the answer was cut short"})
             if agent_gone:
@@ -416,9 +431,9 @@ class Gateway:
             body = await upstream.read()
         except (ClientError, OSError, TimeoutError) as exc:
             why = route.key.scrub(_describe(exc))
-            self._record("model.upstream_failed", {"provider": route.provider, "upstream": route.origin,
+            self._record("model.upstream_failed", {"provider": route.provider, "upstream": route.shown,
                                                    "path": path, "error": why})
-            return web.json_response(_upstream_error(route.provider, route.origin, why), status=502)
+            return web.json_response(_upstream_error(route.provider, route.shown, why), status=502)
         reader.feed(body)
         headers = [(k, v) for k, v in upstream.headers.items() if k.lower() not in _ANSWER_DROP | {"content-length"}]
         out = web.Response(status=upstream.status, reason=upstream.reason, body=body)

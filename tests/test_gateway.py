@@ -261,17 +261,22 @@ def test_a_wrong_certificate_fails_closed(case: str, ca: trustme.CA, tmp_path: P
 
 
 def test_unreachable_upstream_is_a_502_in_the_providers_shape() -> None:
-    """Nothing listens upstream: OpenAI-shaped 502 naming the upstream."""
+    """Nothing listens upstream: OpenAI-shaped 502 naming the upstream. (An upstream URL with
+    a password is refused, without echoing it.)"""
     sock = bind_tcp()
     port = sock.getsockname()[1]
     sock.close()  # nothing listens there any more
-    running = Running(f"http://127.0.0.1:{port}", "openai", "bearer")
+    with pytest.raises(ValueError, match="must not carry a user or password") as info:
+        Route("openai", f"http://user:pw-secret@127.0.0.1:{port}/v1", Secret(REAL, "test"), "bearer")
+    assert "pw-secret" not in str(info.value)
+    running = Running(f"http://127.0.0.1:{port}/v1", "openai", "bearer")
     try:
         status, _, _, body = running.request("POST", "/v1/responses", b"{}")
     finally:
         running.stop()
     assert 502 == status
     assert "server_error" == json.loads(body)["error"]["type"]
+    assert f"http://127.0.0.1:{port}:" in json.loads(body)["error"]["message"]
     assert REAL not in body.decode()
 
 

@@ -270,7 +270,7 @@ def _start_agent(settings: Settings, agent: list[str], spawned: Spawned | None) 
         return USAGE_ERROR
     logs.get().info("gateway.started", listen=origin, forwards=[f"{h}:{p} -> {u}" for h, p, u in forwards],
                     provider=plan.route.provider,
-                    upstream=plan.route.origin, key_source=plan.route.key.source, agent_key_var=plan.key_var,
+                    upstream=plan.route.shown, key_source=plan.route.key.source, agent_key_var=plan.key_var,
                     agent_base_url_var=plan.base_url_var)
     return started, gateway
 
