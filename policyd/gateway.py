@@ -33,13 +33,12 @@ import contextlib
 import logging
 import os
 import socket
-import ssl
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from policyd import logs
 from policyd.core.usage import (
@@ -52,7 +51,9 @@ from policyd.core.usage import (
     request_model,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # aiohttp, yarl and ssl are imported when the gateway starts (policyd proxy's start-up)
+    import ssl
+
     from aiohttp import ClientResponse, ClientSession, web
 
 #: Where each auth style puts the key: (header name, value prefix).
@@ -67,7 +68,7 @@ AUTH_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-k
 AUTH_PARAMS = frozenset({"key"})
 #: Hop-by-hop headers (RFC 9110 7.6.1) and those the HTTP layer sets itself.
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
-                        "upgrade", "host", "content-length", "accept-encoding"})
+                        "upgrade", "host", "content-length", "accept-encoding", "expect"})
 _ANSWER_DROP = frozenset({"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
                           "upgrade"})
 #: Seconds to connect to the upstream (a model API that does not answer the SYN is down).
@@ -149,6 +150,8 @@ class Route:
 
 def tls_context() -> ssl.SSLContext:
     """Verification on: the system trust store, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``."""
+    import ssl
+
     cafile = os.environ.get("SSL_CERT_FILE") or None
     capath = os.environ.get("SSL_CERT_DIR") or None
     if cafile or capath:
@@ -351,6 +354,7 @@ class Gateway:
 
     async def _forward(self, route: Route, request: web.Request) -> web.StreamResponse:
         from aiohttp import ClientError, web
+        from yarl import URL
 
         started = time.perf_counter()
         body = await request.read()
@@ -370,9 +374,7 @@ class Gateway:
                 "budget": _budget_fields(budget), **self._totals_fields()})
             status, payload = over_budget_answer(route.provider, reason)
             return web.json_response(payload, status=status, headers={"x-should-retry": "false"})
-        query = [(k, v) for k, v in parse_qsl(request.rel_url.query_string, keep_blank_values=True)
-                 if k not in AUTH_PARAMS]
-        url = route.origin + path + (f"?{urlencode(query)}" if query else "")
+        url = URL(route.origin + _without_auth_params(request.raw_path), encoded=True)
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in AUTH_HEADERS | HOP_BY_HOP]
         name, prefix = AUTH_STYLES[route.auth]
         headers.append((name, prefix + route.key.value))
@@ -459,6 +461,16 @@ class Gateway:
                 "session_output_tokens": t.output_tokens, "session_refused": t.refused}
 
 
+def _without_auth_params(raw: str) -> str:
+    """The request target as the agent sent it (path and query, bytes unchanged), less the
+    query parameters that carry a credential (:data:`AUTH_PARAMS`)."""
+    path, sep, query = raw.partition("?")
+    if not sep:
+        return raw
+    kept = [item for item in query.split("&") if unquote(item.split("=", 1)[0]) not in AUTH_PARAMS]
+    return path + ("?" + "&".join(kept) if kept else "")
+
+
 def _budget_fields(budget: object) -> dict[str, int] | str | None:
     if isinstance(budget, Budget):
         return {k: v for k, v in vars(budget).items() if v is not None}
@@ -467,6 +479,8 @@ def _budget_fields(budget: object) -> dict[str, int] | str | None:
 
 def _describe(exc: BaseException) -> str:
     """A short reason for an upstream failure (certificate errors named as such)."""
+    import ssl
+
     if isinstance(exc, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(exc):
         cause = getattr(exc, "certificate_error", None) or exc
         return f"TLS certificate verification failed: {cause}"

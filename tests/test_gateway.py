@@ -78,12 +78,12 @@ def test_every_credential_the_agent_sent_is_replaced_by_the_real_key(upstream: U
     """Placeholder auth in every spelling (headers and ``?key=``) is stripped; the upstream
     sees one credential, the real key, where the route's auth style puts it; the rest of the
     query and the headers pass."""
-    status, _, _, _ = gateway.request("POST", f"/v1/messages?beta=true&key={PLACEHOLDER}", b"{}", {
+    status, _, _, _ = gateway.request("POST", f"/v1/messages?beta=true&key={PLACEHOLDER}&q=a%2Fb+c", b"{}", {
         "x-api-key": PLACEHOLDER, "Authorization": f"Bearer {PLACEHOLDER}", "x-goog-api-key": PLACEHOLDER,
         "anthropic-version": "2023-06-01", "Content-Type": "application/json"})
     assert 200 == status
     seen = upstream.seen[-1]
-    assert "/v1/messages?beta=true" == seen.path
+    assert "/v1/messages?beta=true&q=a%2Fb+c" == seen.path  # the rest of the query byte for byte
     assert [REAL] == seen.header("x-api-key")
     assert [] == seen.header("authorization") + seen.header("x-goog-api-key")
     assert ["2023-06-01"] == seen.header("anthropic-version")

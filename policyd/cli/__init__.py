@@ -218,6 +218,9 @@ def _start_agent(settings: Settings, agent: list[str], spawned: Spawned | None) 
     mode`` asks for it (policyd.gatewaysetup: the key read, the listeners bound, the agent's
     environment with the placeholder), then the agent, sandboxed or not (:func:`_start_sandboxed`).
     Returns (the agent, the running Gateway or None), or an exit code."""
+    if settings.gateway.mode == "off":
+        started = _start_sandboxed(settings, agent, spawned)
+        return started if isinstance(started, int) else (started, None)
     from policyd import gatewaysetup, logs
 
     config = gatewaysetup.GatewayConfig(**settings.gateway.model_dump())
