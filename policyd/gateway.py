@@ -394,15 +394,21 @@ class Gateway:
             if not reader.sse and (upstream.content_length or MAX_WHOLE + 1) <= MAX_WHOLE:
                 return await self._whole(route, path, upstream, model, reader, started)
             out = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+            # aiohttp >= 3.11: the head waits for the first chunk and goes out in the same write
+            out._send_headers_immediately = False
             for key, value in upstream.headers.items():
                 if key.lower() not in _ANSWER_DROP:
                     out.headers.add(key, value)
             complete = agent_gone = False
             try:
+                # the head goes out with the first chunk (one write, not two), as soon as it came
+                first = await upstream.content.readany()
                 await out.prepare(request)
-                async for chunk in upstream.content.iter_any():
+                chunk = first
+                while chunk:
                     reader.feed(chunk)
                     await out.write(chunk)
+                    chunk = await upstream.content.readany()
                 complete = True
             except ConnectionResetError:  # the agent went away (a cancelled turn, its exit)
                 agent_gone = True
