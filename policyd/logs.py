@@ -117,8 +117,15 @@ _PROCESSORS: list[Any] = [
 ]
 
 
-def configure(level: str = "info", decision_log: str | None = None) -> None:
-    """Send structlog output to stderr as JSON; open the decision log file if given.
+def _console_processors() -> list[Any]:
+    """The same processors, rendered for a person: ``2026-12-04T18:50:33Z warning event key=value``."""
+    return [*_PROCESSORS[:-1], structlog.dev.ConsoleRenderer(colors=False, pad_event=0)]
+
+
+def configure(level: str = "info", decision_log: str | None = None, log_format: str = "json") -> None:
+    """Send structlog output to stderr (``log_format``: ``json``, or ``console`` for a person;
+    ``auto``: console when stderr is a terminal); open the decision log file if given.
+    Decision records are JSON whatever the format (they are replayed).
 
     Raises OSError when the decision log cannot be opened (a CI audit artifact that cannot
     be written is an error, not a silent loss).
@@ -126,8 +133,9 @@ def configure(level: str = "info", decision_log: str | None = None) -> None:
     # cel-python logs every evaluation error at ERROR level; we report them ourselves.
     logging.getLogger("celpy").setLevel(logging.CRITICAL)
     logging.getLogger("celpy").propagate = False
+    console = log_format == "console" or (log_format == "auto" and sys.stderr.isatty())
     structlog.configure(
-        processors=_PROCESSORS,
+        processors=_console_processors() if console else _PROCESSORS,
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level, logging.INFO)),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,

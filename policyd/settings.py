@@ -123,6 +123,8 @@ class Settings(BaseSettings):
     headless_fallback: Literal["deny", "cancel"] = "deny"
     decision_log: str | None = None
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    #: stderr log lines: ``json`` (machines), ``console`` (people), ``auto`` (console on a terminal).
+    log_format: Literal["auto", "json", "console"] = "auto"
     kill_grace_s: float = Field(DEFAULT_KILL_GRACE_S, ge=0)
     home: str = Field(default_factory=lambda: os.environ.get("HOME", ""))
     remember: bool = True

@@ -161,3 +161,31 @@ def test_init_writes_a_starter_directory_that_checks(tmp_path: Path) -> None:
     again = run(env, "init", str(target))
     assert 2 == again.returncode and "already holds" in again.stderr
     assert 0 == run(env, "init", "--force", str(target)).returncode
+
+
+def test_every_command_has_a_description_and_an_example(tmp_path: Path) -> None:
+    """``policyd COMMAND --help`` says what the command does and shows one example."""
+    from policyd.cli.parser import _COMMANDS, EXAMPLES
+
+    assert set(_COMMANDS) == set(EXAMPLES)
+    env = isolated_env(tmp_path)
+    for name in _COMMANDS:
+        out = run(env, name, "--help")
+        assert 0 == out.returncode, (name, out.stderr)
+        head = out.stdout.split("\n\n")[1]
+        assert head.endswith(".") and head[:1].isupper(), (name, out.stdout)
+        assert f"example:\n  {EXAMPLES[name]}" in out.stdout, name
+
+
+@pytest.mark.parametrize("fmt", ["json", "console"])
+def test_log_format(tmp_path: Path, fmt: str) -> None:
+    """``--log-format json`` writes JSON log lines, ``console`` lines for a person (stderr is
+    a pipe here, so ``auto`` would be JSON)."""
+    env = isolated_env(tmp_path)
+    out = run(env, "eval", "--log-format", fmt, "-", stdin="")
+    lines = [line for line in out.stderr.splitlines() if "policy.loaded" in line]
+    assert 1 == len(lines), out.stderr
+    if fmt == "json":
+        assert "policy.loaded" == json.loads(lines[0])["event"]
+    else:
+        assert not lines[0].startswith("{") and "[info" in lines[0] and "embedded=True" in lines[0], lines[0]

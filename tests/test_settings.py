@@ -27,6 +27,7 @@ from policyd.settings import Settings
 TABLE: list[tuple[list[str], str, str, str, Any]] = [
     (["check", "--policy", "/flag"], "POLICY", '["/env"]', "policy", ["/flag"]),
     (["check", "--log-level", "debug"], "LOG_LEVEL", "error", "log_level", "debug"),
+    (["check", "--log-format", "console"], "LOG_FORMAT", "json", "log_format", "console"),
     (["proxy", "--headless"], "HEADLESS", "false", "headless", True),
     (["proxy", "--headless-fallback", "cancel"], "HEADLESS_FALLBACK", "deny", "headless_fallback", "cancel"),
     (["proxy", "--decision-log", "/flag.log"], "DECISION_LOG", "/env.log", "decision_log", "/flag.log"),

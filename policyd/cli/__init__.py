@@ -89,6 +89,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     cli: dict[str, Any] = {
         "policy": flag("policy"),
         "log_level": flag("log_level"),
+        "log_format": flag("log_format"),
         "headless": flag("headless"),
         "headless_fallback": flag("headless_fallback"),
         "decision_log": flag("decision_log"),
@@ -175,7 +176,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = _settings(args)
         decision_log = settings.decision_log if args.command in ("proxy", "serve") else None
-        logs.configure(settings.log_level, decision_log)
+        logs.configure(settings.log_level, decision_log, settings.log_format)
     except (SettingsProblem, FileNotFoundError, OSError) as exc:
         for line in str(exc).splitlines():
             print(f"policyd: {line}", file=sys.stderr)

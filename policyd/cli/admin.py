@@ -13,6 +13,7 @@ from typing import Any
 
 from policyd import loader, status
 from policyd.cli.common import USAGE_ERROR, insecure_warnings
+from policyd.core.attack import attack
 from policyd.core.policy import PolicyError
 from policyd.settings import Settings
 
@@ -25,8 +26,10 @@ def _when(ts: float | None) -> str:
 
 def check(settings: Settings, as_json: bool = False) -> int:
     """0 when the set loads; 1 with every error of the policy text; 2 (usage error) when a
-    policy path cannot be read. Warns about files ``policyd serve`` would refuse. ``as_json``:
-    one object on stdout (``ok``, ``files``, ``rules``, ``policyHash``, ``errors``)."""
+    policy path cannot be read. Warns about files ``policyd serve`` would refuse, a set without
+    the baseline or ``[modes]``, and every allow rule wider than its examples
+    (:mod:`policyd.core.attack`). ``as_json``: one object on stdout (``ok``, ``files``,
+    ``rules``, ``policyHash``, ``warnings``, ``wider_than_examples``, ``errors``)."""
     for warning in insecure_warnings(settings):
         print(warning, file=sys.stderr)
     try:
@@ -42,9 +45,13 @@ def check(settings: Settings, as_json: bool = False) -> int:
         return code
     p = loaded.policy
     gaps = loader.gaps(p)
+    found = attack(p)
     if as_json:
         print(json.dumps({"ok": True, "policyHash": p.short_hash, "rules": len(p.rules), "default": p.default.value,
                           "warnings": gaps,
+                          "wider_than_examples": [{"rule": f.rule_id, "at": f.at, "mechanism": f.mechanism,
+                                                   "example": f.example, "mutant": f.mutant,
+                                                   "allowedBy": list(f.allowed_by)} for f in found],
                           "files": [{"path": str(f.path), "rules": len(f.rules), "default": f.default.value,
                                      "layer": loader.layer(f.path, settings.policy, settings.search_path),
                                      "sha256": f.sha256} for f in p.files]}))
@@ -55,6 +62,11 @@ def check(settings: Settings, as_json: bool = False) -> int:
     print(f"policy set {p.short_hash}: {len(p.files)} files, {len(p.rules)} rules, default {p.default.value}")
     for gap in gaps:
         print(f"warning: {gap}", file=sys.stderr)
+    for finding in found:
+        print(f"warning: {finding}", file=sys.stderr)
+    if found:
+        print(f"{len(found)} mutant(s) of allow rules' examples are allowed: narrow those rules (docs/authoring.md"
+              "#safe-allow-rules)", file=sys.stderr)
     return 0
 
 

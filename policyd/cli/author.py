@@ -69,7 +69,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     """Dispatch one of :data:`COMMANDS`. Their output is the report: the operational log
     (``policy.loaded``…) is shown only from ``warning`` on unless ``--log-level`` says."""
     if not getattr(args, "log_level", None):
-        logs.configure("warning")
+        logs.configure("warning", None, settings.log_format)
     match args.command:
         case "explain":
             from policyd.cli import explain

@@ -14,7 +14,7 @@ from policyd import __version__
 from policyd.cli import author
 
 
-class HelpFormatter(argparse.HelpFormatter):
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """argparse's formatter, as wide as ``shutil.get_terminal_size()`` would make it
     (``$COLUMNS``, else the terminal on stdout, else 80 columns) without importing shutil:
     argparse builds a formatter per ``add_argument``, and shutil (with zlib, bz2, lzma) costs
@@ -42,6 +42,8 @@ def _policy_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", action="append", metavar="PATH", help="policy file or directory (repeatable)")
     p.add_argument("--config", metavar="FILE", help="config TOML (default: XDG / /etc/policyd)")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-format", choices=["auto", "json", "console"],
+                   help="stderr log lines: JSON, or for a person (auto: for a person on a terminal)")
 
 
 def _engine_args(p: argparse.ArgumentParser) -> None:
@@ -177,6 +179,25 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
 }
 
 
+#: An example per command, shown at the end of ``policyd COMMAND --help``.
+EXAMPLES: dict[str, str] = {
+    "proxy": "policyd proxy --headless --decision-log decisions.jsonl -- npx -y @agentclientprotocol/claude-agent-acp",
+    "serve": "policyd serve --policy /etc/policyd/policies.d   (usually started by systemd/policyd.socket)",
+    "check": "policyd check --policy .policyd/ --json",
+    "eval": "echo '{\"toolCall\": {\"kind\": \"read\", \"locations\": [{\"path\": \"/etc/hosts\"}]}}' | policyd eval -",
+    "status": "policyd status --json",
+    "reload": "policyd reload",
+    "remembered": "policyd remembered list --scope workspace; policyd remembered forget 12",
+    "explain": "policyd explain --command 'git push origin main' --cwd ~/src/app",
+    "test": "policyd test --policy .policyd/ cases.jsonl -v",
+    "replay": "policyd replay decisions.jsonl --policy draft/ --fail-on allow-widening",
+    "suggest": "policyd suggest decisions.jsonl --min-count 2 > suggested.toml",
+    "init": "policyd init .policyd && policyd check --policy .policyd",
+    "summary": "policyd summary decisions.jsonl >> \"$GITHUB_STEP_SUMMARY\"",
+    "demo": "policyd demo --decision-log demo.jsonl --answer allow",
+}
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line. ``command``: build only that subcommand (every ``add_argument``
     costs, ~20 ms for them all, and ``policyd proxy`` spawns its agent only once its own
@@ -189,5 +210,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     only = command in _COMMANDS
     for name, (help_text, fill) in _COMMANDS.items():
         if not only or name == command:
-            fill(sub.add_parser(name, help=help_text, formatter_class=HelpFormatter))
+            fill(sub.add_parser(name, help=help_text, description=help_text[:1].upper() + help_text[1:] + ".",
+                                epilog=f"example:\n  {EXAMPLES[name]}" if name in EXAMPLES else None,
+                                formatter_class=HelpFormatter))
     return parser

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from policyd.core import cel
+from policyd.core import cel, commandrule
 from policyd.core.facts import TOOL_FIELDS, Facts
 
 try:  # the one declaration, in core/facts.py once the facts rewrite (issue 10) is merged
@@ -58,7 +58,8 @@ EXAMPLE_OPTIONS = tuple(
 )
 
 _POLICY_KEYS = frozenset({"name", "description", "default"})
-_RULE_KEYS = frozenset({"id", "description", "kinds", "when", "decision", "reason", "examples", "remember"})
+_RULE_KEYS = frozenset({"id", "description", "kinds", "when", "commands", "decision", "reason", "examples",
+                        "remember"})
 _EXAMPLE_KEYS = frozenset({"kind", "title", "paths", "command", "url", "raw_input", "cwd", "name", "connection",
                            "sandboxed"})
 _RULE_HEADER = re.compile(r"^\s*\[\[\s*rule\s*\]\]")
@@ -105,6 +106,8 @@ class Rule:
     line: int
     needs: frozenset[str]
     remember: RememberConfig | None = None
+    #: The rule's ``examples.match`` tool calls, as written (``policyd check`` attacks them).
+    examples: tuple[Mapping[str, Any], ...] = ()
 
     def applies_to(self, kind: str) -> bool:
         """The ``kinds`` prefilter: empty means every kind."""
@@ -382,7 +385,7 @@ def _parse_rule(
             msgs.append(f"unknown key {key!r}")
     description = _str(raw, "description", msgs)
     reason = _str(raw, "reason", msgs)
-    when = _str(raw, "when", msgs, required=True)
+    when = _str(raw, "when", msgs, required="commands" not in raw)
     decision = Decision.ASK
     if "decision" not in raw:
         msgs.append("missing required key 'decision'")
@@ -391,7 +394,18 @@ def _parse_rule(
             decision = Decision.parse(raw["decision"])
         except ValueError as exc:
             msgs.append(str(exc))
-    kinds_raw = raw.get("kinds", [])
+    if "commands" in raw:
+        if "when" in raw:
+            msgs.append("give 'commands' or 'when', not both")
+        elif decision is not Decision.ALLOW:
+            msgs.append("'commands' is an allow form (the command alone); a deny or ask must match the command"
+                        " anywhere: when = 'tool.commands.exists(c, ...)'")
+        else:
+            try:
+                when = commandrule.when_for(raw["commands"])
+            except ValueError as exc:
+                msgs.append(str(exc))
+    kinds_raw = raw.get("kinds", ["execute"] if "commands" in raw else [])
     kinds: frozenset[str] = frozenset()
     if not isinstance(kinds_raw, list) or not all(isinstance(k, str) for k in kinds_raw):
         msgs.append("'kinds' must be a list of ACP ToolKind strings")
@@ -422,7 +436,10 @@ def _parse_rule(
         errors.append(LoadError(path, line, rule_id, "'when' is empty"))
     if errors or program is None:
         return None, errors
-    rule = Rule(rule_id, description, kinds, when, program, decision, reason, path, line, _needs(when), remember)
+    examples = raw.get("examples")
+    matches = examples.get("match") if isinstance(examples, dict) else None
+    rule = Rule(rule_id, description, kinds, when, program, decision, reason, path, line, _needs(when), remember,
+                tuple(m for m in matches if isinstance(m, dict)) if isinstance(matches, list) else ())
     for probe in _probes():
         wrong = program.non_bool_type(probe)
         if wrong:
