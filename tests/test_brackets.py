@@ -145,3 +145,21 @@ def test_many_stars_do_not_backtrack() -> None:
     guard)."""
     assert not brackets.component_matches("e" * 60, "*e" * 30 + "q")
     assert brackets.component_matches("e" * 60, "*e" * 30)
+
+
+@pytest.mark.skipif(BASH is None, reason="bash is not installed")
+@pytest.mark.parametrize(("pattern", "names"), [
+    (".[[=i=]][d]e*", [".dev.vars", ".ide"]),  # found by a random draw of the property above
+    ("[[=i=]][d]", ["]", "d", "id"]),
+    ("[[=i=]]]", ["]", "i]"]),
+])
+def test_an_equivalence_class_before_a_bracket_is_read_both_ways(tmp_path: Path, pattern: str,
+                                                                 names: list[str]) -> None:
+    """bash closes the bracket after ``[=i=]]`` for an ``i`` and reads the ``]`` as a member for
+    anything else: every name bash expands the pattern to is matched here too."""
+    for name in ("i", "id", "d", "]", "x", "i]", ".dev.vars", ".ide", ".iie"):
+        (tmp_path / name).write_text("")
+    out = subprocess.run([BASH, "--norc", "--noprofile", "-c", f"shopt -s nullglob dotglob; printf '%s\\0' {pattern}"],
+                         cwd=tmp_path, capture_output=True, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"}, timeout=30)
+    assert sorted(names) == sorted(n for n in out.stdout.decode().split("\0") if n)
+    assert all(brackets.component_matches(n, pattern) for n in names)

@@ -166,6 +166,8 @@ def component_regex(pattern: str) -> re.Pattern[str]:
         elif c == "?":
             segments[-1].append(".")
         elif c == "[" and (end := bracket_end(pattern, i, escapes=True)) > 0:
+            if _equivalence_then_bracket(pattern[i:end]):
+                return re.compile(".*", re.DOTALL)
             segments[-1].append(_any_case(bracket_regex(pattern[i + 1 : end - 1], strict=False, escapes=True)))
             i = end
             continue
@@ -182,6 +184,15 @@ def component_regex(pattern: str) -> re.Pattern[str]:
     *middle, last = rest
     body = "".join(f"(?>.*?{m})" for m in middle if m)
     return re.compile(f"{first}{body}.*{last}", re.DOTALL)
+
+
+def _equivalence_then_bracket(bracket: str) -> bool:
+    """Whether an equivalence class is followed by ``]`` in ``bracket`` (``[[=i=]][d]``).
+    bash 5.2 reads that two ways at once: for a character in the class the ``]`` closes the
+    bracket (``[[=i=]][d]`` matches ``id``), for any other the ``]`` is a member and the
+    bracket goes on (it matches ``d`` and ``]``). No single regex of this module's shape says
+    both, so the component is taken to match any name (over-approximated, never narrower)."""
+    return bracket.endswith("=]]") and "[=" in bracket
 
 
 def component_matches(name: str, pattern: str) -> bool:
