@@ -1,12 +1,18 @@
 """policyd's network egress for a sandboxed agent: every connection out is decided here.
 
 The sandbox (``bwrap --unshare-net``) has only ``lo``. :mod:`policyd.sandbox_init`, its first
-process, listens inside on the proxy port and on each forwarded loopback endpoint and
-bridges every connection to this module's Unix socket, after a header line naming the
-listener. Here each connection is decided (:mod:`policyd.core.egress`: the ``[sandbox]
-network`` allow-list, then the rules on a ``connect`` query with the addresses policyd
-resolved itself), written to the decision log and, when allowed, connected to the address
-policyd resolved (never a second lookup: no DNS rebinding) and relayed both ways.
+process, opens the listeners inside (the proxy port and each forwarded loopback endpoint)
+and hands the listening sockets to this module over its Unix socket (``SCM_RIGHTS``), then
+becomes the agent. policyd accepts on them itself: a connection inside the sandbox reaches
+policyd in one hop. The registration is checked, not trusted (code in the sandbox can reach
+the Unix socket too): each socket must be a listening TCP socket bound to the address its
+name says, every listener once, and only one registration is taken (``egress.invalid``
+otherwise, and an ``ERROR`` answer).
+
+Each connection is decided (:mod:`policyd.core.egress`: the ``[sandbox] network``
+allow-list, then the rules on a ``connect`` query with the addresses policyd resolved
+itself), written to the decision log and, when allowed, connected to the address policyd
+resolved (never a second lookup: no DNS rebinding) and relayed both ways.
 
 Decision-log events (OTel exports them as ``policyd.egress.*``): ``egress.decided`` for every
 connection (``connection_id``, ``host``, ``port``, ``via``, ``http_method``, ``listed`` (the
@@ -15,7 +21,7 @@ entry that named it), ``addresses``, ``address`` (the one tried first), ``decisi
 ``reason``, ``decided_by``, ``policy_hash``, ``eval_us``, ``decide_us`` and the replayable
 request fields); it is written before any packet leaves, and an allow whose record cannot be
 written is refused. Then ``egress.failed`` when no address answered, ``egress.connected``
-when a later address than ``address`` did; ``egress.invalid`` for a bad bridge header.
+when a later address than ``address`` did; ``egress.invalid`` for a refused registration.
 
 What a connection from the sandbox can be:
 
@@ -24,7 +30,7 @@ What a connection from the sandbox can be:
   method, absolute-form) is sent on as origin-form with ``Connection: close``, one request
   per connection (its response ends the connection). Refusals are HTTP answers naming why:
   ``400`` bad request, ``403`` denied by policy, ``502`` the name did not resolve or the
-  connection failed, ``504`` the decision or the connection timed out.
+  connection failed, ``503`` more than :data:`MAX_CONNECTIONS` open, ``504`` the lookup timed out.
 - ``forward``: a named loopback endpoint (a local model server, a test's fake model API,
   the model gateway's Unix socket), reachable inside at the same ``host:port`` as outside.
   The bytes are relayed unchanged; a refused connection is closed at once.
@@ -35,7 +41,7 @@ API for the sandbox (``policyd proxy --sandbox``)::
                                 forwards=["127.0.0.1:8080"])
     egress.add_forward("127.0.0.1", 9000, "/run/.../gateway.sock")   # before wrap_argv
     argv = ["bwrap", *fs_args, *egress.bwrap_args(), "--unshare-net", "--",
-            *egress.wrap_argv(agent_argv)]
+            *egress.wrap_argv(agent_argv)]      # sandbox_init registers, then execs the agent
     env = {**allowed_env, **egress.agent_env()}
     ...
     await egress.close()
@@ -48,7 +54,8 @@ runs on the event loop; an exception, a ``None`` decision or :data:`DECIDE_TIMEO
 denies. ``network`` entries are as in :func:`policyd.core.egress.parse_network` (ValueError
 on a bad one). Forwarded endpoints count as listed. ``context`` (set it when the proxy
 learns them) gives the queries their agent, client and session roots: a connection has no
-session of its own.
+session of its own. One ``Egress`` serves one sandbox run: it takes one registration
+(``registered`` is set then); :meth:`add_forward` must come before :meth:`wrap_argv`.
 
 Ask is refused, never put to the human (docs/network.md says why).
 """
@@ -57,6 +64,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import os
 import shutil
@@ -64,7 +72,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,16 +86,18 @@ Decide = Callable[[PermissionQuery], Resolution | Awaitable[Resolution]]
 
 #: Default proxy port inside the sandbox (the next free one when a forward takes it).
 PROXY_PORT = 3128
-#: Seconds to read the bridge header and a request head (a slow or silent peer is dropped).
+#: Seconds to read a registration or a request head (a slow or silent peer is dropped).
 HEAD_TIMEOUT_S = 30.0
-#: Longest bridge header line and HTTP request head (bytes).
-MAX_HEADER = 512
+#: Longest HTTP request head (bytes: asyncio's default stream limit).
 MAX_HEAD = 65536
 #: Seconds a decision may take before the connection is denied.
 DECIDE_TIMEOUT_S = 5.0
 #: Seconds for a name to resolve and for a TCP connection to open.
 RESOLVE_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 10.0
+#: Connections open at once through one egress; past it a new one is refused (503): the
+#: agent must not be able to exhaust policyd's file descriptors (policyd relays its ACP too).
+MAX_CONNECTIONS = 512
 #: Bytes per read when relaying.
 CHUNK = 65536
 #: The decision-log event of every connection decision (and of a refused bridge header).
@@ -147,7 +157,8 @@ class Refused(Exception):
         self.status = status
 
 
-_STATUS_TEXT = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway", 504: "Gateway Timeout"}
+_STATUS_TEXT = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway", 503: "Service Unavailable",
+                504: "Gateway Timeout"}
 
 
 def engine_decider(engine: Any) -> Decide:
@@ -185,24 +196,34 @@ class Egress:
         taken = {f.port for f in self.forwards.values()}
         self.proxy_port = next(p for p in itertools.count(PROXY_PORT) if p not in taken)
         self.context = Context()
-        self._server: asyncio.AbstractServer | None = None
+        #: Set once sandbox_init's listeners are registered (connections can then arrive).
+        self.registered = asyncio.Event()
+        self._unix: socket.socket | None = None
+        self._servers: list[asyncio.AbstractServer] = []
         self._seq = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._serving = 0  # connections being served
 
     @classmethod
     async def start(cls, runtime_dir: str | os.PathLike[str], decide: Decide, network: Iterable[str] = (),
                     forwards: Iterable[str | tuple[str, int] | Forward] = ()) -> Egress:
-        """Listen on a Unix socket in a new 0700 directory under ``runtime_dir``. Raises
-        ValueError on a bad ``network`` entry or forward, OSError when it cannot listen."""
+        """Listen on a Unix socket in a new 0700 directory under ``runtime_dir`` for the
+        sandbox's listeners. Raises ValueError on a bad ``network`` entry or forward, OSError
+        when it cannot listen."""
         endpoints = core.parse_network(network)
         fwd = [_forward_of(f) for f in forwards]
         sock_dir = tempfile.mkdtemp(prefix="egress-", dir=os.fspath(runtime_dir))  # mode 0700
         self = cls(sock_dir, decide, endpoints, fwd)
         try:
-            self._server = await asyncio.start_unix_server(self._accepted, self.socket_path)
+            unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            unix.bind(self.socket_path)
+            unix.listen(8)
+            unix.setblocking(False)
         except BaseException:
             shutil.rmtree(sock_dir, ignore_errors=True)
             raise
+        self._unix = unix
+        self._spawn(self._registrations(unix))
         return self
 
     # ------------------------------------------------------------------ the sandbox's view
@@ -246,60 +267,112 @@ class Egress:
 
     async def close(self) -> None:
         """Stop listening, end the relayed connections, remove the socket directory."""
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                await self._server.wait_closed()
+        if self._unix is not None:
+            self._unix.close()
+        for server in self._servers:
+            server.close()
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         shutil.rmtree(self.sock_dir, ignore_errors=True)
 
+    # ------------------------------------------------------------------ registration
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _registrations(self, unix: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, _ = await loop.sock_accept(unix)
+            except OSError:
+                return  # closed
+            self._spawn(self._register(conn))
+
+    async def _register(self, conn: socket.socket) -> None:
+        """Take sandbox_init's listening sockets (``SCM_RIGHTS``, one name line each: see
+        :mod:`policyd.sandbox_init`), check each, serve them; answer ``OK`` or ``ERROR``."""
+        fds: list[int] = []
+        with conn:
+            try:
+                conn.settimeout(HEAD_TIMEOUT_S)
+                message, fds = await asyncio.to_thread(_receive, conn)
+                problem = "" if not self.registered.is_set() else "this sandbox's listeners are registered already"
+                listeners = problem or self._check(message, fds)
+                if isinstance(listeners, str):
+                    logs.decision(INVALID, {"decision": "deny", "answer": "refused", "reason": listeners,
+                                            "registration": message[:200].decode("ascii", "backslashreplace")})
+                    await asyncio.to_thread(conn.sendall, f"ERROR {listeners}\n".encode())
+                    return
+                for listener, fd in listeners:
+                    fds.remove(fd)  # owned by the socket from here
+                    server = await asyncio.start_server(functools.partial(self._accepted, listener),
+                                                        sock=socket.socket(fileno=fd))
+                    self._servers.append(server)
+                self.registered.set()
+                await asyncio.to_thread(conn.sendall, b"OK\n")
+            except OSError as exc:
+                logs.get().warning("egress.registration_failed", error=str(exc))
+            finally:
+                for fd in fds:
+                    os.close(fd)
+
+    def _check(self, message: bytes, fds: list[int]) -> list[tuple[Forward | None, int]] | str:
+        """[(forward, or None for the proxy; fd)] of a registration, or why it is refused."""
+        if not message.startswith(_MAGIC) or not message.endswith(b"\n"):
+            return f"bad registration: expected {_MAGIC.decode().strip()!r} and one name per line"
+        names = message[len(_MAGIC):].decode("ascii", "replace").splitlines()
+        if len(names) != len(fds):
+            return f"bad registration: {len(names)} names for {len(fds)} sockets"
+        out: list[tuple[Forward | None, int]] = []
+        for name, fd in zip(names, fds, strict=True):
+            kind, _, key = name.partition(" ")
+            if name == "proxy":
+                listener, want = None, ("127.0.0.1", self.proxy_port)
+            elif kind == "forward" and key in self.forwards:
+                listener = self.forwards[key]
+                want = (listener.host, listener.port)
+            else:
+                return f"bad registration: {name[:80]!r} names no listener of this sandbox"
+            problem = _listening_at(fd, want)
+            if problem:
+                return f"bad registration: {name}: {problem}"
+            out.append((listener, fd))
+        if len({id(f) for f, _ in out}) != len(out) or len(out) != len(self.forwards) + 1:
+            return "bad registration: every listener exactly once (the proxy and each forward)"
+        return out
+
     # ------------------------------------------------------------------ connections
 
-    async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accepted(self, listener: Forward | None, reader: asyncio.StreamReader,
+                        writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
+        if self._serving >= MAX_CONNECTIONS:
+            logs.get().warning("egress.overloaded", open=self._serving, limit=MAX_CONNECTIONS)
+            await _answer(writer, 503, f"policyd egress: more than {MAX_CONNECTIONS} connections open")
+            writer.close()
+            return
+        self._serving += 1
         if task is not None:
             self._tasks.add(task)
         try:
-            await self._handle(reader, writer)
+            if listener is None:
+                await self._proxy(reader, writer)
+            else:
+                await self._forward(listener, reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass
         except Exception as exc:  # a bug must not take the egress down
             logs.get().error("egress.crashed", error=repr(exc))
         finally:
+            self._serving -= 1
             writer.close()
             if task is not None:
                 self._tasks.discard(task)
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            line = await asyncio.wait_for(reader.readuntil(b"\n"), HEAD_TIMEOUT_S)
-        except (asyncio.LimitOverrunError, asyncio.IncompleteReadError, TimeoutError):
-            line = b""
-        listener = self._listener(line)
-        if isinstance(listener, str):
-            logs.decision(INVALID, {"decision": "deny", "answer": "refused", "reason": listener,
-                                    "header": line[:80].decode("ascii", "backslashreplace")})
-            await _answer(writer, 400, f"policyd egress: {listener}")
-            return
-        if listener is None:
-            await self._proxy(reader, writer)
-        else:
-            await self._forward(listener, reader, writer)
-
-    def _listener(self, line: bytes) -> Forward | str | None:
-        """The forward a header line names (None: the proxy), or why it is refused."""
-        if not line.startswith(_MAGIC) or not line.endswith(b"\n") or len(line) > MAX_HEADER:
-            return "bad bridge header: expected 'POLICYD-EGRESS/1 proxy' or 'POLICYD-EGRESS/1 forward HOST:PORT'"
-        rest = line[len(_MAGIC):].strip().decode("ascii", "replace")
-        if rest == "proxy":
-            return None
-        kind, _, key = rest.partition(" ")
-        if kind == "forward" and key in self.forwards:
-            return self.forwards[key]
-        return f"bad bridge header: {rest[:80]!r} names no listener of this sandbox"
 
     async def _forward(self, fwd: Forward, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -344,20 +417,22 @@ class Egress:
         addresses policyd resolves and the rules. Never raises; nothing is logged yet."""
         seq = next(self._seq)
         start = time.perf_counter_ns()
-        fields: dict[str, Any] = {"connection_id": seq, "host": host, "port": port, "via": via}
+        shown = f"[{host}]" if ":" in host else host
+        fields: dict[str, Any] = {"connection_id": seq, "host": host, "port": port, "via": via,
+                                  "title": f"{method or 'connect'} {shown}:{port}"}
         if method:
             fields["http_method"] = method
         fwd = forward or self.forwards.get(Forward(host, port).key)
         entry = f"forward {fwd.key}" if fwd else core.listed(self.network, host, port)
         if not entry:
             fields.update(decision="deny", addresses=[], rules=[{"id": core.NETWORK_RULE, "decision": "deny"}],
-                          reason=f"{core.NETWORK_RULE}: {host}:{port} is not listed")
+                          reason=f"{core.NETWORK_RULE}: {host}:{port} is not listed", decided_by=core.NETWORK_RULE)
             return Judgement(Decision.DENY, fields, start, 403)
         fields["listed"] = entry
         try:
             addresses = [fwd.host] if fwd else await self._resolve(host, port)
         except Refused as exc:
-            fields.update(decision="deny", addresses=[], reason=str(exc))
+            fields.update(decision="deny", addresses=[], reason=str(exc), decided_by="error")
             return Judgement(Decision.DENY, fields, start, exc.status)
         fields["addresses"] = addresses
         c = self.context
@@ -368,8 +443,9 @@ class Egress:
         decision, by = core.combine(entry, resolution.decision, resolution.fields.get("defaulted") is True)
         fields = {**resolution.fields, **fields, "method": "egress/connect", "decided_by": by,
                   "decision": decision.value if resolution.decision is not None else "error"}
-        if by == core.NETWORK_RULE:
+        if by == core.NETWORK_RULE:  # no rule matched: the listing decided (named as the rule)
             fields["reason"] = f"{core.NETWORK_RULE}: {entry}"
+            fields["rules"] = [{"id": core.NETWORK_RULE, "decision": "allow", "reason": entry}]
         elif decision is Decision.ASK:
             fields["reason"] = f"{fields.get('reason', '')} ({core.ASK_REFUSED})".strip()
         return Judgement(decision, fields, start, 403, fwd, addresses)
@@ -456,7 +532,46 @@ class Egress:
         raise Refused(502, "connection failed: " + "; ".join(errors))
 
 
-_MAGIC = b"POLICYD-EGRESS/1 "
+#: The registration's first line (the same bytes as ``sandbox_init.MAGIC``).
+_MAGIC = b"POLICYD-EGRESS/2\n"
+#: Longest registration (names) and most sockets in one.
+MAX_REGISTRATION = 8192
+MAX_FDS = 64
+
+
+def _receive(conn: socket.socket) -> tuple[bytes, list[int]]:
+    """One registration: the message and the descriptors sent with it (blocking, on a
+    worker thread, within the socket's timeout). Raises OSError."""
+    message, fds, flags, _ = socket.recv_fds(conn, MAX_REGISTRATION, MAX_FDS)
+    if flags & socket.MSG_CTRUNC:
+        for fd in fds:
+            os.close(fd)
+        raise OSError(f"more than {MAX_FDS} descriptors sent")
+    while message and not message.endswith(b"\n") and len(message) < MAX_REGISTRATION:
+        more = conn.recv(MAX_REGISTRATION - len(message))
+        if not more:
+            break
+        message += more
+    return message, list(fds)
+
+
+def _listening_at(fd: int, want: tuple[str, int]) -> str:
+    """"" when ``fd`` is a listening TCP socket bound to ``want``, else what it is."""
+    try:
+        probe = socket.socket(fileno=os.dup(fd))
+    except OSError as exc:
+        return f"not a socket ({exc})"
+    with probe:
+        try:
+            listening = probe.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+            bound = probe.getsockname()
+        except OSError as exc:
+            return f"not a socket ({exc})"
+        if probe.family not in (socket.AF_INET, socket.AF_INET6) or probe.type != socket.SOCK_STREAM or not listening:
+            return "not a listening TCP socket"
+        if (str(bound[0]), int(bound[1])) != want:
+            return f"bound to {bound[0]}:{bound[1]}, not {want[0]}:{want[1]}"
+    return ""
 
 
 def _nodelay(writer: asyncio.StreamWriter) -> None:
@@ -522,10 +637,15 @@ async def _answer(writer: asyncio.StreamWriter, status: int, message: str) -> No
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy until EOF, then half-close. ``drain`` (flow control) only when the write did
+    not go out at once: most chunks leave in ``write`` itself, and an await per chunk is
+    most of the relay's cost on a stream of small events."""
+    transport = writer.transport
     try:
         while data := await reader.read(CHUNK):
             writer.write(data)
-            await writer.drain()
+            if transport.get_write_buffer_size() or transport.is_closing():
+                await writer.drain()
         if writer.can_write_eof():
             writer.write_eof()
     except (ConnectionError, OSError):

@@ -43,8 +43,24 @@ from policyd.core import paths as core_paths
 from policyd.core import sandbox as core
 
 if TYPE_CHECKING:
-    from policyd.settings import Settings
+    from typing import Protocol
+
     from policyd.spawn import Spawned
+
+    class Settings(Protocol):
+        """What the sandbox reads of the settings (:class:`policyd.settings.Settings`, or
+        :class:`policyd.sandbox_early.EarlySettings` before they are loaded)."""
+
+        @property
+        def sandbox(self) -> str: ...
+        @property
+        def sandbox_roots(self) -> list[str]: ...
+        @property
+        def policy(self) -> list[str]: ...
+        @property
+        def search_path(self) -> list[str]: ...
+        @property
+        def home(self) -> str: ...
 
 #: Exit code when ``--sandbox required`` cannot set up the sandbox (a usage error: the agent never ran).
 SANDBOX_UNAVAILABLE = 2
@@ -87,6 +103,9 @@ class Plan:
     config: core.SandboxConfig = field(default_factory=core.SandboxConfig)
     #: The agent's command line as bwrap runs it (after the egress bridge, when there is one).
     inner: list[str] = field(default_factory=list)
+    #: The settings read before policyd's own (``policyd.sandbox_early``), when the agent was
+    #: spawned that early; the loaded settings must agree.
+    early: Any = None
 
     def close(self) -> None:
         """Stop the egress (at the proxy's exit, or when the agent did not start)."""
@@ -161,43 +180,6 @@ class EgressThread:
         with contextlib.suppress(concurrent.futures.TimeoutError, RuntimeError):
             asyncio.run_coroutine_threadsafe(self.egress.close(), self.loop).result(5.0)
         self.loop.call_soon_threadsafe(self.loop.stop)
-
-
-# --------------------------------------------------------------------------- before the settings
-
-
-def may_sandbox(argv: Sequence[str], environ: Mapping[str, str]) -> bool:
-    """Could the sandbox be on for ``policyd ARGV``? Checked before the command line and
-    settings are parsed (the early spawn, :mod:`policyd.spawn`): any ``--sandbox*`` option, a
-    ``POLICYD_SANDBOX`` other than ``off``, or a config file (``--config``, ``POLICYD_CONFIG``,
-    the XDG one, ``/etc``) that mentions ``sandbox`` at all. True when unsure: the agent then
-    starts after the settings (only slower), never outside a sandbox it should be in."""
-    words = list(argv[: argv.index("--")] if "--" in argv else argv)
-    if any(w.startswith("--sandbox") for w in words):
-        return True
-    if environ.get("POLICYD_SANDBOX", "off").strip().strip('"').lower() not in ("off", ""):
-        return True
-    config = ""
-    for i, w in enumerate(words):
-        if w == "--config" and i + 1 < len(words):
-            config = words[i + 1]
-        elif w.startswith("--config="):
-            config = w.split("=", 1)[1]
-    candidates = [config] if config else [environ.get("POLICYD_CONFIG", "")]
-    if not config and not candidates[0]:
-        xdg = environ.get("XDG_CONFIG_HOME") or os.path.join(environ.get("HOME", "/"), ".config")
-        candidates = [os.path.join(xdg, "policyd", "config.toml"), "/etc/policyd/config.toml"]
-    for path in candidates:
-        if not path:
-            continue
-        try:
-            with open(path, "rb") as f:
-                return b"sandbox" in f.read(1 << 20)
-        except FileNotFoundError:
-            continue
-        except OSError:
-            return True
-    return False
 
 
 # --------------------------------------------------------------------------- probing
@@ -307,13 +289,28 @@ def _mkdirs(path: str) -> bool:
         return False
 
 
+def _under_tmp(paths: Sequence[str]) -> list[str]:
+    """The directories right below ``/tmp`` holding ``paths`` (what runs the agent: policyd's
+    package, this Python, the agent's files): kept visible, read-only, under the private /tmp."""
+    found: list[str] = []
+    for p in paths:
+        real = _real(p) if p.startswith("/") else ""
+        for path in {p, real}:
+            parts = path.split("/")
+            if len(parts) > 2 and parts[1] == "tmp" and parts[2] and os.path.exists("/tmp/" + parts[2]):
+                found.append("/tmp/" + parts[2])
+    return sorted(dict.fromkeys(found))
+
+
 def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state: Sequence[str],
-              notes: dict[str, object]) -> list[str]:
+              notes: dict[str, object], needed: Sequence[str] = ()) -> list[str]:
     """The bwrap options of the file-system view (order matters: later mounts win)."""
     plan = core.plan_view(config, roots, home, state)
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     if home and core_paths.within(home, "/tmp") and os.path.isdir(home):
         args += ["--ro-bind", home, home]  # the home stays visible (read-only) under the private /tmp
+    for visible in _under_tmp(needed):
+        args += ["--ro-bind", visible, visible]
     writable: list[str] = []
     for root in plan.roots:
         args += ["--bind", root, root]
@@ -453,10 +450,11 @@ def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], c
     home = environ.get("HOME", "") or settings.home
     roots = writable_roots(settings, cwd)
     state = core.agent_state(agent, environ, home) if home else ()
-    notes: dict[str, object] = {"roots": list(roots), "state": list(state)}
+    notes: dict[str, object] = {"roots": list(roots), "state": list(state), "spawn": "after the settings"}
     args = [bwrap, "--die-with-parent", "--unshare-all", "--new-session"]
+    needed = [os.path.dirname(os.path.abspath(__file__)), sys.executable, *(a for a in agent if a.startswith("/"))]
     view = dataclasses.replace(config, hide=(*config.hide, *secrets)) if secrets else config
-    args += view_args(view, roots, home, state, notes)
+    args += view_args(view, roots, home, state, notes, needed)
     env = agent_env(environ, config)
     env.update(gateway_env or {})
     box = Plan(args, env, roots, notes=notes, inner=list(agent), config=config)
@@ -476,14 +474,16 @@ def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], c
     return box
 
 
-def start(settings: Settings, agent: Sequence[str], environ: Mapping[str, str] | None = None,
+def start(settings: Settings, agent: Sequence[str], fallback: bool = True, environ: Mapping[str, str] | None = None,
           gateway_env: Mapping[str, str] | None = None, forwards: Sequence[tuple[str, int, str]] = (),
           secrets: Sequence[str] = ()) -> tuple[Spawned | None, Plan | None, str]:
     """Start ``agent`` as ``settings.sandbox`` says: ``(spawned, plan, problem)``. ``plan``
     is None when the agent runs without a sandbox (``auto`` that could not set one up;
     ``problem`` says why); ``spawned`` is None when it must not run (``required``: ``problem``
-    names what is missing and the fix). ``environ``: the agent's environment before the
-    allow-list (default policyd's); ``gateway_env``, ``forwards``: see :func:`plan`."""
+    names what is missing and the fix). ``fallback`` False: never start it unsandboxed
+    (the early spawn: the proxy's own start-up then decides, and warns). ``environ``: the
+    agent's environment before the allow-list (default policyd's); ``gateway_env``,
+    ``forwards``, ``secrets``: the model gateway's, see :func:`plan`."""
     from policyd.spawn import spawn
 
     environ = dict(os.environ if environ is None else environ)
@@ -492,7 +492,7 @@ def start(settings: Settings, agent: Sequence[str], environ: Mapping[str, str] |
         config = sandbox_config(settings)
         box = plan(settings, agent, environ, cwd, config, gateway_env, forwards, secrets)
     except Unavailable as exc:
-        return _fallback(settings, agent, str(exc), environ)
+        return _fallback(settings, agent, str(exc), fallback, environ)
     read_fd, write_fd = os.pipe()
     argv = [*box.argv, "--json-status-fd", str(write_fd), "--", *box.inner]
     spawned = spawn(argv, env=box.env, pass_fds=(write_fd,))
@@ -500,12 +500,12 @@ def start(settings: Settings, agent: Sequence[str], environ: Mapping[str, str] |
     if spawned.error_code:
         os.close(read_fd)
         box.close()
-        return _fallback(settings, agent, f"bwrap did not start: {spawned.error}", environ)
+        return _fallback(settings, agent, f"bwrap did not start: {spawned.error}", fallback, environ)
     if not _child_started(read_fd):
         os.close(read_fd)
         spawned.stop(0.5)  # (bwrap failed before running the agent: it has exited)
         box.close()
-        return _fallback(settings, agent, probe(environ) or diagnose(box.argv[0]), environ)
+        return _fallback(settings, agent, probe(environ) or diagnose(box.argv[0]), fallback, environ)
     box.status_fd = read_fd  # kept open: bwrap writes the exit code there at the end (else SIGPIPE)
     spawned.argv = list(agent)
     return spawned, box, ""
@@ -528,9 +528,9 @@ def _child_started(fd: int) -> bool:
     return True
 
 
-def _fallback(settings: Settings, agent: Sequence[str], problem: str,
-              environ: Mapping[str, str]) -> tuple[Spawned | None, Plan | None, str]:
-    if settings.sandbox == "required":
+def _fallback(settings: Settings, agent: Sequence[str], problem: str, fallback: bool = True,
+              environ: Mapping[str, str] | None = None) -> tuple[Spawned | None, Plan | None, str]:
+    if settings.sandbox == "required" or not fallback:
         return None, None, problem
     from policyd.spawn import spawn
 

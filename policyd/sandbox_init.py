@@ -1,54 +1,63 @@
-"""The first process inside the sandbox: loopback listeners bridged to policyd's egress.
+"""The first process inside the sandbox: open the loopback listeners, hand them to policyd's
+egress, become the agent.
 
 bwrap runs ``python -I -S /path/to/policyd/sandbox_init.py [options] -- AGENT ARGV...``
 (``python -I -m policyd.sandbox_init`` works too; :meth:`policyd.egress.Egress.wrap_argv`
-builds the line). Inside ``--unshare-net`` the sandbox has only ``lo``; this process:
+builds the line). Inside ``--unshare-net`` the sandbox has only ``lo``. This process:
 
-- listens on ``127.0.0.1:PORT`` for ``--proxy PORT`` (the HTTP proxy entry the agent's
-  ``HTTP(S)_PROXY`` names) and on each ``--forward HOST:PORT`` (a loopback endpoint the
-  policy names, reachable at the same address as outside);
-- bridges each accepted connection to the host-side Unix socket ``--socket PATH`` (bound
-  into the sandbox by bwrap), first sending one header line naming the listener it came
-  from (:data:`MAGIC` ``proxy`` or :data:`MAGIC` ``forward HOST:PORT``); the host decides
-  the connection and may close it. The header is a hint, not a credential: code in the
-  sandbox can reach the socket itself, so the host accepts only listeners it created;
-- starts the agent (``posix_spawnp``, stdin/stdout/stderr inherited: stdout carries ACP and
-  this process never writes to it; SIGPIPE and SIGXFSZ back to their defaults), relays
-  SIGTERM, SIGINT and SIGHUP to it, and exits with its code (128 + N when it died of signal
-  N). It exits 127 when the agent's program is not found, 126 when it cannot be run, and
-  :data:`USAGE` on bad options or a listener it cannot open (a message on stderr).
+1. listens on ``127.0.0.1:PORT`` for ``--proxy PORT`` (the HTTP proxy entry the agent's
+   ``HTTP(S)_PROXY`` names) and on each ``--forward HOST:PORT`` (a loopback endpoint the
+   policy names, reachable at the same address as outside). The sockets belong to the
+   sandbox's network namespace, whoever holds them;
+2. connects to the egress's Unix socket ``--socket PATH`` (bound into the sandbox by bwrap)
+   and sends the listening sockets themselves (``SCM_RIGHTS``) with one line per socket
+   naming it (:data:`MAGIC` then ``proxy`` / ``forward HOST:PORT``); policyd checks each
+   (a listening TCP socket bound to the address its name says, a listener this sandbox
+   has) and answers ``OK`` or ``ERROR <why>``. From then on policyd accepts on them itself:
+   a connection inside reaches policyd in one hop, with no process of ours in between;
+3. replaces itself with the agent (``execve``, searching ``PATH``; SIGPIPE and SIGXFSZ back
+   to their defaults), so the agent inherits stdin/stdout/stderr (stdout carries ACP: this
+   process never writes to it), every signal sent to this process is the agent's, and its
+   exit status is the agent's (bwrap exits 128 + N when it died of signal N).
 
-Standard library only, few imports (the sandbox start-up budget is 30 ms in all: see
-``benchmarks/bench_egress.py``). Each bridged connection is two blocking threads, one per
-direction, so no connection waits for another and streaming costs one copy per hop.
+Exit codes of its own: 127 when the agent's program is not found, 126 when it cannot be run,
+:data:`USAGE` on bad options, a listener it cannot open or an egress that is missing or
+refuses the listeners (a message on stderr; the agent is not started: no egress, no agent).
+
+Built-in modules only, and few (the sandbox start-up budget is 30 ms in all: see
+``benchmarks/bench_egress.py`` and tests/test_egress.py, which pins the imports).
 """
 
-from __future__ import annotations
-
-import _socket  # the C module: ``socket.py`` costs ~3 ms of imports (enum, selectors)
-import _thread
-import os
-import signal
+# ``os`` (~1 ms), ``signal`` (~5 ms: enum) and ``socket`` (~3 ms: enum, selectors) would cost
+# more than all the rest; these are their built-in cores. (_signal has no type stub.)
+import _signal as signal  # type: ignore[import-not-found,unused-ignore]
+import _socket
+import posix as os
 import sys
-import time
 
-#: First bytes of the header line sent to the host for each connection.
-MAGIC = b"POLICYD-EGRESS/1 "
-#: Exit code for bad options or a listener that cannot be opened (as ``env``/``timeout``
-#: do for their own failures: distinct from the agent's common codes).
+MYPY = False
+if MYPY:  # read by the type checker only (typing is an import this start-up does not pay for)
+    from typing import NoReturn
+
+#: First bytes of the registration sent to the egress; one name per socket follows, a line each.
+MAGIC = b"POLICYD-EGRESS/2\n"
+#: Exit code for bad options, a listener that cannot be opened, an egress that refuses (as
+#: ``env``/``timeout`` do for their own failures: distinct from the agent's common codes).
 USAGE = 125
-#: Bytes per read in the bridge.
-CHUNK = 65536
-#: Seconds to wait after a failed accept (e.g. out of file descriptors).
-ACCEPT_RETRY_S = 0.05
-#: Pending connections per listener.
+#: Pending connections per listener (policyd accepts them).
 BACKLOG = 128
-#: Signals passed on to the agent.
-RELAYED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: Seconds to wait for the egress's answer.
+ANSWER_TIMEOUT_S = 30.0
+#: Signals Python ignores that a program expects at their default.
+RESET = (signal.SIGPIPE, signal.SIGXFSZ)
 
 
-def _fail(message: str) -> None:
+def _say(message: str) -> None:
     os.write(2, f"policyd.sandbox_init: {message}\n".encode("utf-8", "backslashreplace"))
+
+
+def _fail(message: str) -> "NoReturn":
+    _say(message)
     os._exit(USAGE)
 
 
@@ -63,7 +72,7 @@ def _endpoint(text: str) -> tuple[str, int]:
 
 
 def parse(argv: list[str]) -> tuple[str, list[tuple[bytes, str, int]], list[str]]:
-    """(socket path, [(header, host, port)], agent argv) from ``argv``; exits USAGE on error."""
+    """(socket path, [(name, host, port)], agent argv) from ``argv``; exits USAGE on error."""
     sock = ""
     listeners: list[tuple[bytes, str, int]] = []
     i = 0
@@ -80,11 +89,11 @@ def parse(argv: list[str]) -> tuple[str, list[tuple[bytes, str, int]], list[str]
         elif arg == "--proxy":
             if not value.isdigit() or not 0 < int(value) < 65536:
                 _fail(f"--proxy {value!r} is not a port 1-65535")
-            listeners.append((MAGIC + b"proxy\n", "127.0.0.1", int(value)))
+            listeners.append((b"proxy", "127.0.0.1", int(value)))
         else:
             host, port = _endpoint(value)
             shown = f"[{host}]" if ":" in host else host
-            listeners.append((MAGIC + f"forward {shown}:{port}\n".encode(), host, port))
+            listeners.append((f"forward {shown}:{port}".encode(), host, port))
         i += 2
     agent = argv[i + 1:]
     if not agent:
@@ -94,73 +103,12 @@ def parse(argv: list[str]) -> tuple[str, list[tuple[bytes, str, int]], list[str]
     return sock, listeners, agent
 
 
-def _pump(src: _socket.socket, dst: _socket.socket) -> None:
-    """Copy ``src`` to ``dst`` until EOF, then half-close ``dst``; on an error close both."""
-    try:
-        while True:
-            data = src.recv(CHUNK)
-            if not data:
-                break
-            dst.sendall(data)
-        dst.shutdown(_socket.SHUT_WR)
-    except OSError:
-        for s in (src, dst):
-            try:  # noqa: SIM105 (contextlib is an import this start-up does not pay for)
-                s.shutdown(_socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-
-def _bridge(client: _socket.socket, header: bytes, path: str) -> None:
-    upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    try:
-        upstream.connect(path)
-        upstream.sendall(header)
-    except OSError as exc:
-        os.write(2, f"policyd.sandbox_init: egress socket {path}: {exc.strerror or exc}\n".encode())
-        upstream.close()
-        client.close()
-        return
-    done = _thread.allocate_lock()
-    done.acquire()
-
-    def back() -> None:
-        try:
-            _pump(upstream, client)
-        finally:
-            done.release()
-
-    _thread.start_new_thread(back, ())
-    try:
-        _pump(client, upstream)
-    finally:
-        done.acquire()
-        client.close()
-        upstream.close()
-
-
-def _serve(listener: _socket.socket, header: bytes, path: str) -> None:
-    while True:
-        try:
-            fd, _addr = listener._accept()  # type: ignore[attr-defined]
-        except InterruptedError:
-            continue
-        except OSError:  # out of descriptors, say: do not spin
-            time.sleep(ACCEPT_RETRY_S)
-            continue
-        conn = _socket.socket(fileno=fd)
-        conn.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
-        _thread.start_new_thread(_bridge, (conn, header, path))
-
-
 def listen(host: str, port: int) -> _socket.socket:
     family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
     s = _socket.socket(family, _socket.SOCK_STREAM)
     s.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
-    if host == "localhost":
-        host = "127.0.0.1"
     try:
-        s.bind((host, port))
+        s.bind(("127.0.0.1" if host == "localhost" else host, port))
         s.listen(BACKLOG)
     except OSError as exc:
         s.close()
@@ -168,41 +116,60 @@ def listen(host: str, port: int) -> _socket.socket:
     return s
 
 
+def register(path: str, wanted: list[tuple[bytes, str, int]]) -> None:
+    """Open the listeners and hand them to the egress at ``path``; exits USAGE on failure."""
+    socks = [listen(host, port) for _, host, port in wanted]
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    conn.settimeout(ANSWER_TIMEOUT_S)
+    fds = b"".join(s.fileno().to_bytes(4, sys.byteorder) for s in socks)  # a C int array
+    try:
+        conn.connect(path)
+        conn.sendmsg([MAGIC + b"".join(name + b"\n" for name, _, _ in wanted)],
+                     [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+        answer = b""
+        while not answer.endswith(b"\n"):
+            chunk = conn.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+    except OSError as exc:
+        _fail(f"cannot reach policyd's egress at {path}: {exc.strerror or exc}")
+    if answer != b"OK\n":
+        _fail(f"policyd's egress refused the listeners: {answer.decode('utf-8', 'replace').strip() or 'no answer'}")
+    for s in (*socks, conn):  # policyd holds them now
+        s.close()
+
+
+def become(agent: list[str]) -> "NoReturn":
+    """``execve`` the agent, searching PATH as ``execvp`` does; exits 127/126 when it cannot."""
+    for sig in RESET:
+        signal.signal(sig, signal.SIG_DFL)
+    env = os.environ
+    if "/" in agent[0]:
+        candidates = [agent[0]]
+    else:
+        search = env.get(b"PATH", b"/usr/local/bin:/usr/bin:/bin").decode("utf-8", "surrogateescape")
+        candidates = [f"{d or '.'}/{agent[0]}" for d in search.split(":")]
+    denied = ""
+    for path in candidates:
+        try:
+            os.execve(path, agent, env)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            denied = denied or f"{path}: {exc.strerror or exc}"
+    if denied:
+        _say(f"{agent[0]}: {denied}")
+        os._exit(126)
+    _say(f"{agent[0]}: command not found")
+    os._exit(127)
+
+
 def main(argv: list[str]) -> None:
     path, wanted, agent = parse(argv)
-    for header, host, port in wanted:
-        _thread.start_new_thread(_serve, (listen(host, port), header, path))
-    pid = 0
-    pending: list[int] = []
-
-    def relay(signum: int, _frame: object) -> None:
-        if pid:
-            try:  # noqa: SIM105 (contextlib is an import this start-up does not pay for)
-                os.kill(pid, signum)
-            except OSError:
-                pass
-        else:
-            pending.append(signum)
-
-    for sig in RELAYED:
-        signal.signal(sig, relay)
-    try:
-        pid = os.posix_spawnp(agent[0], agent, os.environ,
-                              setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, *RELAYED))
-    except FileNotFoundError:
-        os.write(2, f"policyd.sandbox_init: {agent[0]}: command not found\n".encode("utf-8", "backslashreplace"))
-        os._exit(127)
-    except OSError as exc:
-        os.write(2, f"policyd.sandbox_init: {agent[0]}: {exc.strerror or exc}\n".encode("utf-8", "backslashreplace"))
-        os._exit(126)
-    for signum in pending:
-        relay(signum, None)
-    while True:
-        _, status = os.waitpid(pid, 0)
-        if os.WIFEXITED(status) or os.WIFSIGNALED(status):
-            break
-    code = os.waitstatus_to_exitcode(status)
-    os._exit(128 - code if code < 0 else code)
+    if wanted:
+        register(path, wanted)
+    become(agent)
 
 
 if __name__ == "__main__":

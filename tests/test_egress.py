@@ -170,6 +170,8 @@ def test_named_loopback_endpoint_is_reachable_at_the_same_address(tmp_path: Path
     assert (entry["host"], entry["port"], entry["address"], entry["via"]) == ("127.0.0.1", target.port, "127.0.0.1",
                                                                              "forward")
     assert entry["listed"] == f"forward 127.0.0.1:{target.port}"
+    assert entry["rules"] == [{"id": "[sandbox] network", "decision": "allow", "reason": entry["listed"]}]
+    assert entry["title"] == f"connect 127.0.0.1:{target.port}"
 
 
 def test_unnamed_loopback_listener_receives_nothing(tmp_path: Path, decision_log: Any) -> None:
@@ -203,7 +205,7 @@ def test_unnamed_loopback_listener_receives_nothing(tmp_path: Path, decision_log
     [entry] = [d for d in decision_log() if d["event"] == "egress.decided"]
     assert (entry["decision"], entry["answer"], entry["host"], entry["port"]) == ("deny", "refused", "127.0.0.1",
                                                                                   secret.port)
-    assert entry["rules"][0]["id"] == "[sandbox] network"
+    assert entry["rules"][0]["id"] == entry["decided_by"] == "[sandbox] network"
     assert entry["addresses"] == []  # an unlisted name is never resolved
 
 
@@ -267,7 +269,8 @@ def test_listed_name_through_http_proxy_is_decided_on_the_address_policyd_resolv
         assert b"STATUS 200 BODY hello from the host" in err
         assert target.received[0].startswith(b"GET /p?q=1 HTTP/1.1\r\n")
         assert b"\r\nConnection: close\r\n" in target.received[0]
-        assert (entry["decision"], entry["answer"], entry["address"]) == ("allow", "connect", HOST_ADDRESS)
+        assert (entry["decision"], entry["answer"]) == ("allow", "connect")
+        assert entry["address"] == entry["addresses"][0]  # tried first (a ::1 first would fail over)
     else:
         assert code == 3
         assert b"HTTP 403" in err and b"name-to-internal" in err
@@ -389,24 +392,28 @@ def test_a_listed_name_that_does_not_resolve_is_a_502(tmp_path: Path, decision_l
 # ----------------------------------------------------------------------------- bad input
 
 
-def test_bad_bridge_header_gets_a_clear_error_and_no_connection(tmp_path: Path, decision_log: Any) -> None:
-    """Code inside the sandbox can reach the egress socket itself. A garbage header, or one
-    naming a forward this sandbox does not have (the listener it would like to reach), gets
-    a 400 naming the problem; no listener is connected to; each is in the decision log."""
+def test_registration_from_inside_is_checked_not_trusted(tmp_path: Path, decision_log: Any) -> None:
+    """Code in the sandbox can reach the egress's Unix socket itself. Garbage, a second
+    registration, or a listening socket passed as a forward the sandbox does not have (to
+    reach a host listener) each get ``ERROR`` naming the problem; nothing connects to the
+    listener; each refusal is in the decision log (``egress.invalid``)."""
 
     async def main() -> tuple[int, bytes, bytes, Listener]:
         secret = await Listener().start()
         eg = await egress.Egress.start(runtime(tmp_path), engine_decide())
         script = ("import socket, sys\n"
-                  "for header in sys.argv[2:]:\n"
+                  "def ask(payload, fds=()):\n"
                   "    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
-                  "    s.sendall(header.encode() + b'GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
-                  "    data = b''\n"
-                  "    while chunk := s.recv(4096): data += chunk\n"
-                  "    print(data.split(b'\\r\\n\\r\\n', 1)[1].decode().strip())\n")
+                  "    socket.send_fds(s, [payload], list(fds)) if fds else s.sendall(payload)\n"
+                  "    print(s.recv(4096).decode().strip())\n"
+                  "ask(b'HELLO\\n')\n"
+                  "fake = socket.socket(); fake.bind(('127.0.0.1', int(sys.argv[2]))); fake.listen()\n"
+                  "ask(b'POLICYD-EGRESS/2\\nforward 127.0.0.1:' + sys.argv[2].encode() + b'\\n', [fake.fileno()])\n"
+                  "proxy = socket.socket(); proxy.bind(('127.0.0.1', int(sys.argv[3]) + 1)); proxy.listen()\n"
+                  "ask(b'POLICYD-EGRESS/2\\nproxy\\n', [proxy.fileno()])\n")
         try:
-            result = await run_in_sandbox(eg, [sys.executable, "-c", script, eg.socket_path, "HELLO\n",
-                                               f"POLICYD-EGRESS/1 forward 127.0.0.1:{secret.port}\n"])
+            result = await run_in_sandbox(eg, [sys.executable, "-c", script, eg.socket_path, str(secret.port),
+                                               str(eg.proxy_port)])
         finally:
             await eg.close()
             await secret.stop()
@@ -414,14 +421,69 @@ def test_bad_bridge_header_gets_a_clear_error_and_no_connection(tmp_path: Path, 
 
     code, out, err, secret = asyncio.run(main())
     assert code == 0, err
-    lines = out.decode().splitlines()
-    assert lines[0].startswith("policyd egress: bad bridge header: expected 'POLICYD-EGRESS/1 proxy'")
-    assert lines[1] == (f"policyd egress: bad bridge header: 'forward 127.0.0.1:{secret.port}' "
-                        "names no listener of this sandbox")
+    assert out.decode().splitlines() == ["ERROR this sandbox's listeners are registered already"] * 3
     assert secret.received == []
-    entries = decision_log()
-    assert [e["event"] for e in entries] == ["egress.invalid", "egress.invalid"]
-    assert all(e["decision"] == "deny" for e in entries)
+    entries = [e for e in decision_log() if e["event"] == "egress.invalid"]
+    assert len(entries) == 3 and all(e["decision"] == "deny" for e in entries)
+
+
+@pytest.mark.parametrize(("payload", "names", "message"), [
+    (b"HELLO\n", [], "bad registration: expected 'POLICYD-EGRESS/2'"),
+    (b"POLICYD-EGRESS/2\nproxy\n", ["proxy", "proxy"], "bad registration: 1 names for 2 sockets"),
+    (b"POLICYD-EGRESS/2\nforward 127.0.0.1:1\n", ["forward"], "names no listener of this sandbox"),
+    (b"POLICYD-EGRESS/2\nproxy\n", ["wrong port"], "bound to 127.0.0.1:"),
+    (b"POLICYD-EGRESS/2\nproxy\n", ["not listening"], "not a listening TCP socket"),
+])
+def test_a_bad_first_registration_is_refused(tmp_path: Path, decision_log: Any, payload: bytes, names: list[str],
+                                             message: str) -> None:
+    """The first registration, from whoever connects first, is checked as strictly: a bad
+    one is refused with ``ERROR`` naming the problem and serves nothing."""
+
+    async def main() -> tuple[str, bool]:
+        eg = await egress.Egress.start(runtime(tmp_path), engine_decide())
+        socks = []
+        for name in names:
+            s = socket.socket()
+            if name == "proxy":
+                s.bind(("127.0.0.1", 0))
+            elif name == "wrong port" or name == "forward":
+                s.bind(("127.0.0.1", 0))
+                s.listen()
+            socks.append(s)
+        client = socket.socket(socket.AF_UNIX)
+        client.setblocking(False)
+        loop = asyncio.get_running_loop()
+        await loop.sock_connect(client, eg.socket_path)
+        if socks:
+            socket.send_fds(client, [payload], [s.fileno() for s in socks])
+        else:
+            await loop.sock_sendall(client, payload)
+        answer = (await asyncio.wait_for(loop.sock_recv(client, 4096), TIMEOUT_S)).decode()
+        registered = eg.registered.is_set()
+        client.close()
+        for s in socks:
+            s.close()
+        await eg.close()
+        return answer, registered
+
+    answer, registered = asyncio.run(main())
+    assert answer.startswith("ERROR ") and message in answer
+    assert not registered
+    assert [e["event"] for e in decision_log()] == ["egress.invalid"]
+
+
+def test_sandbox_init_refuses_to_start_the_agent_without_the_egress(tmp_path: Path) -> None:
+    """No egress socket (policyd gone): sandbox_init exits 125 naming it and the agent
+    never runs (no egress, no agent)."""
+    init = str(Path(egress.__file__).with_name("sandbox_init.py"))
+    marker = tmp_path / "ran"
+    assert BWRAP is not None
+    result = subprocess.run([BWRAP, "--bind", "/", "/", "--dev", "/dev", "--unshare-net", "--", sys.executable,
+                             "-I", "-S", init, "--socket", str(tmp_path / "absent.sock"), "--proxy", "3128", "--",
+                             "touch", str(marker)], capture_output=True, timeout=TIMEOUT_S)
+    assert result.returncode == 125
+    assert b"cannot reach policyd's egress at " in result.stderr
+    assert not marker.exists()
 
 
 @pytest.mark.parametrize(("request_head", "message"), [
@@ -483,11 +545,16 @@ def test_agent_stdio_is_passed_byte_exact(tmp_path: Path) -> None:
     (["sh", "-c", "exit 7"], 7),
     (["sh", "-c", "kill -KILL $$"], 128 + signal.SIGKILL),
     (["/nonexistent/agent"], 127),
-    (["/etc/hostname"], 126),
+    (["NOT-EXECUTABLE"], 126),
 ])
 def test_exit_code_is_the_agents(tmp_path: Path, argv: list[str], expected: int) -> None:
-    """sandbox_init exits with the agent's code, 128+N when it died of signal N, 127 when the
-    program is missing and 126 when it cannot be run."""
+    """The sandbox exits with the agent's code (sandbox_init became the agent), 128+N when it
+    died of signal N, 127 when the program is missing and 126 when it cannot be run."""
+
+    if argv == ["NOT-EXECUTABLE"]:
+        plain = tmp_path / "agent.txt"
+        plain.write_text("not a program\n")
+        argv = [str(plain)]
 
     async def main() -> tuple[int, bytes, bytes]:
         eg = await egress.Egress.start(runtime(tmp_path), engine_decide())
@@ -505,11 +572,12 @@ def test_exit_code_is_the_agents(tmp_path: Path, argv: list[str], expected: int)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 @pytest.mark.parametrize("handled", [True, False])
 def test_signals_are_relayed_to_the_agent(tmp_path: Path, sig: signal.Signals, handled: bool) -> None:
-    """SIGTERM, SIGINT and SIGHUP sent to sandbox_init reach the agent: an agent that handles
-    it exits as it chooses (0 here), one that does not dies of it (exit 128+N)."""
+    """SIGTERM, SIGINT and SIGHUP sent to the sandbox's first process (sandbox_init, which
+    became the agent) are the agent's: one that handles it exits as it chooses (0 here), one
+    that does not dies of it (bwrap exits 128+N)."""
     agent = ("import os, signal, sys, time\n"
              f"if {handled}: signal.signal({int(sig)}, lambda *a: (print('got', a[0], flush=True), os._exit(0)))\n"
-             "print(os.getppid(), flush=True)\n"
+             "print(os.getpid(), flush=True)\n"
              "time.sleep(60)\n")
 
     async def main() -> tuple[int, bytes]:
@@ -674,3 +742,74 @@ def test_a_listed_endpoint_that_refuses_is_a_502_and_logged(tmp_path: Path, deci
     assert (decided["event"], decided["decision"], decided["address"]) == ("egress.decided", "allow", "127.0.0.1")
     assert (failed["event"], failed["connection_id"], failed["port"]) == ("egress.failed", decided["connection_id"],
                                                                           port)
+
+
+def test_sandbox_init_imports_only_builtins() -> None:
+    """sandbox_init's start-up is the interpreter's plus almost nothing: it imports no module
+    beyond those a bare ``python -I -S`` loads and ``_socket`` (``os``, ``signal`` and
+    ``socket`` would pull in enum, selectors, collections: milliseconds each). Checked by
+    ``-X importtime``, not by a clock."""
+    init = str(Path(egress.__file__).with_name("sandbox_init.py"))
+
+    def imported(argv: list[str]) -> set[str]:
+        err = subprocess.run([sys.executable, "-I", "-S", "-X", "importtime", *argv], capture_output=True,
+                             text=True, check=True).stderr
+        return {line.rsplit("|", 1)[1].strip() for line in err.splitlines() if line.startswith("import time:")
+                and "|" in line and not line.rstrip().endswith("imported package")}
+
+    bare = imported(["-c", "pass"])
+    assert imported([init, "--", "true"]) - bare == {"_socket"}
+
+
+def test_sandbox_init_runs_as_a_module_too(tmp_path: Path) -> None:
+    """``python -I -m policyd.sandbox_init -- AGENT`` works as the script form does."""
+    result = subprocess.run([sys.executable, "-I", "-m", "policyd.sandbox_init", "--", "sh", "-c", "exit 5"],
+                            capture_output=True, timeout=TIMEOUT_S)
+    assert result.returncode == 5 and result.stdout == b""
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--", ], b"no agent command after '--'"),
+    (["--proxy", "3128", "--", "true"], b"--socket PATH is required"),
+    (["--socket", "/x", "--forward", "10.0.0.1:80", "--", "true"], b"only loopback addresses can be forwarded"),
+    (["--socket", "/x", "--proxy", "http", "--", "true"], b"--proxy 'http' is not a port"),
+    (["--bogus", "--", "true"], b"unknown or incomplete option '--bogus'"),
+])
+def test_sandbox_init_bad_options(argv: list[str], message: bytes) -> None:
+    """Bad options: exit 125 with a message naming the problem, and the agent is not run."""
+    init = str(Path(egress.__file__).with_name("sandbox_init.py"))
+    result = subprocess.run([sys.executable, "-I", "-S", init, *argv], capture_output=True, timeout=TIMEOUT_S)
+    assert result.returncode == 125 and message in result.stderr and result.stdout == b""
+
+
+def test_connections_beyond_the_limit_are_refused(tmp_path: Path, decision_log: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_CONNECTIONS open at once, a new connection gets 503 (the agent cannot
+    exhaust policyd's descriptors); the open ones keep working."""
+    monkeypatch.setattr(egress, "MAX_CONNECTIONS", 2)
+    client = ("import socket, sys\n"
+              "held = [socket.create_connection(('127.0.0.1', int(sys.argv[1]))) for _ in range(2)]\n"
+              "for s in held: s.sendall(b'CONNECT 127.0.0.1:' + sys.argv[2].encode() + b' HTTP/1.1\\r\\n\\r\\n')\n"
+              "for s in held: print(s.recv(100).split(b'\\r\\n')[0].decode())\n"
+              "extra = socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n"
+              "extra.sendall(b'CONNECT 127.0.0.1:' + sys.argv[2].encode() + b' HTTP/1.1\\r\\n\\r\\n')\n"
+              "print(extra.recv(200).split(b'\\r\\n')[0].decode())\n")
+
+    async def main() -> tuple[int, bytes, bytes]:
+        async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.read()
+            writer.close()
+
+        server = await asyncio.start_server(hold, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        eg = await egress.Egress.start(runtime(tmp_path), engine_decide(), network=[f"127.0.0.1:{port}"])
+        try:
+            return await run_in_sandbox(eg, [sys.executable, "-c", client, str(eg.proxy_port), str(port)])
+        finally:
+            await eg.close()
+            server.close()
+
+    code, out, err = asyncio.run(main())
+    assert code == 0, err
+    assert out.decode().splitlines() == ["HTTP/1.1 200 Connection Established"] * 2 + [
+        "HTTP/1.1 503 Service Unavailable"]

@@ -196,3 +196,19 @@ def test_egress_events_are_exported_to_otel() -> None:
     attrs = telemetry.attributes("egress.decided", fields)
     assert attrs["decision"] == "deny" and attrs["policyd.host"] == "x.example"
     assert attrs["policyd.addresses"] == ["1.2.3.4"] and attrs["policyd.rule.ids"] == ["[sandbox] network"]
+
+
+def test_summary_counts_connections_by_what_decided_them() -> None:
+    """``policyd summary`` rows for connections name the allow-list or the rule, with the
+    connection as the example (egress.decided lines as the egress writes them)."""
+    from policyd.core.summary import summarise
+
+    lines = [
+        {"event": "egress.decided", "decision": "allow", "title": "CONNECT api.example.com:443", "defaulted": True,
+         "rules": [{"id": "[sandbox] network", "decision": "allow", "reason": "api.example.com:443"}]},
+        {"event": "egress.decided", "decision": "deny", "title": "GET evil.example:80",
+         "rules": [{"id": "[sandbox] network", "decision": "deny"}]},
+    ]
+    rows = {(r.decision, r.rules): r.examples for r in summarise(lines).rows}
+    assert rows == {("allow", "[sandbox] network"): ["CONNECT api.example.com:443"],
+                    ("deny", "[sandbox] network"): ["GET evil.example:80"]}

@@ -4,6 +4,7 @@ file loosens another, the view plan, session roots; and the settings that start 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -184,7 +185,7 @@ def test_config_file_sandbox_setting_is_honoured_before_the_early_spawn(tmp_path
 
 def test_may_sandbox_is_conservative(tmp_path: Path) -> None:
     """Before parsing anything, any hint of the sandbox delays the agent's start."""
-    from policyd.sandbox import may_sandbox
+    from policyd.sandbox_early import may_sandbox
 
     assert may_sandbox(["proxy", "--sandbox", "auto", "--", "a"], {})
     assert may_sandbox(["proxy", "--sandbox-root", "/x", "--", "a"], {})
@@ -206,3 +207,84 @@ def test_a_loaded_set_with_another_sandbox_table_is_refused() -> None:
     box = Plan([], {}, (), config=built)
     assert "" == check_loaded(box, core.SandboxConfig(hide=("~/.ssh",), files=("/p/a.toml",)))
     assert "another [sandbox]" in check_loaded(box, core.SandboxConfig(hide=("~/.ssh", "~/.aws")))
+
+
+@pytest.mark.parametrize(("argv", "env", "config", "expected"), [
+    (["proxy", "--sandbox", "required"], {"POLICYD_SANDBOX": "auto"}, 'sandbox = "off"', "required"),
+    (["proxy"], {"POLICYD_SANDBOX": "auto"}, 'sandbox = "off"', "auto"),
+    (["proxy"], {}, 'sandbox = "required"', "required"),
+    (["proxy", "--sandbox=auto"], {}, "", "auto"),
+])
+def test_early_settings_follow_the_settings_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       argv: list[str], env: dict[str, str], config: str,
+                                                       expected: str) -> None:
+    """Flag > environment > config file > default, as policyd.settings; and what the early
+    read returns is what the loaded settings say (same_as)."""
+    from policyd.sandbox_early import read
+    from policyd.settings import load_settings
+
+    path = tmp_path / "config.toml"
+    path.write_text(config + '\nsandbox_roots = ["/srv/file"]\n')
+    environ = {"HOME": str(tmp_path), "POLICYD_CONFIG": str(path), "POLICYD_SEARCH_PATH": "[]", **env}
+    early = read([*argv, "--", "agent"], environ)
+    assert early is not None
+    assert expected == early.sandbox
+    assert ["/srv/file"] == early.sandbox_roots and [] == early.search_path
+    for name in [k for k in os.environ if k.upper().startswith(("POLICYD_", "XDG_CONFIG"))]:
+        monkeypatch.delenv(name)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings({"sandbox": expected if "--sandbox" in " ".join(argv) else None})
+    assert early.same_as(settings)
+
+
+@pytest.mark.parametrize(("argv", "env"), [
+    (["proxy", "--sandbox-r", "/x"], {}),  # an abbreviation argparse accepts
+    (["proxy", "--sandbox", "maybe"], {}),
+    (["proxy"], {"policyd_sandbox": "required"}),  # the settings read any case
+    (["proxy"], {"POLICYD_SANDBOX_ROOTS": "/not-json"}),
+])
+def test_early_settings_give_up_when_unsure(tmp_path: Path, argv: list[str], env: dict[str, str]) -> None:
+    """Anything not read exactly as the settings would: no early read (the agent then starts
+    after the settings)."""
+    from policyd.sandbox_early import read
+
+    assert None is read([*argv, "--", "agent"], {"HOME": str(tmp_path), **env})
+
+
+def test_sandboxed_agent_is_spawned_early(tmp_path: Path) -> None:
+    """``--sandbox required`` on the command line: the agent starts in the sandbox before
+    policyd's own start-up (the early spawn), not after the settings."""
+    done = subprocess.run([sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", "required", "--",
+                           "true"], env=policyd_env(tmp_path), cwd=tmp_path, input="", capture_output=True,
+                          text=True, timeout=120, check=False)
+    started = [json.loads(line) for line in done.stderr.splitlines() if '"sandbox.started"' in line]
+    assert started, done.stderr[-2000:]
+    assert started[0]["spawn"].startswith("early")
+
+
+def test_unsandboxed_early_spawn_imports_nothing_more(tmp_path: Path) -> None:
+    """Checking whether the sandbox may be on costs the plain early spawn no import of note
+    (policyd.sandbox_early imports os only): neither typing, dataclasses, re nor the
+    sandbox's own modules are loaded before the agent starts."""
+    probe = ("import sys\nbefore = set(sys.modules)\nimport policyd.cli\n"
+             "s = policyd.cli._spawn_agent_first(['proxy', '--', 'true'])\n"
+             "print(' '.join(sorted(set(sys.modules) - before)))\ns.stop(1.0)")
+    env = policyd_env(tmp_path, {"HOME": str(tmp_path)})
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60,
+                          check=True)
+    loaded = set(done.stdout.split())
+    assert "policyd.sandbox_early" in loaded
+    assert set() == loaded & {"typing", "dataclasses", "re", "policyd.sandbox", "policyd.core.sandbox", "tomllib"}
+
+
+def test_what_runs_the_agent_stays_visible_under_the_private_tmp(tmp_path: Path) -> None:
+    """A checkout, a Python or an agent under /tmp (replaced by the private /tmp inside) is
+    bound back read-only: its directory right below /tmp."""
+    from policyd.sandbox import _under_tmp
+
+    inside = tmp_path / "pkg" / "policyd"
+    inside.mkdir(parents=True)
+    top = "/tmp/" + str(tmp_path).split("/")[2]
+    assert [top] == _under_tmp([str(inside), str(inside / "sandbox_init.py")])
+    assert [] == _under_tmp(["/usr/bin/python3", "relative/path", "/tmp"])

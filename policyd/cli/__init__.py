@@ -40,13 +40,13 @@ def _spawn_agent_first(argv: list[str]) -> Spawned | None:
     command line is a usage error or names another agent. Anything else: None."""
     if argv[:1] != ["proxy"] or "--" not in argv:
         return None
-    from policyd.sandbox import may_sandbox
-
-    if may_sandbox(argv, os.environ):  # a sandboxed agent starts once its view is known
-        return None
     cut = argv.index("--")
     if _gateway_wanted(argv, os.environ):  # the agent's environment is known only once the gateway is set up
         return None
+    from policyd.sandbox_early import may_sandbox
+
+    if may_sandbox(argv, os.environ):  # the sandbox's settings first: without pydantic, or later
+        return _spawn_sandboxed_first(argv, argv[cut + 1:])
     for word in argv[1:cut]:
         if (len(word) > 2 and "--help".startswith(word)) or (word[:1] == "-" and word[1:2] != "-" and "h" in word):
             return None
@@ -79,6 +79,38 @@ def _gateway_wanted(argv: list[str], environ: Mapping[str, str]) -> bool:
         except OSError:
             return True
     return False
+
+
+def _spawn_sandboxed_first(argv: list[str], agent: list[str]) -> Spawned | None:
+    """The early spawn when the sandbox may be on: its settings read without pydantic
+    (:mod:`policyd.sandbox_early`), the agent started in the sandbox (``off``: as usual).
+    None when they cannot be read so, or the sandbox cannot be set up: the proxy's own
+    start-up then does it (and reports)."""
+    from policyd.sandbox_early import read
+
+    early = read(argv, os.environ)
+    if early is None or not agent:
+        return None
+    if early.sandbox == "off":
+        from policyd.spawn import spawn
+
+        return spawn(agent, first=True)
+    from policyd import sandbox
+
+    started, box, _problem = sandbox.start(early, agent, fallback=False)
+    if started is None or box is None:
+        return None
+    box.early = early
+    box.notes["spawn"] = "early (before policyd's own start-up)"
+    started.sandbox = box
+    return started
+
+
+def _stop(spawned: Spawned, grace_s: float) -> None:
+    """Stop an agent that must not run on, and its sandbox's egress."""
+    spawned.stop(grace_s)
+    if spawned.sandbox is not None:
+        spawned.sandbox.close()
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -141,7 +173,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         args = build_parser(argv[0] if argv else None).parse_args(argv)  # --help and usage errors exit here
     except SystemExit:
         if spawned is not None:  # a usage error: the agent was not meant to run
-            spawned.stop(STOP_GRACE_S)
+            _stop(spawned, STOP_GRACE_S)
         raise
     if args.command == "demo":
         from policyd.cli.demo import run_demo
@@ -159,7 +191,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if args.command == "proxy":
         args.agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
         if spawned is not None and spawned.argv != args.agent:  # the command line meant another agent
-            spawned.stop(STOP_GRACE_S)
+            _stop(spawned, STOP_GRACE_S)
             spawned = None
         if not args.agent:
             print("policyd proxy: missing agent command: policyd proxy [options] -- AGENT [ARGS...]", file=sys.stderr)
@@ -181,7 +213,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         for line in str(exc).splitlines():
             print(f"policyd: {line}", file=sys.stderr)
         if spawned is not None:
-            spawned.stop(STOP_GRACE_S)
+            _stop(spawned, STOP_GRACE_S)
         return USAGE_ERROR
     gateway = None
     if args.command == "proxy":
@@ -230,7 +262,7 @@ def _start_agent(settings: Settings, agent: list[str], spawned: Spawned | None) 
     except gatewaysetup.GatewayProblem as exc:
         print(f"policyd: {exc}", file=sys.stderr)
         if spawned is not None:
-            spawned.stop(STOP_GRACE_S)
+            _stop(spawned, STOP_GRACE_S)
         return USAGE_ERROR
     if plan is None:
         if config.mode == "auto":
@@ -238,7 +270,7 @@ def _start_agent(settings: Settings, agent: list[str], spawned: Spawned | None) 
         started = _start_sandboxed(settings, agent, spawned)
         return started if isinstance(started, int) else (started, None)
     if spawned is not None:  # started before the config file turned the gateway on
-        spawned.stop(STOP_GRACE_S)
+        _stop(spawned, STOP_GRACE_S)
         spawned = None
     from policyd.gateway import Gateway, bind_tcp, bind_unix, private_dir
 
@@ -270,7 +302,7 @@ def _start_agent(settings: Settings, agent: list[str], spawned: Spawned | None) 
     except Exception as exc:
         print(f"policyd: the model gateway did not start: {plan.route.key.scrub(str(exc))}", file=sys.stderr)
         if started is not None:
-            started.stop(STOP_GRACE_S)
+            _stop(started, STOP_GRACE_S)
         return USAGE_ERROR
     logs.get().info("gateway.started", listen=origin, forwards=[f"{h}:{p} -> {u}" for h, p, u in forwards],
                     provider=plan.route.provider,
@@ -282,7 +314,7 @@ def _start_agent(settings: Settings, agent: list[str], spawned: Spawned | None) 
 def _sandbox_asked(args: argparse.Namespace) -> bool:
     """Could the settings turn the sandbox on (see :func:`policyd.sandbox.may_sandbox`)?
     Then the agent is started only once they are read."""
-    from policyd.sandbox import may_sandbox
+    from policyd.sandbox_early import may_sandbox
 
     return may_sandbox(["proxy", *([f"--config={args.config}"] if args.config else []),
                         *(["--sandbox"] if args.sandbox_mode or args.sandbox_roots else [])], os.environ)
@@ -298,20 +330,25 @@ def _start_sandboxed(settings: Settings, agent: list[str], spawned: Spawned | No
     gateway: ``environ`` (the key replaced), ``gateway_env`` (its variables, past the
     sandbox's allow-list), ``forwards`` (its Unix socket, for the egress bridge) and
     ``secrets`` (the key's file or credentials directory: hidden in the sandbox)."""
-    if settings.sandbox == "off":
-        if spawned is None:
-            from policyd.spawn import spawn
-
-            spawned = spawn(agent, env=environ)
-            spawned.relay_early()
-        return spawned
-    if spawned is not None:  # never: may_sandbox is True whenever the settings could say so
-        spawned.stop(STOP_GRACE_S)
-        print("policyd: the agent started before the sandbox settings were read; not running it", file=sys.stderr)
+    box = spawned.sandbox if spawned is not None else None
+    if spawned is not None and (box is None) == (settings.sandbox == "off") and (box is None or box.early.same_as(
+            settings)):
+        return spawned  # started early as the settings say (policyd.sandbox_early)
+    if spawned is not None:  # the early read disagrees with the settings: fail closed
+        _stop(spawned, STOP_GRACE_S)
+        print("policyd: the agent was started before the settings were loaded, with other sandbox settings "
+              "than they say; it was stopped (report this: policyd.sandbox_early)", file=sys.stderr)
         return USAGE_ERROR
+    if settings.sandbox == "off":
+        from policyd.spawn import spawn
+
+        spawned = spawn(agent, env=environ)
+        spawned.relay_early()
+        return spawned
     from policyd import sandbox
 
-    started, box, problem = sandbox.start(settings, agent, environ, gateway_env, forwards, secrets)
+    started, box, problem = sandbox.start(settings, agent, environ=environ, gateway_env=gateway_env,
+                                          forwards=forwards, secrets=secrets)
     if started is None:
         print(f"policyd: --sandbox required: the agent was not started: {problem}", file=sys.stderr)
         return sandbox.SANDBOX_UNAVAILABLE
@@ -331,7 +368,7 @@ def _run_exporting(args: argparse.Namespace, settings: Settings, spawned: Spawne
     except telemetry.TelemetryUnavailable as exc:
         print(f"policyd: [telemetry]: {exc}", file=sys.stderr)
         if spawned is not None:
-            spawned.stop(settings.kill_grace_s)
+            _stop(spawned, settings.kill_grace_s)
         return USAGE_ERROR
     try:
         if args.command == "proxy":

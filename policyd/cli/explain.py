@@ -23,6 +23,7 @@ from policyd.cli.logfile import read_entries
 from policyd.core.explain import Explanation, explain
 from policyd.core.facts import Facts
 from policyd.core.policy import PolicyError, PolicySet
+from policyd.realpaths import links_below
 from policyd.settings import Settings
 
 _MARK = {"matched": "MATCH", "not matched": "no", "error": "ERROR", "not applicable": "n/a"}
@@ -107,7 +108,8 @@ def explain_one(policy: PolicySet, item: Mapping[str, Any], home: str, sandboxed
     """Explain one eval line or decision-log entry; raises ValueError on a bad line.
     ``sandboxed``: as in a sandboxed session."""
     query = eval_query(item, home, sandboxed)
-    return explain(policy, Facts(query, realpath=os.path.realpath, catalogue=policy.catalogue))
+    return explain(policy, Facts(query, realpath=os.path.realpath, catalogue=policy.catalogue,
+                                 links_below=links_below))
 
 
 def run(settings: Settings, file: str | None, command: str | None, cwd: str | None,

@@ -22,7 +22,7 @@ from typing import Any
 
 from policyd.cli.common import USAGE_ERROR, load_policy, report_load_error
 from policyd.cli.logfile import read_entries
-from policyd.core.cases import CASES_HOME, case_query, passed, symlinks, virtual_realpath
+from policyd.core.cases import CASES_HOME, case_query, passed, symlinks, virtual_links_below, virtual_realpath
 from policyd.core.decide import decide
 from policyd.core.facts import Facts
 from policyd.core.policy import PolicyError
@@ -50,7 +50,9 @@ def run(settings: Settings, files: Sequence[str], home: str,
             case = entry.fields
             try:
                 query = case_query(case, home, sandboxed)
-                facts = Facts(query, realpath=virtual_realpath(symlinks(case)), catalogue=policy.catalogue)
+                links = symlinks(case)
+                facts = Facts(query, realpath=virtual_realpath(links), catalogue=policy.catalogue,
+                              links_below=virtual_links_below(links))
             except ValueError as exc:
                 problems.append(f"{entry.where}: {exc}")
                 continue

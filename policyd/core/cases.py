@@ -127,6 +127,21 @@ def virtual_realpath(links: Mapping[str, str]) -> Callable[[str], str]:
     return resolve
 
 
+def virtual_links_below(links: Mapping[str, str]) -> Callable[[str, bool], tuple[str, ...]]:
+    """``realpaths.links_below`` over ``links`` (as :func:`virtual_realpath`): the resolved
+    targets of the links strictly below a directory. Whether a target exists is not known
+    here, so ``readable_only`` leaves none out (every link counts)."""
+    resolve = virtual_realpath(links)
+    norm = [posixpath.normpath(k) for k in links]
+
+    def below(directory: str, readable_only: bool = False) -> tuple[str, ...]:
+        top = resolve(directory).rstrip("/") + "/"
+        return tuple(dict.fromkeys(resolve(k) for k in norm
+                                   if (resolve(posixpath.dirname(k)).rstrip("/") + "/").startswith(top)))
+
+    return below
+
+
 def passed(case: Mapping[str, Any], decision: Decision) -> bool:
     """Right when ``decision`` is the case's ``expected`` or one of its ``acceptable``."""
     return decision.value == case.get("expected") or decision.value in case.get("acceptable", [])

@@ -27,7 +27,7 @@ from policyd.core import cel, paths, shell, urls
 from policyd.core.envvars import assignment_allowed
 from policyd.core.model import CONNECT_KIND, NO_CONNECTION, TOOL_KINDS, PermissionQuery
 from policyd.core.shell import catalogue as shell_catalogue
-from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN
+from policyd.core.shell.model import EXPANSION, FILTER, LITERAL, PATTERN
 from policyd.core.shell.resolve import (
     UNKNOWN_DIR,  # noqa: F401 - re-exported (facts.UNKNOWN_DIR)
     UNKNOWN_PATH,
@@ -57,6 +57,18 @@ PATH_KEYS: tuple[str, ...] = (
 )
 #: rawInput keys holding a list of paths.
 PATH_LIST_KEYS: tuple[str, ...] = ("paths", "file_paths", "files")
+#: rawInput keys holding file-name filters of a search (Claude's Grep ``glob``, Gemini's
+#: ``include``): a filter that can match a secret's name names it.
+FILTER_KEYS: tuple[str, ...] = ("glob", "include", "includes", "file_pattern", "glob_pattern")
+#: Tool names whose ``pattern`` is a file-name glob, not a regular expression.
+GLOB_TOOLS: frozenset[str] = frozenset({"glob", "findfiles", "find_files", "file_search"})
+#: A directory named as a whole holds the files its name promises: naming ``.git`` names its
+#: ``config`` (where CI checkouts keep their token), naming ``.ssh`` names the keys in it.
+NAMED_DIR_FILES: Mapping[str, str] = {
+    ".git": "config", ".ssh": "id_rsa", ".gnupg": "private-keys-v1.d", ".aws": "credentials",
+    ".azure": "credentials", ".kube": "config", ".docker": "config.json",
+}
+_NAMED_DIRS = tuple(f"/{name}" for name in NAMED_DIR_FILES)
 #: rawInput keys holding a URL.
 URL_KEYS: tuple[str, ...] = ("url", "uri", "href")
 
@@ -108,6 +120,9 @@ TOOL_FIELDS: tuple[str, ...] = (
 )
 
 RealPath = Callable[[str], str]
+#: The real paths the symbolic links below a directory lead to; None when not known (too big).
+#: ``(directory, readable_only) -> targets`` (see ``realpaths.links_below``).
+LinksBelow = Callable[[str, bool], "tuple[str, ...] | None"]
 
 _T = TypeVar("_T")
 
@@ -198,12 +213,18 @@ class Facts:
 
     ``realpath`` maps an absolute path to its symlink-resolved form (the shell passes
     ``os.path.realpath``); without it ``tool.real_paths`` equals ``tool.paths``.
+    ``links_below`` (the shell passes ``realpaths.links_below``) lists where the symbolic links
+    below a directory lead: a command that follows links below its directories (``grep -R``,
+    ``cp -rL``, ``zip -r``) through one that leaves the roots is unknown; without it nothing
+    is scanned (pure contexts: policy examples).
     """
 
     def __init__(self, query: PermissionQuery, realpath: RealPath | None = None,
-                 catalogue: shell_catalogue.Catalogue | None = None) -> None:
+                 catalogue: shell_catalogue.Catalogue | None = None,
+                 links_below: LinksBelow | None = None) -> None:
         self.query = query
         self._realpath = realpath
+        self._links_below = links_below
         self._catalogue = catalogue
         self.call: Mapping[str, Any] = query.tool_call
         raw = self.call.get("rawInput")
@@ -317,7 +338,9 @@ class Facts:
         if word.startswith(("/", "~", "$HOME", "${HOME}")):
             bases = bases[:1]
         found = [r for b in bases for r in _resolve_braces(word, b, self.query.home)]
-        if kind == PATTERN or any(_GLOB_CHARS.search(r) for r in found):
+        if kind == FILTER:
+            found.extend(g for r in found for g in _glob_candidates(r, filter_=True))
+        elif kind == PATTERN or any(_GLOB_CHARS.search(r) for r in found):
             found.extend(g for r in found for g in _glob_candidates(r))
         return found
 
@@ -357,6 +380,9 @@ class Facts:
         if isinstance(self.raw_input.get("cwd"), str) and self.raw_input.get("cwd"):
             found.append(self.cwd)  # the tool runs there: it must pass the same checks
         resolved = [r for p in found for r in self._resolve_in(p, LITERAL, [self.cwd])]
+        for pattern in self._filters():  # a search's file filter: what it selects under its paths
+            for base in list(resolved) or [self.cwd]:
+                resolved.extend(self._resolve_in(_under(base, pattern), FILTER, [self.cwd]))
         if self.analysis is not None:
             for c, cf in zip(self.analysis.commands, self.shell_facts, strict=True):
                 resolved.extend(cf.reads)
@@ -366,7 +392,24 @@ class Facts:
             for _, raw, _, targets in self.redirect_targets:
                 if raw:
                     resolved.extend(t for t in targets if t.startswith("/"))
+        resolved.extend(f"{p}/{NAMED_DIR_FILES[p.rsplit('/', 1)[-1]]}" for p in resolved
+                        if p.endswith(_NAMED_DIRS))
         return _with_case_variants(_unique(resolved), self.query.session.roots)
+
+    def _filters(self) -> list[str]:
+        """File-name filters of a search call (:data:`FILTER_KEYS`; a glob tool's ``pattern``)."""
+        out: list[str] = []
+        raw = self.raw_input
+        keys = [k for k in FILTER_KEYS if k in raw]
+        if "pattern" in raw and (self.name.lower() in GLOB_TOOLS
+                                 or self.title.split(" ", 1)[0].lower() in GLOB_TOOLS):
+            keys.append("pattern")
+        for key in keys:
+            value = self.raw_input.get(key)
+            for v in (value if isinstance(value, list) else [value])[: cel.MAX_LIST_ITEMS]:
+                if isinstance(v, str) and v and not v.startswith("!"):
+                    out.extend(p for p in _split_filter(v) if p)
+        return out
 
     @once
     def write_paths(self) -> tuple[str, ...]:
@@ -438,9 +481,34 @@ class Facts:
         found = list(a.unknown)
         found.extend(f"{c.name}: {why}" for c, cf in zip(a.commands, self.shell_facts, strict=True)
                      for why in cf.unknown)
+        found.extend(self._links_out())
         if not a.parse_ok:
             found.extend(a.errors)
         return _unique(found)
+
+    def _links_out(self) -> list[str]:
+        """Why a command that follows symbolic links below its directories is unknown: a link
+        there leads out of the session roots, or the tree is too big to scan."""
+        if self._links_below is None or not any(cf.judgement.follows for cf in self.shell_facts):
+            return []
+        roots = [*self.query.session.roots, *(self._realpath(r) for r in self.query.session.raw_roots
+                                               if self._realpath is not None)]
+        out: list[str] = []
+        for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
+            if not cf.judgement.follows:
+                continue
+            for p in _unique([*cf.reads, *cf.writes]) or cf.cwds:  # `rg -L x`: where it runs
+                if not p.startswith("/") or p == UNKNOWN_PATH or _GLOB_CHARS.search(p):
+                    continue
+                targets = self._links_below(p, p not in cf.writes)
+                if targets is None:
+                    out.append(f"{c.name}: follows symbolic links below {p}, too big to scan")
+                    continue
+                away = next((t for t in targets if not any(paths.within(t, r) for r in roots)), None)
+                if away is not None:
+                    out.append(f"{c.name}: follows symbolic links below {p}: one leads to {away}, "
+                               "outside the session roots")
+        return out
 
     @once
     def assignments(self) -> tuple[tuple[str, str], ...]:
@@ -778,6 +846,20 @@ def _with_case_variants(found: tuple[str, ...], roots: Iterable[str]) -> tuple[s
         if low != p:
             extra.append(low)
     return _unique([*found, *extra]) if extra else found
+
+
+def _split_filter(value: str) -> list[str]:
+    """A filter value's patterns: ``*.{ts,tsx}`` and ``a,b`` lists are each one pattern."""
+    if "{" in value:
+        return [value]  # braces are expanded when resolved
+    return [v.strip() for v in value.split(",")] if "," in value else [value]
+
+
+def _under(base: str, pattern: str) -> str:
+    """Where a filter selects files below ``base`` (``**/`` and ``./`` lead-ins dropped)."""
+    while pattern.startswith(("**/", "./")):
+        pattern = pattern[3:] if pattern.startswith("**/") else pattern[2:]
+    return pattern if pattern.startswith(("/", "~")) else base.rstrip("/") + "/" + pattern
 
 
 def _add_path(found: list[str], value: object) -> None:

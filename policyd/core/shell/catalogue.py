@@ -28,22 +28,26 @@ EFFECTS: frozenset[str] = frozenset({
 })
 ROLES: frozenset[str] = frozenset({
     "read", "write", "delete", "exec", "shell", "script", "chdir", "url", "arg", "env",
-    "unknown", "git-config", "var", "link", "create", "package",
+    "unknown", "git-config", "var", "link", "create", "package", "list", "filter", "filter-regex",
 })
 SYNTAXES: frozenset[str] = frozenset({"gnu", "exact", "posix", "single-dash", "none"})
 HANDLERS: frozenset[str] = frozenset({
     "wrapper", "shell", "find", "git", "make", "sed", "awk", "jq", "test", "cd", "printf",
-    "chmod", "python", "dd", "seq", "tar",
+    "chmod", "python", "dd", "seq", "tar", "ln",
 })
+#: Registries a ``registry`` field may name.
+REGISTRIES: frozenset[str] = frozenset({"npm"})
 STDOUT_KINDS: frozenset[str] = frozenset({"text", "token", "paths"})
 COUNTS: frozenset[object] = frozenset({1, "?", "*", "+"})
 
 _PROGRAM_KEYS = frozenset({
     "names", "summary", "source", "syntax", "handler", "effects", "operands", "options",
     "subcommand", "stdout", "stdin", "script_language", "env", "writes_into",
+    "response_files", "registry", "follows_links",
 })
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
-                          "repeat", "summary", "values", "lists_only"})
+                          "repeat", "summary", "values", "lists_only", "remote", "forces_local",
+                          "follows_links", "keeps_links"})
 _OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is"})
 
 
@@ -67,6 +71,10 @@ class Option:
     operands_as: str = ""
     values: frozenset[str] = frozenset()  # when given, the only values known (else unknown)
     lists_only: bool = False  # a list/test mode: the entry's ``writes_into`` does not apply
+    remote: bool = False  # a value HOST:PATH names a file on another host (GNU tar -f: rsh/ssh)
+    forces_local: bool = False  # turns ``remote`` values back into local files (tar --force-local)
+    follows_links: bool = False  # follows symlinks below its directories (grep -R, cp -L, tar -h)
+    keeps_links: bool = False  # copies symlinks as links after all (zip -y)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +115,14 @@ class Program:
     #: names), under this directory relative to where it runs (``.``), unless a ``write``
     #: option or operand names where; "" when it has no such writes
     writes_into: str = ""
+    #: a word starting with ``@`` among its arguments is a file of more arguments (GCC, javac)
+    response_files: bool = False
+    #: the package registry ("npm") where a package of this name is this program: a runner
+    #: that fetches what is not installed (``npx``) runs it as this entry; any other name is
+    #: whatever package the registry holds under it
+    registry: str = ""
+    #: it follows symbolic links below its directory operands whatever its options (zip -r)
+    follows_links: bool = False
 
 
 class Catalogue:
@@ -261,8 +277,20 @@ class _Checker:
         values = self.strings(w, raw.get("values"), "values")
         if values and arity == 0:
             self.bad(w, "values given for an option of arity 0")
+        remote, forces_local, follows, keeps = (self.flag(w, raw, k) for k in (
+            "remote", "forces_local", "follows_links", "keeps_links"))
+        if remote and arity == 0:
+            self.bad(w, "remote given for an option of arity 0")
         return self.intern(Option(self.intern(names), arity, value, self.intern(frozenset(effects)), replaces,
-                                  operands_as, self.intern(frozenset(values)), lists_only))
+                                  operands_as, self.intern(frozenset(values)), lists_only, remote,
+                                  forces_local, follows, keeps))
+
+    def flag(self, where: str, raw: Mapping[str, Any], key: str) -> bool:
+        value = raw.get(key, False)
+        if not isinstance(value, bool):
+            self.bad(where, f"{key} must be a bool")
+            return False
+        return value
 
     def operand(self, where: str, raw: object) -> Operand | None:
         if not isinstance(raw, dict):
@@ -311,6 +339,9 @@ class _Checker:
         if not isinstance(writes_into, str) or writes_into not in ("", "."):
             self.bad(path, 'writes_into must be "." (the directory it runs in)')
             writes_into = ""
+        response_files = self.flag(path, raw, "response_files")
+        follows_links = self.flag(path, raw, "follows_links")
+        registry = self.choice(path, raw.get("registry"), "registry", REGISTRIES, "")
         operands = self._list(path, raw.get("operands"), "operands", self.operand)
         options = self._list(path, raw.get("options"), "options", self.option)
         spellings: dict[str, str] = {}
@@ -333,7 +364,8 @@ class _Checker:
         return Program(names, path, self.origin, syntax, handler, self.intern(frozenset(effects)),
                        self.intern(tuple(operands)), opts, subs, stdout,
                        "" if stdin == "data" else stdin, lang, self.intern(frozenset(env)),
-                       str(raw.get("summary", "")), index, long_names, writes_into)
+                       str(raw.get("summary", "")), index, long_names, writes_into, response_files,
+                       registry, follows_links)
 
     def _list(self, where: str, value: object, what: str, one: Any) -> list[Any]:
         if value is None:

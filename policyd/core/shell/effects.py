@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from policyd.core.shell.catalogue import Catalogue, Operand, Option, Program
-from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, SimpleCommand, record
+from policyd.core.shell.model import EXPANSION, FILTER, LITERAL, PATTERN, SimpleCommand, record
 from policyd.core.shell.scripts import judge_script
 from policyd.core.shell.wrappers import unwraps
 
@@ -59,7 +59,11 @@ class Judgement:
     only create a new file or directory (also in ``writes``);
     ``urls``; ``variables``: variables it assigns (``printf -v``, ``read``); ``reasons``:
     why something is ``unknown``; ``stdin_role``: the role operands arriving on stdin take
-    (behind xargs), ``""`` when none; ``stdout``: the entry's output kind.
+    (behind xargs), ``""`` when none; ``stdout``: the entry's output kind; ``links``: the
+    targets of the symbolic links it makes (not accessed now; ``ln`` without ``-s`` makes hard
+    links, whose targets are ``writes``: the file is writable through the new name);
+    ``follows``: it follows symbolic links below its directory reads and writes (``grep -R``,
+    ``cp -rL``, ``find -L``, ``zip -r``): what they lead to is read or written too.
     """
 
     entry: str
@@ -76,6 +80,8 @@ class Judgement:
     stdout: str = "text"
     creates: tuple[Word, ...] = ()
     risky_options: bool = False
+    links: tuple[Word, ...] = ()
+    follows: bool = False
 
 
 @dataclass
@@ -93,6 +99,11 @@ class _Acc:
     options: list[str] = field(default_factory=list)
     all_names: list[str] = field(default_factory=list)
     operands: int = 0
+    links: list[Word] = field(default_factory=list)
+    filters: list[Word] = field(default_factory=list)
+    remote: list[Word] = field(default_factory=list)
+    follows: bool = False
+    keeps: bool = False
 
     def unknown(self, why: str) -> None:
         self.effects.add("unknown")
@@ -139,6 +150,9 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         acc.effects.discard("delete")  # only lists what it would remove
     if entry.handler == "git" and len(chain) > 1 and chain[1].names[0] == "config":
         _git_config(words, acc)
+    if (acc.filters or acc.remote or acc.links or entry.response_files or cmd.wrapper in LOCAL_FIRST_RUNNERS
+            or (len(chain) > 1 and any(p.response_files for p in chain))):
+        _indirect(entry, chain, words, acc, cmd)
     if entry.handler == "seq":
         _seq(words, acc)
     if entry.handler == "test" and any(w in ("-v", "-R") for w, _ in words):
@@ -177,6 +191,9 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         last.stdout if last.stdout != "text" else entry.stdout,
         tuple(acc.creates),
         any(_risky(p) for p in chain),
+        tuple(acc.links),
+        (acc.follows or entry.follows_links or (len(chain) > 1 and any(p.follows_links for p in chain)))
+        and not acc.keeps,
     )
 
 
@@ -324,6 +341,10 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
                 replaced.append(opt.replaces)
             if opt.operands_as:
                 operands_as = opt.operands_as
+            acc.follows = acc.follows or opt.follows_links
+            acc.keeps = acc.keeps or opt.keeps_links
+            if opt.remote and value is not None and _remote_shaped(value):
+                acc.remote.append(value)
             if value is not None and opt.value != "arg":
                 _role(opt.value, value, cur, chain, acc)
                 if opt.operands_as and opt.value in ("write", "create"):
@@ -340,7 +361,8 @@ def _into(directory: Word, src: Word, role: str, p: Program, chain: list[Program
           acc: _Acc) -> None:
     name = src[0].rstrip("/").rsplit("/", 1)[-1]
     if name and name not in (".", ".."):
-        _role(role, (directory[0].rstrip("/") + "/" + name, max(directory[1], src[1])), p, chain, acc)
+        kind = EXPANSION if EXPANSION in (directory[1], src[1]) else max(directory[1], src[1])
+        _role(role, (directory[0].rstrip("/") + "/" + name, kind), p, chain, acc)
 
 
 def _may_be_option(p: Program, a: str, k: int, acc: _Acc) -> None:
@@ -529,11 +551,14 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
         # +CMD is a command to less/more/vi and a line number to tail/pr: not a file
         acc.unknown(f"{value!r} may be a command for {chain[0].names[0]}, not a file")
         return
+    if handler == "git" and role in ("read", "write", "delete") and kind == LITERAL and _GLOB_CHARS.search(value):
+        w = (value, FILTER)  # a pathspec is git's own pattern, quoted or not: `*.env` is also `.env`
     if role == "read":
         acc.effects.add("read")
         acc.reads.append(w)
-        if handler == "make" and value in ("-", "/dev/stdin"):
-            acc.effects.add("exec")  # a makefile from stdin is code we do not see
+        if handler == "make" and (value in ("-", "/dev/stdin") or value.startswith(_PIPED)):
+            acc.effects.add("exec")  # a makefile from stdin or a pipe is code we do not see
+            acc.execs.append(value)
     elif role == "write":
         acc.effects.add("write")
         acc.writes.append(w)
@@ -581,10 +606,128 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
         if kind != LITERAL:
             acc.unknown(f"symlink target {value!r} depends on an expansion")
         acc.effects.add("link")
+        acc.links.append(w)
+    elif role == "list":
+        acc.effects.add("read")
+        acc.reads.append(w)
+        acc.unknown(f"{' '.join(x.names[0] for x in chain)} takes more operands from the file "
+                    f"{value!r}: they are not on the command line")
+    elif role == "filter-regex":
+        globs = _regex_globs(value) if kind == LITERAL else None
+        if globs is None:
+            acc.unknown(f"name pattern {value!r}: what it selects is not judged")
+        else:
+            acc.filters.extend((g, LITERAL) for g in globs)
+    elif role == "filter":
+        if kind == EXPANSION:
+            acc.unknown(f"file-name filter {value!r} depends on an expansion")
+        elif not value.startswith("!"):  # `rg -g '!x'` excludes: it names nothing to read
+            acc.filters.append((value, kind))
     elif role == "unknown":
         acc.unknown(f"argument {value!r} of {' '.join(x.names[0] for x in chain)}")
     if kind == EXPANSION and role in ("script", "git-config", "env"):
         acc.unknown(f"{role} argument {value!r} depends on an expansion")
+
+
+# --------------------------------------------------------------------------- indirection
+
+#: Words that name a pipe from a command (process substitution, its /dev/fd path).
+_PIPED = ("<(", ">(", "/dev/fd/", "/proc/self/fd/")
+_GLOB_CHARS = re.compile(r"[*?\[]")
+#: Runners that run an installed package's program, else fetch the package named like the
+#: command from the npm registry (npx, bunx, pnpx, npm exec): wrapper label -> registry.
+LOCAL_FIRST_RUNNERS: dict[str, str] = {"npx": "npm", "bunx": "npm", "pnpx": "npm", "npm exec": "npm",
+                                       "npm x": "npm"}
+
+
+def _remote_shaped(w: Word) -> bool:
+    """``HOST:PATH`` (``[USER@]HOST:FILE``: a colon before the first slash), GNU tar's and
+    cpio's remote archive (rmt over rsh/ssh). A word that may expand is not known local."""
+    value, kind = w
+    if kind == EXPANSION:
+        return True
+    head, colon, _ = value.partition(":")
+    return bool(colon) and bool(head) and "/" not in head
+
+
+def _indirect(entry: Program, chain: list[Program], words: list[Word], acc: _Acc,
+              cmd: SimpleCommand) -> None:
+    """What the command line names only indirectly (docs/catalogue.md "Unknown sources"):
+    a response file (``gcc @opts``), a remote archive (``tar -cf host:x``), a file-name filter
+    (its matches are read: ``grep --include='.env*' -r .`` reads ``./.env``), hard links, and a
+    package runner that fetches a package named like a catalogue program (``npx ls``)."""
+    if any(p.response_files for p in chain):
+        for w, k in words:
+            if w.startswith("@") or (k == EXPANSION and w[:1] in ("$", "`")):
+                acc.unknown(f"{w!r}: {chain[0].names[0]} reads more arguments from the file it names")
+                break
+    if acc.remote and not any(o is not None and o.forces_local
+                              for o in (_lookup(chain, n) for n in acc.all_names)):
+        acc.effects.add("network")
+        for value, _ in acc.remote:
+            acc.urls.append(f"rsh://{value.partition(':')[0]}")
+        acc.unknown(f"{acc.remote[0][0]!r} names a file on another host (rsh/ssh)")
+    if acc.filters:
+        bases = [w for w in acc.reads if w[1] != FILTER] or [(".", LITERAL)]
+        for f, k in acc.filters:
+            for b, bk in bases:
+                acc.reads.append((_under(b, f), EXPANSION if EXPANSION in (k, bk) else FILTER))
+        acc.effects.add("read")
+    if entry.handler == "ln" and not {"-s", "--symbolic"} & set(acc.all_names) and acc.links:
+        # a hard link: the target's file is the new name's, readable and writable through it
+        acc.effects.add("write")
+        acc.writes.extend(acc.links)
+        acc.links.clear()
+    registry = LOCAL_FIRST_RUNNERS.get(cmd.wrapper)
+    if registry is not None and entry.registry != registry:
+        acc.unknown(f"{cmd.wrapper} runs the {registry} package {cmd.name!r} (fetched when it is not "
+                    f"installed), not the catalogue's {entry.names[0]}")
+
+
+_REGEX_ONLY = re.compile(r"[()|+{}^$\\]")
+
+
+def _regex_globs(pattern: str) -> list[str] | None:
+    """The globs a name pattern that is a regular expression searched in names (``fd``), or a
+    glob with ``-g``, can select: its reading as a glob, and the regex as a glob (``^\\.env$``
+    is ``.env``, ``env`` is ``*env*``, ``.*`` is ``*``) when it is that simple. None when
+    neither reading holds (``\\.(pem|key)$``): the caller makes it unknown."""
+    out = [] if _REGEX_ONLY.search(pattern) else [pattern]
+    core = pattern
+    anchored_start = core.startswith("^")
+    core = core[1:] if anchored_start else core
+    anchored_end = core.endswith("$") and not core.endswith("\\$")
+    core = core[:-1] if anchored_end else core
+    glob: list[str] = []
+    i = 0
+    while i < len(core):
+        c = core[i]
+        if c == "\\" and i + 1 < len(core) and not core[i + 1].isalnum() and core[i + 1] not in "*?[":
+            glob.append(core[i + 1])
+            i += 2
+        elif core.startswith((".*", ".+"), i):
+            glob.append("*")
+            i += 2
+        elif c == ".":
+            glob.append("?")
+            i += 1
+        elif c.isalnum() or c in "_-/ ":
+            glob.append(c)
+            i += 1
+        else:
+            return out or None
+    out.append(("" if anchored_start else "*") + "".join(glob) + ("" if anchored_end else "*"))
+    return out
+
+
+def _under(base: str, pattern: str) -> str:
+    """Where a filter ``pattern`` selects files below ``base``: ``base/pattern`` (a pattern
+    with a directory part, ``find -path './x/*'``, from ``base``; an absolute one as it is)."""
+    if pattern.startswith("/"):
+        return pattern
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    return base.rstrip("/") + "/" + pattern if base not in ("", ".") else "./" + pattern
 
 
 # --------------------------------------------------------------------------- find
@@ -592,14 +735,20 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
 
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _FIND_OPERATORS = frozenset({"(", ")", "!", ",", "-o", "-a", "-or", "-and", "-not"})
+_FIND_BRANCHES = frozenset({"(", "!", ",", "-o", "-or", "-not"})
 
 
 def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
-    """``find [-H -L -P -O -D] START... EXPRESSION``: starting points, then tests and
-    actions looked up in the entry; ``-exec ... ;`` commands are listed by the walk."""
+    """``find [-H -L -P] START... EXPRESSION``: starting points, then tests and actions looked
+    up in the entry; ``-exec ... ;`` commands are listed by the walk. A name filter's matches
+    under each start are read (they are what ``{}``, ``-delete`` and the output name). A
+    ``-delete`` is narrowed to ``START/.../P`` only by ``-name P`` tests before it in an
+    expression of ``-a`` alone (find evaluates left to right: ``-delete -name P`` deletes
+    everything)."""
     i, n = 0, len(words)
     starts: list[Word] = []
     while i < n and words[i][0] in ("-H", "-L", "-P"):
+        acc.follows = words[i][0] == "-L"  # the last of them counts
         i += 1
     while i < n and not (words[i][0].startswith("-") or words[i][0] in _FIND_OPERATORS):
         starts.append(words[i])
@@ -607,6 +756,8 @@ def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
     starts = starts or [(".", LITERAL)]
     for s in starts:
         _role("read", s, entry, [entry], acc)
+    plain = not any(w in _FIND_BRANCHES for w, _ in words[i:])  # no -o, !, (, ","
+    names: list[Word] = []  # -name tests met so far, while narrowing still holds
     while i < n:
         a, k = words[i]
         if a in _FIND_OPERATORS:
@@ -625,15 +776,18 @@ def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
             i += 1
             continue
         acc.effects |= o.effects
+        acc.follows = acc.follows or o.follows_links  # -follow
         if "delete" in o.effects:
-            names = [words[x + 1] for x in range(n - 1)
-                     if words[x][0] in ("-name", "-iname") and words[x + 1][1] == LITERAL]
-            for s in starts:  # -name P narrows what is deleted to START/.../P
-                for t in ([(s[0].rstrip("/") + "/" + nm[0], PATTERN) for nm in names] or [s]):
+            for s in starts:  # -name P before it narrows what is deleted to START/.../P
+                for t in ([(s[0].rstrip("/") + "/" + nm[0], PATTERN) for nm in names] if plain and names
+                          else [s]):
                     acc.writes.append(t)
                     acc.deletes.append(t)
         if o.arity == 1 and i + 1 < n:
-            if o.value != "arg":
+            if a in ("-name", "-iname") and words[i + 1][1] == LITERAL:
+                names.append(words[i + 1])
+            negated = i > 0 and words[i - 1][0] in ("!", "-not")
+            if o.value != "arg" and not (negated and o.value == "filter"):  # `! -name P` selects the rest
                 _role(o.value, words[i + 1], entry, [entry], acc)
             i += 2
         else:

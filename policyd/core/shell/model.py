@@ -81,6 +81,10 @@ class SimpleCommand:
 
 #: ``SimpleCommand.arg_kinds`` / ``Redirect.kind`` values.
 LITERAL, PATTERN, EXPANSION = 0, 1, 2
+#: A word kind for a file-name *filter* (``find -name P``, ``grep --include=P``, ``rg -g P``, a git
+#: pathspec): a pattern the program matches itself, in which a leading ``.`` is not special
+#: (fnmatch without FNM_PERIOD), so ``*.env`` also selects ``.env``.
+FILTER = 3
 
 
 @record
