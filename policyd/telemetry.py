@@ -237,7 +237,9 @@ class Telemetry:
 
         endpoint = config.endpoint.rstrip("/") + "/v1/logs" if config.endpoint else None
         exporter = _counting_log_exporter(OTLPLogExporter(endpoint=endpoint), self._drop)
-        self._log_provider = LoggerProvider(resource=resource)
+        # no exit handler of the SDK's own: it would wait for the exporter's timeout (10 s by
+        # default) at interpreter exit; :meth:`stop` bounds the flush to STOP_TIMEOUT_S
+        self._log_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
         self._log_provider.add_log_record_processor(BatchLogRecordProcessor(exporter, max_queue_size=MAX_QUEUE))
         self._logger = self._log_provider.get_logger("policyd", __version__)
 
@@ -249,7 +251,7 @@ class Telemetry:
         endpoint = config.endpoint.rstrip("/") + "/v1/metrics" if config.endpoint else None
         exporter = _counting_metric_exporter(OTLPMetricExporter(endpoint=endpoint), self._drop)
         reader = PeriodicExportingMetricReader(exporter, export_interval_millis=config.metric_interval_s * 1000)
-        self._meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
+        self._meter_provider = MeterProvider(resource=resource, metric_readers=[reader], shutdown_on_exit=False)
         self._instruments = _Instruments(self._meter_provider.get_meter("policyd", __version__), self)
 
     def observe(self, name: str, callback: Callable[[], int]) -> None:

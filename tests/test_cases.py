@@ -29,6 +29,12 @@ REDTEAM = ROOT.parent / "shared" / "cases" / "redteam-public.jsonl"
 CONTRADICTED = {
     "p081": "rgit-repo-config-07: reading .git/config asks (actions/checkout keeps the CI token there)",
 }
+#: Red-team cases a later judgement replaced (issue 32: environment assignments are an
+#: allow-list): the shipped policies follow the newer one.
+SUPERSEDED = {
+    "rover-block-12": "issue 32: `export FOO=bar && npm test` -- FOO is on no allow-list and npm "
+                      "(its scripts, node, what they start) reads names no list closes",
+}
 OWN_CASES = Path(__file__).resolve().parent / "cases" / "variants.jsonl"
 WORKSPACE, HOME = "/workspace/project", "/home/dev"
 
@@ -158,7 +164,8 @@ def test_redteam_public_cases(case_root: Path) -> None:
     """Every public red-team case is decided as expected (or within acceptable)."""
     cases = _load(REDTEAM)
     assert 79 <= len(cases)
-    assert [] == _report(run_cases(cases, case_root), "shared/cases/redteam-public.jsonl")
+    misses = _report(run_cases(cases, case_root), "shared/cases/redteam-public.jsonl")
+    assert [] == [m for m in misses if m.split(" ", 1)[0] not in SUPERSEDED]
 
 
 def test_own_variant_cases(case_root: Path) -> None:

@@ -52,7 +52,9 @@ def _spawn_agent_first(argv: list[str]) -> Spawned | None:
             return None
     if cut + 1 >= len(argv):
         return None
-    from policyd.spawn import spawn
+    from policyd.spawn import hold_signals, spawn
+
+    hold_signals()  # a stop signal while policyd imports reaches the agent, never orphans it
 
     return spawn(argv[cut + 1 :], first=True)  # no thread yet: fork and exec (policyd.child)
 
@@ -91,9 +93,10 @@ def _spawn_sandboxed_first(argv: list[str], agent: list[str]) -> Spawned | None:
     early = read(argv, os.environ)
     if early is None or not agent:
         return None
-    if early.sandbox == "off":
-        from policyd.spawn import spawn
+    from policyd.spawn import hold_signals, spawn
 
+    hold_signals()  # a stop signal while policyd imports reaches the agent, never orphans it
+    if early.sandbox == "off":
         return spawn(agent, first=True)
     from policyd import sandbox
 
@@ -197,8 +200,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
             print("policyd proxy: missing agent command: policyd proxy [options] -- AGENT [ARGS...]", file=sys.stderr)
             return USAGE_ERROR
         if spawned is None and not _sandbox_asked(args) and not _gateway_wanted(argv, os.environ):
-            from policyd.spawn import spawn
+            from policyd.spawn import hold_signals, spawn
 
+            hold_signals()
             spawned = spawn(args.agent)
         if spawned is not None:
             spawned.relay_early()  # the initialize exchange, until the proxy's relay runs (policyd.early)

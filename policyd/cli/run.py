@@ -60,7 +60,9 @@ def daemon_path(settings: Settings, own_policy: bool = False) -> Path | None:
 
 def _local_session_policy(settings: Settings) -> Callable[[], PolicySet | None]:
     """With a daemon deciding consults, this proxy still applies ``[modes]`` and ``[answers]``
-    itself: from the policy files it can read, else from the shipped policies (never none)."""
+    itself: from the policy files it can read, else from the shipped policies (never none);
+    :class:`policyd.daemon_client.SessionPolicyWatch` adds the daemon's own tables, kept in
+    step with the daemon's reloads."""
     from policyd import loader
     from policyd.cli.common import load_policy
     from policyd.core.policy import PolicyError, build_set
@@ -102,26 +104,29 @@ def proxy(
     socket_path = daemon_path(settings, own_policy=bool(cli_policy) or settings.decision_log is not None)
     try:
         if socket_path is not None:
-            from policyd.daemon_client import DaemonClient
+            from policyd.daemon_client import DaemonClient, SessionPolicyWatch
 
-            relay.policy = _local_session_policy(settings)
-            _give_budget(gateway, relay)
+            local = _local_session_policy(settings)()
+            assert local is not None
             if box is not None:
                 from policyd.sandbox import check_loaded
 
-                local = relay.policy()
-                if why := check_loaded(box, local.sandbox if local is not None else box.config):
+                if why := check_loaded(box, local.sandbox):
                     print(f"policyd: {why}", file=sys.stderr)
                     spawned.stop(settings.kill_grace_s)  # type: ignore[union-attr]
                     box.close()
                     return USAGE_ERROR
                 if box.egress is not None:  # connections: decided by the policy files this proxy reads
                     box.egress.set_decider(_local_egress_decider(settings, local))
+            watch = SessionPolicyWatch(socket_path, settings.daemon_timeout_s, local)
+            relay.policy = watch.current
+            _give_budget(gateway, relay)
             client = DaemonClient(socket_path, settings.daemon_timeout_s)
             logs.get().info("daemon.consulted", socket=str(socket_path), timeout_s=settings.daemon_timeout_s)
             try:
                 return run_proxy(agent, relay, client.decide, settings.kill_grace_s, None,
-                                 on_remember=client.remember, local_decision_log=False, spawned=spawned)
+                                 on_remember=client.remember, local_decision_log=False, spawned=spawned,
+                                 background=watch.run)
             finally:
                 if box is not None:
                     box.close()

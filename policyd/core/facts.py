@@ -24,9 +24,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from policyd.core import cel, paths, shell, urls
-from policyd.core.envvars import assignment_allowed
+from policyd.core.envvars import assignment_effects, read_allowed
 from policyd.core.model import CONNECT_KIND, NO_CONNECTION, TOOL_KINDS, PermissionQuery
 from policyd.core.shell import catalogue as shell_catalogue
+from policyd.core.shell.effects import ENDLESS_DEVICES
 from policyd.core.shell.model import EXPANSION, FILTER, LITERAL, PATTERN
 from policyd.core.shell.resolve import (
     UNKNOWN_DIR,  # noqa: F401 - re-exported (facts.UNKNOWN_DIR)
@@ -80,6 +81,10 @@ WRITE_COMMANDS: frozenset[str] = frozenset(
 )
 #: ACP kinds whose paths are written.
 WRITE_KINDS: frozenset[str] = frozenset({"edit", "delete", "move"})
+#: Kinds that say nothing of what the call does to the paths it names (a kind policyd does
+#: not know is ``other``): they may write them (Gemini's ``save_memory`` is a ``think``
+#: that rewrites ``~/.gemini/GEMINI.md``), so their paths are write paths too.
+UNSURE_KINDS: frozenset[str] = frozenset({"think", "other", "switch_mode"})
 #: Redirect operators that write their target.
 WRITE_REDIRECTS: frozenset[str] = frozenset({">", ">>", ">|", "&>", "&>>", ">&"})
 
@@ -416,7 +421,7 @@ class Facts:
         """Paths this call writes: all paths for edit/delete/move; for a shell command, the
         catalogue's write and delete operands, output redirect targets, and the operands of
         :data:`WRITE_COMMANDS` (a directory means everything under it)."""
-        if self.kind in WRITE_KINDS:
+        if self.kind in WRITE_KINDS or self.kind in UNSURE_KINDS:
             return self.paths
         a = self.analysis
         if a is None:
@@ -534,9 +539,53 @@ class Facts:
             out.add("write")
         if any(raw and op.lstrip("0123456789") in ("<", "<>") for op, raw, _, _ in self.redirect_targets):
             out.add("read")
-        if not all(assignment_allowed(k, v) for k, v in self.assignments):
-            out.add("env")
+        if self.assignments:
+            for found in self._assignment_effects:
+                out |= found
+        if ((a.redirects or "read" in out) and self._endless_input):
+            out.add("endless")
+        if a.env_reads and not all(read_allowed(n) for n in a.env_reads):
+            out.add("env-read")
         return frozenset(out)
+
+    @once
+    def _endless_input(self) -> bool:
+        """Some command reads a device that never ends (an operand, or a ``<`` redirect
+        of it or of a compound statement) with nothing to stop it: no ``bound`` option of
+        its own (``head -c 1M``) and no bounded reader right after it in a pipe."""
+        a = self.analysis
+        if a is None:
+            return False
+        sources = {i for i, cf in enumerate(self.shell_facts) if cf.judgement.reads_endless}
+        for r in a.redirects:
+            if r.op.lstrip("0123456789") in ("<", "<>") and r.kind == LITERAL and r.target in ENDLESS_DEVICES:
+                if r.command < 0:
+                    return True
+                sources.add(r.command)
+        cmds, cfs = a.commands, self.shell_facts
+        return any(not cfs[i].judgement.bounded
+                   and not any(c.stdin_from == i and cfs[j].judgement.bounded for j, c in enumerate(cmds))
+                   for i in sources if i < len(cfs))
+
+    @once
+    def _assignment_effects(self) -> tuple[frozenset[str], ...]:
+        """Per assignment (:attr:`assignments`), its effects where it reaches: every
+        command after ``export``/a bare ``A=b``, the command of ``A=b cmd`` and what a
+        wrapper runs for ``env A=b cmd`` (``envvars.assignment_effects``)."""
+        a = self.analysis
+        if a is None:
+            return ()
+        cat = self._catalogue if self._catalogue is not None else shell_catalogue.default()
+        scopes = a.assignment_scopes
+        out = []
+        for i, (name, value) in enumerate(self.assignments):
+            lo, hi = scopes[i] if i < len(scopes) else (0, -1)
+            reached = a.commands[lo:] if hi < 0 else a.commands[lo:hi]
+            programs = list({c.name.lower(): cat.get(c.name) for c in reached}.values())
+            if hi < 0:  # export / a bare A=b outlive the command: a shell an agent keeps
+                programs.append(None)  # runs later calls with it, programs unknown here
+            out.append(assignment_effects(name, value, programs))
+        return tuple(out)
 
     # ------------------------------------------------------------------ url
 
@@ -658,8 +707,8 @@ _TOOL_GETTERS: dict[str, Callable[[Facts], Any]] = {
     "commands": _commands,
     "redirects": lambda f: [{"op": op, "target": t, "dynamic": dyn}
                             for op, _, dyn, targets in f.redirect_targets for t in targets],
-    "assignments": lambda f: [{"name": k, "value": v, "allowed": assignment_allowed(k, v)}
-                              for k, v in f.assignments],
+    "assignments": lambda f: [{"name": k, "value": v, "allowed": not effects}
+                              for (k, v), effects in zip(f.assignments, f._assignment_effects, strict=True)],
     "shell": _shell_map,
     "effects": lambda f: sorted(f.effects),
     "reads": lambda f: list(f._unions[0]),

@@ -12,6 +12,7 @@ with every problem when any file has one.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,11 +25,12 @@ _H = TypeVar("_H")
 
 EFFECTS: frozenset[str] = frozenset({
     "read", "write", "delete", "exec", "build", "test", "network", "env-read", "privilege",
-    "process", "persist", "unknown",
+    "process", "persist", "install", "endless", "unknown",
 })
 ROLES: frozenset[str] = frozenset({
     "read", "write", "delete", "exec", "shell", "script", "chdir", "url", "arg", "env",
     "unknown", "git-config", "var", "link", "create", "package", "list", "filter", "filter-regex",
+    "target", "size", "bound", "duration",
 })
 SYNTAXES: frozenset[str] = frozenset({"gnu", "exact", "posix", "single-dash", "none"})
 HANDLERS: frozenset[str] = frozenset({
@@ -39,11 +41,13 @@ HANDLERS: frozenset[str] = frozenset({
 REGISTRIES: frozenset[str] = frozenset({"npm"})
 STDOUT_KINDS: frozenset[str] = frozenset({"text", "token", "paths"})
 COUNTS: frozenset[object] = frozenset({1, "?", "*", "+"})
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")
 
 _PROGRAM_KEYS = frozenset({
     "names", "summary", "source", "syntax", "handler", "effects", "operands", "options",
     "subcommand", "stdout", "stdin", "script_language", "env", "writes_into",
     "response_files", "registry", "follows_links",
+    "env_plain", "env_closed", "bare_effects",
 })
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
                           "repeat", "summary", "values", "lists_only", "remote", "forces_local",
@@ -123,6 +127,13 @@ class Program:
     registry: str = ""
     #: it follows symbolic links below its directory operands whatever its options (zip -r)
     follows_links: bool = False
+    #: environment names it reads harmlessly (an assignment of one is plain for it)
+    env_plain: frozenset[str] = frozenset()
+    #: it reads no environment name beyond ``env``, ``env_plain`` and those every program
+    #: may read (``envvars.ENV_EFFECT``): another name assigned is plain for it
+    env_closed: bool = False
+    #: effects when it is given no argument at all (``set``, ``export``: print every variable)
+    bare_effects: frozenset[str] = frozenset()
 
 
 class Catalogue:
@@ -335,6 +346,17 @@ class _Checker:
         lang = self.choice(path, raw.get("script_language"), "script_language",
                            frozenset({"sed", "awk", "jq", "yq"}), "")
         env = self.strings(path, raw.get("env"), "env")
+        env_plain = self.strings(path, raw.get("env_plain"), "env_plain")
+        for n in (*env, *env_plain):
+            if not _ENV_NAME.fullmatch(n):
+                self.bad(path, f"environment name {n!r} must be a NAME or a NAME* prefix")
+        for n in set(env) & set(env_plain):
+            self.bad(path, f"environment name {n!r} is in both env and env_plain")
+        bare_effects = self.strings(path, raw.get("bare_effects"), "bare_effects", EFFECTS)
+        env_closed = raw.get("env_closed", False)
+        if not isinstance(env_closed, bool):
+            self.bad(path, "env_closed must be a bool")
+            env_closed = False
         writes_into = raw.get("writes_into", "")
         if not isinstance(writes_into, str) or writes_into not in ("", "."):
             self.bad(path, 'writes_into must be "." (the directory it runs in)')
@@ -365,7 +387,8 @@ class _Checker:
                        self.intern(tuple(operands)), opts, subs, stdout,
                        "" if stdin == "data" else stdin, lang, self.intern(frozenset(env)),
                        str(raw.get("summary", "")), index, long_names, writes_into, response_files,
-                       registry, follows_links)
+                       registry, follows_links, self.intern(frozenset(env_plain)), env_closed,
+                       self.intern(frozenset(bare_effects)))
 
     def _list(self, where: str, value: object, what: str, one: Any) -> list[Any]:
         if value is None:

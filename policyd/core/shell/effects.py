@@ -32,6 +32,12 @@ ENDLESS: frozenset[str] = frozenset({"watch", "yes"})
 #: A word and its kind (model.LITERAL / PATTERN / EXPANSION).
 Word = tuple[str, int]
 
+#: Build targets that install (GNU coding standards: install, install-strip, uninstall;
+#: CMake's install/strip, install/local; Gradle's publishToMavenLocal).
+_INSTALL_TARGET = re.compile(r"(un)?install([-/_:.].*)?|.*[-_:]install|publishToMavenLocal", re.I)
+#: git subcommands whose pathspec operands lose uncommitted work (or untracked files).
+_GIT_DISCARDS = frozenset({"checkout", "restore", "rm", "clean"})
+_GLOB_CHARS = re.compile(r"[*?\[]")
 _RISKY_VALUE_ROLES = frozenset({"exec", "shell", "unknown", "chdir", "url", "env", "git-config"})
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CHMOD_MODE = re.compile(r"[-+=][rwxXstugo,+=-]*")
@@ -82,6 +88,10 @@ class Judgement:
     risky_options: bool = False
     links: tuple[Word, ...] = ()
     follows: bool = False
+    #: it reads a device that never ends (/dev/zero, /dev/urandom) as an operand
+    reads_endless: bool = False
+    #: a ``bound`` option caps what it reads (``head -c 1M``): an endless input ends
+    bounded: bool = False
 
 
 @dataclass
@@ -98,12 +108,16 @@ class _Acc:
     reasons: list[str] = field(default_factory=list)
     options: list[str] = field(default_factory=list)
     all_names: list[str] = field(default_factory=list)
+    values: list[tuple[str, Word]] = field(default_factory=list)  # (option's first name, value)
     operands: int = 0
     links: list[Word] = field(default_factory=list)
     filters: list[Word] = field(default_factory=list)
     remote: list[Word] = field(default_factory=list)
     follows: bool = False
     keeps: bool = False
+    reads_endless: bool = False
+    bounded: bool = False
+    seconds: float = 0.0  # the durations it waits (role duration), summed
 
     def unknown(self, why: str) -> None:
         self.effects.add("unknown")
@@ -155,10 +169,14 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         _indirect(entry, chain, words, acc, cmd)
     if entry.handler == "seq":
         _seq(words, acc)
+    if entry.handler == "sed":
+        _sed_backup(acc)
     if entry.handler == "test" and any(w in ("-v", "-R") for w, _ in words):
         acc.unknown("test -v/-R evaluates a variable name (its subscript runs code)")
     if entry.handler == "wrapper" and not acc.execs and entry.names[0] == "env":
         acc.effects.add("env-read")  # env without a command prints the environment
+    if not words:
+        acc.effects |= entry.bare_effects  # `set`, `export`: print every variable
     last = chain[-1]
     if "unknown" in acc.effects and not acc.reasons:  # an entry's own unknown effect: say so
         acc.reasons.append(f"{' '.join(p.names[0] for p in chain)}: the catalogue marks what it does as unknown")
@@ -194,6 +212,8 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         tuple(acc.links),
         (acc.follows or entry.follows_links or (len(chain) > 1 and any(p.follows_links for p in chain)))
         and not acc.keeps,
+        acc.reads_endless,
+        acc.bounded,
     )
 
 
@@ -334,6 +354,8 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
         for opt, value in opts:
             acc.options.append(opt.names[0])
             acc.all_names.extend(opt.names)
+            if value is not None:
+                acc.values.append((opt.names[0], value))
             if opt.values and (value is None or value[0] not in opt.values):
                 acc.unknown(f"{opt.names[0]} {value[0] if value else ''!r} is not a value the catalogue knows")
             acc.effects |= opt.effects
@@ -534,10 +556,15 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
     handler = chain[0].handler
     if handler == "git" and len(chain) > 1 and chain[1].names[0] == "push" and value[:1] in ("+", ":"):
         acc.effects.add("delete")  # +REF forces, :REF deletes the remote branch
-    if (handler == "git" and len(chain) > 1 and chain[1].names[0] in ("checkout", "restore")
-            and value in (".", "./", ":/", "*")
-            and ("--staged" not in acc.all_names or "--worktree" in acc.all_names)):
-        acc.effects.add("delete")  # discards the uncommitted changes of the whole tree
+    if (handler == "git" and len(chain) > 1 and chain[1].names[0] in _GIT_DISCARDS
+            and (value in (".", "./") or value.startswith(":") or kind == PATTERN or _GLOB_CHARS.search(value))
+            and ("--staged" not in acc.all_names or "--worktree" in acc.all_names)
+            and "--cached" not in acc.all_names):
+        # git reads pathspec magic (`:/`, `:(top)`, `:(glob)**`, `:!x`) and globs itself,
+        # quoted or not: the whole tree, or files no path names; their uncommitted work
+        # is thrown away (clean -n only lists: judge() drops the delete)
+        acc.effects.add("delete")
+        return
     if handler == "git" and role in ("read", "arg") and ":" in value and not value.startswith("-"):
         # REV:PATH / :PATH names a file's content in the repository: read PATH
         path = value.partition(":")[2]
@@ -556,6 +583,8 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
     if role == "read":
         acc.effects.add("read")
         acc.reads.append(w)
+        if kind == LITERAL and value in ENDLESS_DEVICES:
+            acc.reads_endless = True
         if handler == "make" and (value in ("-", "/dev/stdin") or value.startswith(_PIPED)):
             acc.effects.add("exec")  # a makefile from stdin or a pipe is code we do not see
             acc.execs.append(value)
@@ -595,6 +624,26 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
             acc.execs.append(value)
         elif handler == "make" and eq and name.upper() in ("SHELL", "MAKEFLAGS", "MAKE", "MFLAGS"):
             acc.effects.add("exec")
+        elif handler == "make" and not eq:
+            _role("target", w, p, chain, acc)  # a make operand without '=' is a target
+    elif role in ("size", "bound"):
+        size = _size(value[1:] if role == "size" and value[:1] in "+-<>/%" and len(value) > 1 else value, kind)
+        if role == "bound":
+            acc.bounded = acc.bounded or (size is not None and size <= MAX_DD_BYTES)
+        elif size is None:
+            acc.unknown(f"size {value!r} is not a size the analysis reads")
+        elif size > MAX_DD_BYTES:
+            acc.effects.add("endless")  # a file this large fills the disk or stalls every reader
+    elif role == "duration":
+        seconds = _seconds(value, kind)
+        acc.seconds += seconds if seconds is not None else float("inf")
+        if acc.seconds > MAX_WAIT_SECONDS:
+            acc.effects.add("endless")  # sleep infinity: a headless run waits for ever
+    elif role == "target":
+        if kind != LITERAL:
+            acc.unknown(f"build target {value!r} is known only at run time (install?)")
+        elif _INSTALL_TARGET.fullmatch(value):
+            acc.effects.add("install")  # writes where the build installs, outside the roots
     elif role == "package":
         if kind == LITERAL and (value in (".", "..") or value.startswith(("./", "../", "/"))):
             acc.effects.add("read")
@@ -796,7 +845,33 @@ def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
 
 # --------------------------------------------------------------------------- dd
 
-_DD_DEVICES = frozenset({"/dev/zero", "/dev/urandom", "/dev/random"})
+#: Devices a read of never ends.
+ENDLESS_DEVICES: frozenset[str] = frozenset({"/dev/zero", "/dev/urandom", "/dev/random"})
+_DD_DEVICES = ENDLESS_DEVICES
+#: Seconds a command may wait (``sleep``) before it counts as never ending.
+MAX_WAIT_SECONDS = 3600.0
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGTPEZYRQ]?)(i?B?)", re.I)
+_DURATION = re.compile(r"(\d+(?:\.\d*)?(?:e\+?\d+)?|\.\d+|inf(?:inity)?)([smhd]?)", re.I)
+
+
+def _size(value: str, kind: int) -> int | None:
+    """A GNU size (coreutils: ``10K`` = 10*1024, ``10KB`` = 10*1000, suffixes to Q); None
+    when it is not one or is computed at run time."""
+    m = _SIZE.fullmatch(value) if kind == LITERAL else None
+    if m is None:
+        return None
+    unit = m.group(2).upper()
+    base = 1000 if m.group(3).upper() == "B" else 1024
+    return int(float(m.group(1)) * base ** ("KMGTPEZYRQ".index(unit) + 1 if unit else 0))
+
+
+def _seconds(value: str, kind: int) -> float | None:
+    """A ``sleep`` duration (``1.5``, ``2m``, ``1e9``, ``infinity``); None when unreadable."""
+    m = _DURATION.fullmatch(value) if kind == LITERAL else None
+    if m is None:
+        return None
+    number = float("inf") if m.group(1).lower().startswith("inf") else float(m.group(1))
+    return number * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2).lower()]
 
 
 #: Bytes a ``dd`` from an endless device may write before it counts as filling the disk.
@@ -866,6 +941,15 @@ def _seq(words: list[Word], acc: _Acc) -> None:
         (vals[0], 1.0, vals[1]) if len(vals) == 2 else (vals[0], vals[1], vals[2]))
     if not vals or step == 0 or abs((last - first) / step) > MAX_SEQ_LINES:
         acc.unknown(f"seq prints more than {MAX_SEQ_LINES} lines")
+
+
+def _sed_backup(acc: _Acc) -> None:
+    """``sed -iSUFFIX``: a suffix holding ``/`` or ``*`` names where the backup is written
+    (GNU sed: ``*`` is the file's base name, ``/`` makes it a path: ``-i'/home/u/.bash*'``
+    copies the file to ``~/.bashrc``); one computed at run time may too. Both: unknown."""
+    for name, (value, kind) in acc.values:
+        if name == "-i" and ("/" in value or "*" in value or kind != LITERAL):
+            acc.unknown(f"sed -i backup suffix {value!r} names a file elsewhere")
 
 
 def _script(lang: str, text: str, kind: int, acc: _Acc) -> None:
