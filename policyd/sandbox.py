@@ -439,8 +439,13 @@ def writable_roots(settings: Settings, cwd: str) -> tuple[str, ...]:
 
 
 def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], cwd: str,
-         config: core.SandboxConfig) -> Plan:
-    """The sandboxed start of ``agent``; raises Unavailable (bwrap missing, a bad root)."""
+         config: core.SandboxConfig, gateway_env: Mapping[str, str] | None = None,
+         forwards: Sequence[tuple[str, int, str]] = (), secrets: Sequence[str] = ()) -> Plan:
+    """The sandboxed start of ``agent``; raises Unavailable (bwrap missing, a bad root).
+    ``gateway_env``: the model gateway's variables (placeholder key, base URL: no secret),
+    set past the allow-list; ``forwards``: ``(host, port, unix socket)`` the egress bridge
+    makes reachable inside (the gateway's listener); ``secrets``: paths hidden besides the
+    policy's ``hide`` (the gateway's key file or credentials directory)."""
     bwrap = find_bwrap(environ)
     home = environ.get("HOME", "") or settings.home
     roots = writable_roots(settings, cwd)
@@ -448,14 +453,18 @@ def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], c
     notes: dict[str, object] = {"roots": list(roots), "state": list(state), "spawn": "after the settings"}
     args = [bwrap, "--die-with-parent", "--unshare-all", "--new-session"]
     needed = [os.path.dirname(os.path.abspath(__file__)), sys.executable, *(a for a in agent if a.startswith("/"))]
-    args += view_args(config, roots, home, state, notes, needed)
+    view = dataclasses.replace(config, hide=(*config.hide, *secrets)) if secrets else config
+    args += view_args(view, roots, home, state, notes, needed)
     env = agent_env(environ, config)
+    env.update(gateway_env or {})
     box = Plan(args, env, roots, notes=notes, inner=list(agent), config=config)
     if config.network_unrestricted:
         args.append("--share-net")
         notes["network"] = "unrestricted ([sandbox] network = ['*:*'] in every file that declares it; no egress)"
     else:
         box.egress = EgressThread(config)
+        for host, port, unix_path in forwards:
+            box.egress.egress.add_forward(host, port, unix_path)
         args += box.egress.egress.bwrap_args()  # after the view: its socket directory may be under /tmp
         box.inner = box.egress.egress.wrap_argv(agent)
         env.update(box.egress.egress.agent_env())
@@ -465,22 +474,25 @@ def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], c
     return box
 
 
-def start(settings: Settings, agent: Sequence[str], fallback: bool = True
-          ) -> tuple[Spawned | None, Plan | None, str]:
+def start(settings: Settings, agent: Sequence[str], fallback: bool = True, environ: Mapping[str, str] | None = None,
+          gateway_env: Mapping[str, str] | None = None, forwards: Sequence[tuple[str, int, str]] = (),
+          secrets: Sequence[str] = ()) -> tuple[Spawned | None, Plan | None, str]:
     """Start ``agent`` as ``settings.sandbox`` says: ``(spawned, plan, problem)``. ``plan``
     is None when the agent runs without a sandbox (``auto`` that could not set one up;
     ``problem`` says why); ``spawned`` is None when it must not run (``required``: ``problem``
     names what is missing and the fix). ``fallback`` False: never start it unsandboxed
-    (the early spawn: the proxy's own start-up then decides, and warns)."""
+    (the early spawn: the proxy's own start-up then decides, and warns). ``environ``: the
+    agent's environment before the allow-list (default policyd's); ``gateway_env``,
+    ``forwards``, ``secrets``: the model gateway's, see :func:`plan`."""
     from policyd.spawn import spawn
 
-    environ = dict(os.environ)
+    environ = dict(os.environ if environ is None else environ)
     cwd = os.getcwd()
     try:
         config = sandbox_config(settings)
-        box = plan(settings, agent, environ, cwd, config)
+        box = plan(settings, agent, environ, cwd, config, gateway_env, forwards, secrets)
     except Unavailable as exc:
-        return _fallback(settings, agent, str(exc), fallback)
+        return _fallback(settings, agent, str(exc), fallback, environ)
     read_fd, write_fd = os.pipe()
     argv = [*box.argv, "--json-status-fd", str(write_fd), "--", *box.inner]
     spawned = spawn(argv, env=box.env, pass_fds=(write_fd,))
@@ -488,12 +500,12 @@ def start(settings: Settings, agent: Sequence[str], fallback: bool = True
     if spawned.error_code:
         os.close(read_fd)
         box.close()
-        return _fallback(settings, agent, f"bwrap did not start: {spawned.error}", fallback)
+        return _fallback(settings, agent, f"bwrap did not start: {spawned.error}", fallback, environ)
     if not _child_started(read_fd):
         os.close(read_fd)
         spawned.stop(0.5)  # (bwrap failed before running the agent: it has exited)
         box.close()
-        return _fallback(settings, agent, probe(environ) or diagnose(box.argv[0]), fallback)
+        return _fallback(settings, agent, probe(environ) or diagnose(box.argv[0]), fallback, environ)
     box.status_fd = read_fd  # kept open: bwrap writes the exit code there at the end (else SIGPIPE)
     spawned.argv = list(agent)
     return spawned, box, ""
@@ -516,14 +528,14 @@ def _child_started(fd: int) -> bool:
     return True
 
 
-def _fallback(settings: Settings, agent: Sequence[str], problem: str, fallback: bool = True
-              ) -> tuple[Spawned | None, Plan | None, str]:
+def _fallback(settings: Settings, agent: Sequence[str], problem: str, fallback: bool = True,
+              environ: Mapping[str, str] | None = None) -> tuple[Spawned | None, Plan | None, str]:
     if settings.sandbox == "required" or not fallback:
         return None, None, problem
     from policyd.spawn import spawn
 
     print(f"policyd: WARNING: the agent runs WITHOUT a sandbox (--sandbox auto): {problem}", file=sys.stderr)
-    return spawn(agent), None, problem
+    return spawn(agent, env=environ), None, problem
 
 
 # --------------------------------------------------------------------------- sessions

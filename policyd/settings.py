@@ -94,6 +94,24 @@ class TelemetrySettings(BaseModel):
     metric_interval_s: Annotated[float, Field(gt=0)] = 60.0
 
 
+class GatewaySettings(BaseModel):
+    """The ``[gateway]`` table: the model-API gateway (docs/gateway.md, :mod:`policyd.gatewaysetup`).
+    ``mode``: ``off`` (default), ``auto`` (when a key is found), ``required`` (no key: the
+    agent is not started). The rest overrides the agent profile's defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["off", "auto", "required"] = "off"
+    provider: Literal["anthropic", "openai", "gemini"] | None = None
+    upstream: str | None = None
+    base_url_var: str | None = None
+    key_var: str | None = None
+    auth: Literal["x-api-key", "bearer", "x-goog-api-key"] | None = None
+    key_env: str | None = None
+    key_file: str | None = None
+    key_credential: str | None = None
+
+
 class Settings(BaseSettings):
     """Every setting of policyd (see README "Settings")."""
 
@@ -124,6 +142,7 @@ class Settings(BaseSettings):
     log_redact: bool = False
     shadow_policy: list[str] = Field(default_factory=list, description="draft policy evaluated beside, logged only")
     telemetry: TelemetrySettings = Field(default_factory=lambda: TelemetrySettings())
+    gateway: GatewaySettings = Field(default_factory=lambda: GatewaySettings())
     sandbox: Literal["off", "auto", "required"] = "off"
     sandbox_roots: list[str] = Field(default_factory=list, description="writable roots of the sandbox beside the cwd")
 

@@ -29,7 +29,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see pol
 if TYPE_CHECKING:  # asyncio costs ~20 ms to import: only once the proxy runs
     import asyncio
     import subprocess
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
     from policyd.early import EarlyRelay, Handover
@@ -196,10 +196,10 @@ def _write_protocol() -> Any:
     return WriteProtocol
 
 
-def spawn(argv: Sequence[str], first: bool = False, env: dict[str, str] | None = None,
+def spawn(argv: Sequence[str], first: bool = False, env: Mapping[str, str] | None = None,
           pass_fds: Sequence[int] = ()) -> Spawned:
     """Start ``argv`` with pipes on stdin and stdout, stderr inherited, policyd's environment
-    (or ``env``), and the descriptors ``pass_fds`` kept open in it.
+    (or ``env``: then never ``first``), and the descriptors ``pass_fds`` kept open in it.
     Never raises for a missing or non-executable command (see :attr:`Spawned.error_code`).
     ``first``: policyd has no other thread yet and has imported next to nothing: start it
     with :class:`policyd.child.Child` (fork and exec, without importing subprocess); else
@@ -207,13 +207,13 @@ def spawn(argv: Sequence[str], first: bool = False, env: dict[str, str] | None =
     global _agent_pid
     spawned = Spawned(argv)
     try:
-        if first:
+        if first and env is None:
             spawned.popen = Child(argv)
         else:
             import subprocess
 
             spawned.popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
-                                             env=env, pass_fds=tuple(pass_fds))
+                                             env=None if env is None else dict(env), pass_fds=tuple(pass_fds))
         _agent_pid = spawned.popen.pid
         if _early_stops:  # a stop signal before the agent existed: it gets it too
             import os

@@ -80,6 +80,8 @@ def _proxy(proxy: argparse.ArgumentParser) -> None:
     proxy.add_argument("--daemon-timeout", type=float, dest="daemon_timeout_s", metavar="SECONDS")
     proxy.add_argument("--mode-switch-timeout", type=float, dest="mode_switch_timeout_s", metavar="SECONDS",
                        help="seconds the agent has to confirm policyd's own mode switch (default 30)")
+    proxy.add_argument("--gateway", choices=["off", "auto", "required"], dest="gateway_mode",
+                       help="serve the agent's model API and hold its key (docs/gateway.md; default off)")
     proxy.add_argument("--sandbox", dest="sandbox_mode", choices=["off", "auto", "required"],
                        help="confine the agent in an OS sandbox built from the policy's [sandbox] (docs/sandbox.md); "
                             "required: do not start it when the sandbox cannot be set up; default off")

@@ -17,6 +17,7 @@ from policyd.core.relay import Consult, Relay, RememberChoice, Resolution
 
 if TYPE_CHECKING:
     from policyd.core.policy import PolicySet
+    from policyd.gateway import Gateway
     from policyd.reload import Reloader
     from policyd.settings import Settings
     from policyd.spawn import Spawned
@@ -77,7 +78,7 @@ def _local_session_policy(settings: Settings) -> Callable[[], PolicySet | None]:
 
 def proxy(
     settings: Settings, agent: list[str], cli_policy: list[str] | None, config: str | None,
-    spawned: Spawned | None = None,
+    spawned: Spawned | None = None, gateway: Gateway | None = None,
 ) -> int:
     from policyd.proxy import run_proxy
 
@@ -119,6 +120,7 @@ def proxy(
                     box.egress.set_decider(_local_egress_decider(settings, local))
             watch = SessionPolicyWatch(socket_path, settings.daemon_timeout_s, local)
             relay.policy = watch.current
+            _give_budget(gateway, relay)
             client = DaemonClient(socket_path, settings.daemon_timeout_s)
             logs.get().info("daemon.consulted", socket=str(socket_path), timeout_s=settings.daemon_timeout_s)
             try:
@@ -133,6 +135,7 @@ def proxy(
         # [modes], [answers]: the set in force, reloads included (the proxy relays no agent
         # line before the load has finished, so a session answer is never ungoverned)
         relay.policy = lambda: embedded.engine.policy if embedded.engine is not None else None
+        _give_budget(gateway, relay)
         try:
             code = run_proxy(agent, relay, embedded.decide, settings.kill_grace_s, None,
                              on_remember=embedded.remember, startup=embedded.start, spawned=spawned)
@@ -145,6 +148,19 @@ def proxy(
         return code
     finally:
         logs.close()
+
+
+def _give_budget(gateway: Gateway | None, relay: Relay) -> None:
+    """The gateway's budget is the ``[budget]`` of the policy set in force (None while it loads)."""
+    if gateway is None:
+        return
+    from policyd.core.usage import Budget
+
+    def budget() -> Budget | None:
+        policy = relay.policy() if relay.policy is not None else None
+        return None if policy is None else policy.budget
+
+    gateway.set_budget(budget)
 
 
 class _EmbeddedStart:

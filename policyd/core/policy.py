@@ -46,6 +46,7 @@ from policyd.core.remember import RememberConfig, parse_config
 from policyd.core.sandbox import SandboxConfig, SandboxTable, combine
 from policyd.core.sandbox import parse_table as parse_sandbox_table
 from policyd.core.shell import catalogue as shell_catalogue
+from policyd.core.usage import Budget, parse_budget
 
 #: Session cwd of inline examples (their relative paths resolve against it).
 EXAMPLE_CWD = "/workspace/project"
@@ -125,6 +126,7 @@ class PolicyFile:
     modes: ModeRules | None = None
     answer_prefer: tuple[str, ...] = ()
     sandbox: SandboxTable | None = None
+    budget: Budget | None = None  # the file's [budget] table (the model gateway's limits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,8 @@ class PolicySet:
     catalogue: shell_catalogue.Catalogue | None = None
     #: The ``[sandbox]`` tables of the set, combined (``core.sandbox``).
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    #: The model gateway's per-session limits: each the smallest any file's ``[budget]`` sets.
+    budget: Budget = field(default_factory=Budget)
     _by_kind: dict[str, tuple[tuple[Rule, ...], frozenset[str]]] = field(default_factory=dict, init=False, repr=False,
                                                                           compare=False)
     _levels: dict[str, tuple[tuple[Rule, ...], ...]] = field(default_factory=dict, init=False, repr=False,
@@ -293,8 +297,8 @@ def parse_file(path: str, text: str, check_examples: bool = True,
         return None, [LoadError(path, int(m.group(1)) if m else 0, "", f"invalid TOML: {exc}")]
 
     for key in data:
-        if key not in ("policy", "rule", "remember", "modes", "answers", "sandbox"):
-            expected = "[policy], [remember], [modes], [answers], [sandbox], [[rule]]"
+        if key not in ("policy", "rule", "remember", "modes", "answers", "sandbox", "budget"):
+            expected = "[policy], [remember], [modes], [answers], [sandbox], [budget], [[rule]]"
             errors.append(LoadError(path, 0, "", f"unknown top-level key {key!r} (expected {expected})"))
     file_modes = None
     if "modes" in data:
@@ -306,6 +310,10 @@ def parse_file(path: str, text: str, check_examples: bool = True,
         errors.extend(LoadError(path, _table_line(text, "sandbox"), "", m) for m in sandbox_errors)
     answer_prefer, answer_errors = _parse_answers(data.get("answers", {}))
     errors.extend(LoadError(path, _table_line(text, "answers"), "", m) for m in answer_errors)
+    file_budget = None
+    if "budget" in data:
+        file_budget, budget_errors = parse_budget(data["budget"])
+        errors.extend(LoadError(path, _table_line(text, "budget"), "", m) for m in budget_errors)
     file_remember, remember_errors = parse_config(data.get("remember"))
     if "remember" in data and not isinstance(data["remember"], dict):
         remember_errors = ["[remember] must be a table"]
@@ -343,7 +351,7 @@ def parse_file(path: str, text: str, check_examples: bool = True,
             rules.append(rule)
     sha = hashlib.sha256(text.encode()).hexdigest()
     return PolicyFile(path, name, description, default, tuple(rules), sha, file_remember, file_modes,
-                      answer_prefer, file_sandbox), errors
+                      answer_prefer, file_sandbox, file_budget), errors
 
 
 def _table_line(text: str, name: str) -> int:
@@ -598,6 +606,7 @@ def build_set(sources: Sequence[tuple[str, str]], check_examples: bool = True) -
         answer_prefer=tuple(dict.fromkeys(p for f in files for p in f.answer_prefer)),
         catalogue=catalogue,
         sandbox=combine([f.sandbox for f in files if f.sandbox is not None]),
+        budget=functools.reduce(Budget.tighter, (f.budget for f in files if f.budget is not None), Budget()),
     )
 
 
