@@ -696,12 +696,10 @@ class Relay:
             options.append(PermissionOption(oid, name if isinstance(name, str) else "", kind))
         if len({o.option_id for o in options}) < len(options):
             # an optionId named twice is ambiguous (a deny could select an id that also names
-            # an allow): such options are never selected, and a client answer naming one is
-            # refused (cancelled)
+            # an allow): such options are never selected (none left: a deny is cancelled, an
+            # allow asks), and a client answer naming one is refused (cancelled)
             seen = [o.option_id for o in options]
             options = [o for o in options if seen.count(o.option_id) == 1]
-            if not options:
-                return None, "params.options: every optionId is named more than once (ambiguous)", session_id
         session = self.sessions.get(session_id) or SessionInfo(session_id, "")
         merged = self.tracker.merged(session_id, tool_call)
         query = PermissionQuery(
