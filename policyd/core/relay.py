@@ -13,8 +13,11 @@ https://agentclientprotocol.com/protocol/transports):
   still deciding is answered by policyd, not passed on; a line that looks like JSON but
   cannot be parsed here (nesting deeper than Python's json reads), or a JSON-RPC batch, is
   not passed on in either direction but answered with an error to its sender — a peer could
-  read a permission request, or an answer to one, in it; and the client's answers are
-  relayed only to requests it was given and has not answered (below).
+  read a permission request, or an answer to one, in it; the client's answers are
+  relayed only to requests it was given and has not answered (below); and an agent request
+  whose id the client still owes an answer under goes to the client under a fresh id
+  (``<id_prefix>-to-client-N``), its answer back under the agent's id: two requests with
+  one id (two sessions) never share an answer.
 - Messages are classified by direction, never by id alone: both peers number their own
   requests from 0. Ids are compared as a JavaScript peer would (``1`` equals ``1.0``) and
   answered exactly as sent (``1e400`` stays ``1e400``).
@@ -29,8 +32,13 @@ https://agentclientprotocol.com/protocol/transports):
   otherwise it is treated as ask.
 - Exactly one answer per request: a client answer to no request the client was given (a
   duplicate, an answer to a request policyd answered itself, an unknown id) is dropped
-  (``relay.client_answer_dropped``); one that selects an option the request did not offer
-  reaches the agent as ``cancelled`` (``permission.answer_refused``).
+  (``relay.client_answer_dropped``); one that selects an option the request did not offer,
+  or carries both ``result`` and ``error``, reaches the agent as ``cancelled``
+  (``permission.answer_refused``). An ``optionId`` a request names twice is ambiguous:
+  never selected, and a client answer naming it is refused.
+- ``session/cancel``: every permission request of the session without an answer yet
+  (being decided, forwarded and unanswered) is answered ``cancelled``, and so are those
+  read until the turn ends (see :meth:`Relay._cancel_session`).
 - The client's ``session/cancel`` is relayed, and policyd answers ``cancelled`` for that
   session's requests it is still deciding and — until the agent answers the session's open
   ``session/prompt`` — for every request of that session it reads later (sent before the
