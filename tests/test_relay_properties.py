@@ -463,6 +463,8 @@ class Harness:
                     expected = Answer(Perm(b"", rid, "", None, None), "client", {**parse_like_js(line), "id": rid})
             else:
                 expected = None
+        elif spec[0] == "request" and spec[2] == "session/close":
+            self.cancelled_sessions.discard(spec[3])  # a closed session is forgotten
         elif spec[0] == "request" and spec[2] == "session/prompt":
             if spec[3] not in self.prompts.values():
                 self.cancelled_sessions.discard(spec[3])  # a new turn

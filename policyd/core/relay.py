@@ -266,7 +266,8 @@ class Relay:
         # the client's session/prompt requests the agent has not answered: id key -> session
         self._prompts: OrderedDict[Hashable, str] = OrderedDict()
         # sessions the client cancelled whose prompt turn has not ended yet
-        self._cancelled_sessions: set[str] = set()
+        # (a dict as an ordered set: the oldest is forgotten past MAX_OUTSTANDING)
+        self._cancelled_sessions: dict[str, None] = {}
         self._client_gone = False
         #: Writes an allow's decision-log record *before* the allow is sent; False when it
         #: could not be written, and the allow is then not given (treated as ask). None:
@@ -416,7 +417,7 @@ class Relay:
         self._record_trace(params.get("sessionId"), params)
         if method == "session/prompt" and isinstance(params.get("sessionId"), str):
             if params["sessionId"] not in self._prompts.values():
-                self._cancelled_sessions.discard(params["sessionId"])  # a new turn: decided again
+                self._cancelled_sessions.pop(params["sessionId"], None)  # a new turn: decided again
             self._prompts[jsonline.id_key(request_id)] = params["sessionId"]
             while len(self._prompts) > MAX_OUTSTANDING:
                 self._prompts.popitem(last=False)
@@ -432,6 +433,7 @@ class Relay:
                 self.tracker.end_session(sid)
                 self.modes.forget(sid)
                 self.coverage.end_session(sid)
+                self._cancelled_sessions.pop(sid, None)
             return
         elif method not in ("session/new", "session/fork", "session/set_config_option"):
             return
@@ -613,7 +615,7 @@ class Relay:
         key = jsonline.id_key(msg.get("id"))
         session = self._prompts.pop(key, None)
         if session is not None and session not in self._prompts.values():
-            self._cancelled_sessions.discard(session)  # the cancelled turn has ended
+            self._cancelled_sessions.pop(session, None)  # the cancelled turn has ended
         entry = self._client_requests.pop(key, None)
         if entry is None:
             return None
@@ -875,7 +877,9 @@ class Relay:
         their policy decision."""
         if not session_id:
             return []
-        self._cancelled_sessions.add(session_id)
+        self._cancelled_sessions[session_id] = None
+        while len(self._cancelled_sessions) > MAX_OUTSTANDING:
+            del self._cancelled_sessions[next(iter(self._cancelled_sessions))]
         actions: list[Action] = []
         for p in list(self._queue):
             if not isinstance(p, _Pending) or p.session_id != session_id or p.side:
