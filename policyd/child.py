@@ -26,7 +26,7 @@ from __future__ import annotations
 import errno
 import os
 import time
-from _signal import SIG_DFL, SIGPIPE, SIGXFSZ, signal  # type: ignore[import-not-found]  # no enums
+from _signal import SIG_DFL, SIGHUP, SIGINT, SIGPIPE, SIGTERM, SIGXFSZ, signal  # type: ignore[import-not-found]  # no enums
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see policyd.cli)
 if TYPE_CHECKING:
@@ -57,8 +57,8 @@ class Child:
                 os.dup2(out_w, 1)
                 os.closerange(3, err_w)
                 os.closerange(err_w + 1, top + 1)
-                signal(SIGPIPE, SIG_DFL)
-                signal(SIGXFSZ, SIG_DFL)
+                for sig in (SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGXFSZ):  # policyd's own handlers too
+                    signal(sig, SIG_DFL)
                 os.execvp(args[0], args)
             except BaseException as exc:  # (a NUL in argv is a ValueError)
                 os.write(err_w, str(getattr(exc, "errno", 0) or errno.ENOEXEC).encode())

@@ -1,7 +1,9 @@
 """The proxy's side of ``policyd serve``: JSON-RPC calls over the daemon's Unix socket.
 
 One connection per proxy, opened lazily and re-opened after any failure, so a proxy
-recovers by itself when the daemon comes back. Every call has a deadline
+recovers by itself when the daemon comes back; a kept connection found closed by the daemon
+(restarted, or closed as idle) before it answered is replaced at once and the request sent
+again, once, within the same deadline. Every call has a deadline
 (:data:`DEFAULT_TIMEOUT_S`); a failure raises :class:`DaemonError` and the caller fails
 closed (forward to the human, or the headless fallback — never an allow).
 
@@ -16,6 +18,7 @@ directory first and answer ``allow``. An untrusted daemon is never consulted.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import os
@@ -24,12 +27,15 @@ import stat
 import struct
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policyd import logs
 from policyd.core import wire
 from policyd.core.model import Decision
 from policyd.core.relay import Consult, RememberChoice, Resolution
+
+if TYPE_CHECKING:
+    from policyd.core.policy import PolicySet
 
 #: Seconds a decision may take in the daemon before the proxy gives up on it (fails closed).
 DEFAULT_TIMEOUT_S = 2.0
@@ -123,20 +129,18 @@ class DaemonClient:
                 raise DaemonError(f"{self.path}: {exc!r}") from exc
 
     async def _call(self, method: str, params: Any) -> Any:
-        if self._writer is None:
-            why = untrusted(self.path)
-            if why:
-                raise UntrustedDaemon(why)
-            self._reader, self._writer = await asyncio.open_unix_connection(self.path, limit=MAX_LINE_BYTES)
-            why = peer_untrusted(self._writer.get_extra_info("socket"), self.path)
-            if why:
-                raise UntrustedDaemon(why)
-        assert self._reader is not None
         rid = next(self._ids)
-        request = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
-        self._writer.write(json.dumps(request).encode() + b"\n")
-        await self._writer.drain()
-        line = await self._reader.readuntil(b"\n")
+        request = json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode() + b"\n"
+        reused = self._writer is not None
+        try:
+            line = await self._exchange(request)
+        except (ConnectionError, asyncio.IncompleteReadError) as exc:
+            if not reused or (isinstance(exc, asyncio.IncompleteReadError) and exc.partial):
+                raise
+            # a kept connection the daemon has closed since (restarted, or it closed it as
+            # idle) before answering anything: once more, on a new connection
+            self._drop()
+            line = await self._exchange(request)
         reply = json.loads(line)
         if not isinstance(reply, dict) or reply.get("id") != rid:
             raise ValueError(f"unexpected reply {line[:200]!r}")
@@ -147,6 +151,22 @@ class DaemonClient:
             error = reply["error"]
             raise DaemonError(f"{method}: {error.get('message') if isinstance(error, dict) else error}")
         return reply.get("result")
+
+    async def _exchange(self, request: bytes) -> bytes:
+        """Write ``request`` on the kept connection (opened when there is none); its answer line."""
+        if self._writer is None:
+            why = untrusted(self.path)
+            if why:
+                raise UntrustedDaemon(why)
+            self._reader, self._writer = await asyncio.open_unix_connection(self.path, limit=MAX_LINE_BYTES)
+            why = peer_untrusted(self._writer.get_extra_info("socket"), self.path)
+            if why:
+                self._drop()
+                raise UntrustedDaemon(why)
+        assert self._reader is not None and self._writer is not None
+        self._writer.write(request)
+        await self._writer.drain()
+        return await self._reader.readuntil(b"\n")
 
     def _drop(self) -> None:
         if self._writer is not None:
@@ -179,3 +199,70 @@ class DaemonClient:
             await self.call("v1/remember", params)
         except DaemonError as exc:
             logs.get().error("remember.failed", error=str(exc), daemon=self.path)
+
+
+#: Seconds between a proxy's checks of the daemon's session policy (``[modes]``, ``[answers]``).
+SESSION_POLICY_POLL_S = 1.0
+
+
+class SessionPolicyWatch:
+    """The ``[modes]`` and ``[answers]`` a daemon-consulting proxy applies: its own (``local``:
+    the files it can read, else the shipped ones) joined with the daemon's, fetched with
+    ``v1/session_policy`` every :data:`SESSION_POLICY_POLL_S` and rebuilt when the daemon's
+    set changed (a mode must be accepted by every table: tightening the daemon's tightens
+    every running proxy; the relay re-checks running sessions before its next line). A daemon
+    that cannot be reached, or that does not know the method, leaves the tables as they are."""
+
+    def __init__(self, path: str | Path, timeout_s: float, local: PolicySet) -> None:
+        self.path, self.timeout_s, self.local = str(path), timeout_s, local
+        self._policy = local
+        # its own client, never the deciding one's connection (a poll must not delay a
+        # decision); the connection is closed after each poll, its health kept (logged once)
+        self._client = DaemonClient(path, timeout_s)
+        self._hash: str | None = None
+        self._failed_hash: str | None = None
+
+    def current(self) -> PolicySet:
+        return self._policy
+
+    async def run(self) -> None:
+        while True:
+            await self.refresh()
+            await asyncio.sleep(SESSION_POLICY_POLL_S)
+
+    async def refresh(self) -> None:
+        try:
+            result = await self._client.call("v1/session_policy", {})
+        except DaemonError:
+            return
+        finally:
+            await self._client.close()
+        digest = result.get("policyHash") if isinstance(result, dict) else None
+        if not isinstance(digest, str) or digest in (self._hash, self._failed_hash):
+            return
+        try:
+            self._policy = self._build(result)
+        except (TypeError, ValueError, KeyError) as exc:
+            self._failed_hash = digest
+            logs.get().error("policy.session_policy_failed", daemon=self.path, error=str(exc),
+                             effect="the [modes] in force stay")
+            return
+        self._hash = digest
+        modes = self._policy.modes
+        logs.get().info("policy.session_policy", daemon=self.path, policy_hash=digest[:12],
+                        modes_tables=len(modes.tables) if modes is not None else 0)
+
+    def _build(self, result: dict[str, Any]) -> PolicySet:
+        from policyd.core.modes import ModePolicy, parse_table
+
+        tables = list(self.local.modes.tables) if self.local.modes is not None else []
+        for raw in result["modes"]:
+            rules, errors = parse_table({"accept": raw["accept"], "prefer": list(raw["prefer"])},
+                                        f"{raw['file']} (daemon)")
+            if rules is None:
+                raise ValueError("; ".join(errors))
+            if not any(t.accept.source == rules.accept.source and t.prefer == rules.prefer for t in tables):
+                tables.append(rules)
+        prefer = tuple(str(p) for p in result["answers"]["prefer"]) or self.local.answer_prefer
+        return dataclasses.replace(self.local, modes=ModePolicy(tuple(tables)) if tables else None,
+                                   answer_prefer=prefer)

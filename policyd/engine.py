@@ -66,7 +66,8 @@ class Engine:
         (default: :attr:`eval_budget_s`)."""
         policy = policy or self.policy
         start = time.perf_counter_ns()
-        facts = Facts(query, realpath=Resolver(), catalogue=policy.catalogue)
+        resolver = Resolver()
+        facts = Facts(query, realpath=resolver, catalogue=policy.catalogue, links_below=resolver.links_below)
         budget = self.eval_budget_s if budget_s is None else budget_s
         verdict = decide(policy, facts, budget, time.perf_counter)
         return verdict, facts, (time.perf_counter_ns() - start) // 1000

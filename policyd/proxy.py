@@ -42,7 +42,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from policyd import logs
@@ -58,7 +58,8 @@ from policyd.core.relay import (
     Timer,
 )
 from policyd.early import Handover
-from policyd.spawn import Spawned, spawn
+from policyd.sandbox import refuse_session
+from policyd.spawn import Spawned, early_stops, spawn
 
 if TYPE_CHECKING:
     from policyd.reload import Reloader
@@ -238,6 +239,8 @@ class Proxy:
         self._loaded = asyncio.Event()  # set once ``startup`` finished (at once without one)
         self._remembering: set[asyncio.Task[None]] = set()  # human choices being stored
         self._timers: set[asyncio.Task[None]] = set()  # fired Timer actions being executed
+        #: Runs while the proxy does (the daemon's session policy watch), cancelled at exit.
+        self.background: Callable[[], Coroutine[Any, Any, None]] | None = None
 
     async def run(self) -> int:
         log = logs.get()
@@ -256,6 +259,10 @@ class Proxy:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._forward_signal, sig)
         loop.add_signal_handler(signal.SIGHUP, self._sighup)
+        for early in early_stops():  # passed to the agent already (policyd.spawn.hold_signals)
+            logs.get().info("agent.signalled", signal=signal.Signals(early).name, early=True)
+            if self._escalation is None:
+                self._escalation = loop.create_task(self._kill_after_grace())
         self._start_watcher()
         await self._record_early(handover)
         client_task = asyncio.create_task(self._client_to_agent(handover.client, handover.client_eof))
@@ -263,6 +270,7 @@ class Proxy:
         gone_task = asyncio.create_task(self._on_client_gone())
         for task in (client_task, agent_task, gone_task):
             task.add_done_callback(self._pump_done)
+        background = asyncio.create_task(self.background()) if self.background is not None else None
         startup_task = None
         if loading is not None:
             startup_task = asyncio.create_task(self._finish_startup(loading, (agent_task, client_task)))
@@ -271,7 +279,7 @@ class Proxy:
         if self._remembering:  # a human's choice being stored is not lost at exit
             await asyncio.wait(list(self._remembering), timeout=REMEMBER_AT_EXIT_S)
         leftovers: list[asyncio.Task[None] | None] = [
-            client_task, gone_task, startup_task, self._escalation, self._stopping]
+            client_task, gone_task, startup_task, self._escalation, self._stopping, background]
         for leftover in leftovers:
             if leftover is not None:
                 leftover.cancel()
@@ -470,7 +478,12 @@ class Proxy:
         """Relay the client's lines: ``pending`` first (read by the early relay), then the
         rest of policyd's stdin unless ``eof`` (its end was read already)."""
         assert self.proc is not None and self.proc.stdin is not None
+        box = self.proc.sandbox
         async for line in lines(_chunks_after(pending, None if eof else sys.stdin.fileno())):
+            if box is not None and (refused := refuse_session(line, box.roots)) is not None:
+                logs.get().warning("sandbox.session_refused", reason="outside the writable view", roots=list(box.roots))
+                await self.stdout.write(refused)  # the view is fixed at spawn: fail closed and say so
+                continue
             await self._execute(self.relay.from_client(line))
         logs.get().info("client.eof")
         self._stop_agent_soon()
@@ -526,6 +539,7 @@ def run_proxy(
     local_decision_log: bool = True,
     startup: Callable[[], concurrent.futures.Future[Reloader | None]] | None = None,
     spawned: Spawned | None = None,
+    background: Callable[[], Coroutine[Any, Any, None]] | None = None,
 ) -> int:
     """Run the proxy until the agent exits; returns the exit code for policyd
     (:data:`LOAD_FAILED` when ``startup`` failed). ``spawned``: the agent, already started
@@ -535,6 +549,7 @@ def run_proxy(
     proxy.on_remember = on_remember
     proxy.local_decision_log = local_decision_log
     proxy.startup = startup
+    proxy.background = background
     if local_decision_log:  # an allow is given only once its record is written
         relay.audit = lambda log: logs.decision(log.event, log.fields)
     return asyncio.run(proxy.run())

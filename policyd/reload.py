@@ -14,7 +14,10 @@ Rules this module owns:
   window apart are identical (file list and every byte), for at most :data:`MAX_SETTLE_S`;
   a set still changing then is not loaded (``policy.reload_deferred``) and is retried
   :data:`SETTLE_S` later. So a writer pausing less than :data:`SETTLE_S` between chunks or
-  between files never has a half-written set enforced; tools should still write policy sets
+  between files never has a half-written set enforced. A watch batch made only of policy
+  paths renamed into place (``added``, not empty), with nothing written in place since the
+  set in force was read, settles after :data:`QUICK_SETTLE_S` instead (such a file was
+  complete before it appeared); tools should still write policy sets
   atomically (a file: write a temporary file, then rename it over; a directory: a ``..data``
   symlink swapped with rename, as Kubernetes does), which needs no waiting to be safe. The
   settled set is built and validated on a worker thread (parse, compile, inline examples),
@@ -38,6 +41,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,6 +63,10 @@ DEFAULT_REHASH_S = 30.0
 WATCH_TIMEOUT_MS = 1000
 #: Seconds without any change to the policy files before a changed set is loaded.
 SETTLE_S = 0.5
+#: Seconds of quiet a change made only of files renamed into place (an editor's atomic save,
+#: ``mv``, a swapped ``..data`` symlink) needs before it is loaded: such a file was complete
+#: before it appeared, so the full :data:`SETTLE_S` is not needed.
+QUICK_SETTLE_S = 0.03
 #: Seconds a reload waits at most for writing to settle before deferring.
 MAX_SETTLE_S = 10.0
 #: Back-off between attempts to re-establish a failing watch, seconds.
@@ -123,6 +131,16 @@ def watch_roots(policy_paths: list[str], search_path: list[str], config: str | N
     return sorted(set(roots))
 
 
+def _filled(path: str) -> bool:
+    """A path that was added and is not an empty file (a file created empty may be written
+    next: not a rename of a finished file)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return st.st_size > 0 or not stat.S_ISREG(st.st_mode)
+
+
 def _identity(roots: list[Path]) -> list[tuple[str, int, int]]:
     out = []
     for r in roots:
@@ -166,6 +184,11 @@ class Reloader:
         self._stop = asyncio.Event()
         self._queued: asyncio.Future[bool] | None = None
         self._queued_force = False
+        self._queued_quick = False
+        self._settled_after = 0.0  # seconds the last reload waited for the files to settle
+        #: A policy file was modified or deleted in place since the set in force was read: the
+        #: next change waits the full settle, whatever events follow
+        self._written_in_place = False
         self._list_error: str | None = None
 
     def stop(self) -> None:
@@ -218,7 +241,7 @@ class Reloader:
                     yield_on_timeout=True,
                 ):
                     if changes:
-                        await self.reload("watch")
+                        await self.reload("watch", quick=self._renamed_in(changes))
                     watched = {str(r) for r in roots}
                     replaced = any(path in watched for _, path in changes)  # seen from its parent
                     if replaced or watch_roots(*self.paths()) != roots or _identity(roots) != identity:
@@ -232,6 +255,18 @@ class Reloader:
                     log.warning("policy.watch_failed", error=str(exc), failures=failures, retry_in_s=delay)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), delay)
+
+    def _renamed_in(self, changes: set[tuple[watchfiles.Change, str]]) -> bool:
+        """Whether a batch of watch events is only policy paths renamed into place: ``added``
+        events on ``*.toml`` files or the given policy paths (a swapped symlink), with no
+        policy file modified or deleted since the set in force was read (an in-place writer
+        still at work). Anything else waits the full :data:`SETTLE_S`."""
+        policy_paths, search_path, _ = self.paths()
+        given = {str(Path(p).absolute()) for p in [*policy_paths, *search_path]}
+        relevant = [(change, path) for change, path in changes if path.endswith(".toml") or path in given]
+        if any(change is not watchfiles.Change.added for change, _ in relevant):
+            self._written_in_place = True
+        return bool(relevant) and not self._written_in_place and all(_filled(path) for _, path in relevant)
 
     def _later(self, delay_s: float, reason: str) -> None:
         async def run() -> None:
@@ -250,14 +285,19 @@ class Reloader:
 
     async def _settled_sources(
         self, first: tuple[list[Path], list[LoadError], list[tuple[str, str]], list[LoadError]],
-        policy_paths: list[str], search_path: list[str],
+        policy_paths: list[str], search_path: list[str], quick: bool = False,
     ) -> tuple[list[Path], list[LoadError], list[tuple[str, str]], list[LoadError]] | None:
         """Read again every :data:`SETTLE_S` until two reads agree (the files are what was
-        on disk when writing settled); None when they still change after :data:`MAX_SETTLE_S`."""
+        on disk when writing settled); None when they still change after :data:`MAX_SETTLE_S`.
+        ``quick``: the first read again after :data:`QUICK_SETTLE_S` only."""
         read = first
         deadline = time.monotonic() + MAX_SETTLE_S
+        self._settled_after = 0.0
         while time.monotonic() < deadline:
-            await asyncio.sleep(SETTLE_S)
+            window = QUICK_SETTLE_S if quick else SETTLE_S
+            await asyncio.sleep(window)
+            self._settled_after += window
+            quick = False
             again = self._read(policy_paths, search_path)
             if again[0] == read[0] and again[2] == read[2] and [str(e) for e in again[1]] == [
                     str(e) for e in read[1]]:
@@ -265,18 +305,21 @@ class Reloader:
             read = again
         return None
 
-    async def reload(self, reason: str, force: bool = False) -> bool:
+    async def reload(self, reason: str, force: bool = False, quick: bool = False) -> bool:
         """Reload if the content changed; True when a new set is in force. A request made
-        while another waits to start joins it."""
+        while another waits to start joins it (quick only when every joined request is).
+        ``quick``: the change is files renamed into place (:meth:`_renamed_in`): it settles
+        after :data:`QUICK_SETTLE_S` instead of :data:`SETTLE_S`."""
         if self._queued is not None:  # one is waiting for the lock; it reads the files after this
             self._queued_force = self._queued_force or force
+            self._queued_quick = self._queued_quick and quick
             return await asyncio.shield(self._queued)
         queued: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._queued, self._queued_force = queued, force
+        self._queued, self._queued_force, self._queued_quick = queued, force, quick
         try:
             async with self._lock:
-                force, self._queued = self._queued_force, None  # later requests queue anew
-                changed = await self._reload(reason, force)
+                force, quick, self._queued = self._queued_force, self._queued_quick, None  # later ones queue anew
+                changed = await self._reload(reason, force, quick and not self._written_in_place)
         except BaseException as exc:
             if self._queued is queued:
                 self._queued = None
@@ -286,15 +329,16 @@ class Reloader:
         queued.set_result(changed)
         return changed
 
-    async def _reload(self, reason: str, force: bool) -> bool:
+    async def _reload(self, reason: str, force: bool, quick: bool = False) -> bool:
         log = logs.get()
         start = time.perf_counter()
+        self._settled_after = 0.0
         try:
             policy_paths, search_path, _ = self.paths()  # once: re-reading the config is slow
             files, errors, sources, read_errors = self._read(policy_paths, search_path)
             if (_sources_hash(sources) if files else None) != self._current_hash:  # a change: let it settle
                 settled = await self._settled_sources((files, errors, sources, read_errors), policy_paths,
-                                                      search_path)
+                                                      search_path, quick)
                 if settled is None:
                     log.warning("policy.reload_deferred", reason=reason, hash_in_force=self.holder.policy.short_hash,
                                 why=f"policy files still changing after {MAX_SETTLE_S:g} s; retrying")
@@ -310,6 +354,8 @@ class Reloader:
         new_hash = _sources_hash(sources) if files else None
         if not files and self._current_hash is not None:
             errors.append(LoadError("(policy set)", 0, "", "no policy files found any more; keeping the set in force"))
+        if new_hash == self._current_hash or new_hash == self._failed_hash:
+            self._written_in_place = False  # what was being written has settled (and was read)
         if not force and new_hash == self._current_hash:
             if self.status.last_error is not None:  # back to the content in force
                 self.status.last_error = self.status.last_error_at = None
@@ -343,6 +389,7 @@ class Reloader:
         self.holder.policy = policy  # the swap: one reference assignment
         self._current_hash = new_hash
         self._failed_hash = None
+        self._written_in_place = False
         elapsed_ms = round((time.perf_counter() - start) * 1000, 1)
         self.status = ReloadStatus(policy.hash, time.time(), _files_summary(policy), reloads=self.status.reloads + 1)
         log.info(
@@ -353,6 +400,7 @@ class Reloader:
             files=self.status.files,
             rules=len(policy.rules),
             duration_ms=elapsed_ms,
+            settled_after_s=round(self._settled_after, 3),
         )
         if self.on_change:
             self.on_change(self.status)

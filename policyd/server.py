@@ -19,8 +19,12 @@ Bounds (what any peer allowed to connect can make the daemon hold): a request li
 :data:`MAX_LINE_BYTES` and must be complete within :data:`LINE_DEADLINE_S` of its first byte;
 all connections together buffer at most :data:`TOTAL_BUFFER_BYTES` of unfinished lines; at
 most :data:`MAX_CONNECTIONS` connections, :data:`MAX_CONNECTIONS_PER_UID` per peer uid. Past
-any bound that connection gets a JSON-RPC error naming the limit and is closed
-(``peer.limited`` logged); the others are unaffected.
+any bound the longest-idle connection (idle for :data:`EVICT_IDLE_AFTER_S` at least) that
+frees a place is closed instead
+(``peer.idle_closed``: idle connections never lock a peer out); when every such connection
+is busy, the new one gets a JSON-RPC error naming the limit and is closed (``peer.limited``
+logged); the others are unaffected. A connection idle for :data:`IDLE_TIMEOUT_S` is closed.
+A request waits at most :data:`RELOAD_WAIT_S` for a requested reload in flight.
 
 Blocking work — a store lookup that has to wait for a lock, remembering, listing and
 forgetting, judging a large request — runs on worker threads (``asyncio.to_thread``), so a
@@ -71,6 +75,12 @@ TOTAL_BUFFER_BYTES = 64 * 1024 * 1024
 #: Connections served at once, in total and per peer uid.
 MAX_CONNECTIONS = 256
 MAX_CONNECTIONS_PER_UID = 64
+#: Seconds a connection may stay idle (no request in flight, no unfinished line) before the
+#: daemon closes it (a proxy reconnects at its next request: policyd.daemon_client).
+IDLE_TIMEOUT_S = 600.0
+#: Seconds a connection must have been idle before a new connection past a bound may close
+#: it to take its place.
+EVICT_IDLE_AFTER_S = 2.0
 #: Bytes read from a connection at a time (also the stream's own buffer limit).
 READ_CHUNK = 64 * 1024
 #: Seconds in-flight requests may take to finish after SIGTERM.
@@ -83,6 +93,9 @@ INLINE_MAX_BYTES = 4 * 1024
 #: Seconds of rule evaluation a request judged on the event loop may take before it is
 #: judged again on a worker thread (with the engine's whole budget).
 INLINE_BUDGET_S = 0.005
+#: Seconds a request waits at most for a requested reload (SIGHUP, ``v1/reload``) in flight
+#: before it is answered under the set in force (well within a proxy's 2 s deadline).
+RELOAD_WAIT_S = 0.5
 _MUTATING = frozenset({"v1/remember", "v1/remembered/forget", "v1/reload"})
 
 
@@ -139,6 +152,7 @@ class Daemon:
         self._background: set[asyncio.Task[Any]] = set()
         self._bound_by_us = False
         self._connections: Counter[int] = Counter()
+        self._peers: list[_Peer] = []  # open connections (idle ones may be evicted)
         self._buffered = 0
 
     # ------------------------------------------------------------------ lifecycle
@@ -254,6 +268,8 @@ class Daemon:
             writer.close()
             return
         limit = self._over_limit(uid)
+        if limit and self._evict_idle(uid, limit):
+            limit = ""
         if limit:
             self.counters["limited"] += 1
             log.warning("peer.limited", pid=pid, uid=uid, limit=limit)
@@ -264,10 +280,14 @@ class Daemon:
         self.open_connections += 1
         self._connections[uid] += 1
         pending = bytearray()
+        state = _Peer(uid, writer)
+        self._peers.append(state)
         try:
             while not self._stop.is_set():
                 try:
-                    line = await self._read_line(reader, pending)
+                    state.idle = True
+                    line = await self._read_line(reader, pending, state)
+                    state.idle = False
                 except _LineRefused as exc:
                     self.counters["limited"] += 1
                     log.warning("peer.limited", pid=pid, uid=uid, limit=str(exc))
@@ -277,8 +297,10 @@ class Daemon:
                     if pending.strip():
                         await self._send(writer, _error(None, wire.PARSE_ERROR, "unterminated line at end of input"))
                     break
-                if self._background:  # a reload in flight (SIGHUP, v1/reload): answer under the new set
-                    await asyncio.gather(*self._background, return_exceptions=True)
+                if self._background:  # a reload in flight (SIGHUP, v1/reload): answer under the new set if
+                    # it is ready soon, else under the set in force: a slow or hung build (its parse
+                    # worker may take up to 120 s) never stalls decisions
+                    await asyncio.wait(self._background, timeout=RELOAD_WAIT_S)
                 self._begin()
                 try:
                     response = await self._handle_line(line, may_change, uid)
@@ -289,14 +311,38 @@ class Daemon:
         except (ConnectionResetError, BrokenPipeError):
             pass
         finally:
-            self.open_connections -= 1
             self._buffered -= len(pending)
-            self._connections[uid] -= 1
-            if self._connections[uid] <= 0:
-                del self._connections[uid]
+            self._forget_peer(state)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    def _forget_peer(self, state: _Peer) -> None:
+        """Count a connection as gone (once: an evicted one was counted out when evicted)."""
+        if state not in self._peers:
+            return
+        self._peers.remove(state)
+        self.open_connections -= 1
+        self._connections[state.uid] -= 1
+        if self._connections[state.uid] <= 0:
+            del self._connections[state.uid]
+
+    def _evict_idle(self, uid: int, limit: str) -> bool:
+        """A new connection past a bound: close the longest-idle connection that frees a place
+        for it (one of ``uid``'s own when its per-uid bound is the one reached), so idle
+        connections never lock a peer out; False when every such connection is busy."""
+        own = self._connections[uid] >= MAX_CONNECTIONS_PER_UID
+        settled = time.monotonic() - EVICT_IDLE_AFTER_S  # (a connection just accepted may have
+        # sent its request already: the daemon has not read it yet)
+        idle = [p for p in self._peers if p.idle and p.idle_since <= settled and (p.uid == uid or not own)]
+        if not idle:
+            return False
+        victim = min(idle, key=lambda p: p.idle_since)
+        self._forget_peer(victim)
+        victim.writer.close()  # its reader sees the end; a proxy reconnects at its next request
+        self.counters["evicted"] += 1
+        logs.get().info("peer.idle_closed", uid=victim.uid, reason=limit)
+        return not self._over_limit(uid)  # (one place was freed: never over a bound)
 
     def _over_limit(self, uid: int) -> str:
         """Why a new connection of ``uid`` is refused ("" when it is not)."""
@@ -307,9 +353,13 @@ class Daemon:
             return f"too many connections for uid {uid} (limit {MAX_CONNECTIONS_PER_UID})"
         return ""
 
-    async def _read_line(self, reader: asyncio.StreamReader, pending: bytearray) -> bytes | None:
-        """The next request line (with its newline), or None at end of input; ``pending``
-        holds this connection's unfinished bytes. Raises _LineRefused past a bound."""
+    async def _read_line(self, reader: asyncio.StreamReader, pending: bytearray,
+                         state: _Peer | None = None) -> bytes | None:
+        """The next request line (with its newline), or None at end of input or after
+        :data:`IDLE_TIMEOUT_S` without a byte; ``pending`` holds this connection's unfinished
+        bytes. Raises _LineRefused past a bound."""
+        if state is not None:
+            state.idle_since = time.monotonic()
         started = time.monotonic() if pending else None
         while True:
             end = pending.find(b"\n")
@@ -320,8 +370,10 @@ class Daemon:
                 return line
             if len(pending) > MAX_LINE_BYTES:
                 raise _LineRefused(wire.INVALID_REQUEST, f"request line longer than {MAX_LINE_BYTES} bytes")
-            timeout = None
+            timeout: float | None = IDLE_TIMEOUT_S
             if pending:
+                if state is not None:
+                    state.idle = False
                 started = started or time.monotonic()
                 timeout = started + LINE_DEADLINE_S - time.monotonic()
                 if timeout <= 0:
@@ -330,6 +382,9 @@ class Daemon:
             try:
                 chunk = await asyncio.wait_for(reader.read(READ_CHUNK), timeout)
             except TimeoutError:
+                if not pending:
+                    logs.get().debug("peer.idle_closed", reason=f"idle for {IDLE_TIMEOUT_S:g} s")
+                    return None
                 raise _LineRefused(wire.INVALID_REQUEST,
                                    f"request line not completed within {LINE_DEADLINE_S:g} s") from None
             if not chunk:
@@ -475,6 +530,16 @@ class Daemon:
         info["store"] = None if memory is None else {"path": str(memory.path), "error": memory.error}
         return info
 
+    def session_policy(self, params: Any) -> dict[str, Any]:
+        """``v1/session_policy``: the session-wide tables of the set in force, which a proxy
+        applies itself (``[modes]``: every file's ``accept`` source and ``prefer``;
+        ``[answers].prefer``), with the set's hash so a proxy rebuilds them only on change."""
+        policy = self.engine.policy
+        tables = policy.modes.tables if policy.modes is not None else ()
+        return {"policyHash": policy.hash,
+                "modes": [{"file": t.file, "accept": t.accept.source, "prefer": list(t.prefer)} for t in tables],
+                "answers": {"prefer": list(policy.answer_prefer)}}
+
     async def remembered_list(self, params: Any) -> dict[str, Any]:
         p = params if isinstance(params, dict) else {}
 
@@ -515,10 +580,22 @@ _HANDLERS: dict[str, Any] = {
     "v1/decide": Daemon.decide,
     "v1/remember": Daemon.remember,
     "v1/status": Daemon.status,
+    "v1/session_policy": Daemon.session_policy,
     "v1/remembered/list": Daemon.remembered_list,
     "v1/remembered/forget": Daemon.remembered_forget,
     "v1/reload": Daemon.reload_method,
 }
+
+
+class _Peer:
+    """One open connection: its uid, its writer, and whether it waits for a request."""
+
+    __slots__ = ("idle", "idle_since", "uid", "writer")
+
+    def __init__(self, uid: int, writer: asyncio.StreamWriter) -> None:
+        self.uid, self.writer = uid, writer
+        self.idle = True
+        self.idle_since = time.monotonic()
 
 
 class _LineRefused(Exception):

@@ -94,6 +94,24 @@ class TelemetrySettings(BaseModel):
     metric_interval_s: Annotated[float, Field(gt=0)] = 60.0
 
 
+class GatewaySettings(BaseModel):
+    """The ``[gateway]`` table: the model-API gateway (docs/gateway.md, :mod:`policyd.gatewaysetup`).
+    ``mode``: ``off`` (default), ``auto`` (when a key is found), ``required`` (no key: the
+    agent is not started). The rest overrides the agent profile's defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["off", "auto", "required"] = "off"
+    provider: Literal["anthropic", "openai", "gemini"] | None = None
+    upstream: str | None = None
+    base_url_var: str | None = None
+    key_var: str | None = None
+    auth: Literal["x-api-key", "bearer", "x-goog-api-key"] | None = None
+    key_env: str | None = None
+    key_file: str | None = None
+    key_credential: str | None = None
+
+
 class Settings(BaseSettings):
     """Every setting of policyd (see README "Settings")."""
 
@@ -124,6 +142,9 @@ class Settings(BaseSettings):
     log_redact: bool = False
     shadow_policy: list[str] = Field(default_factory=list, description="draft policy evaluated beside, logged only")
     telemetry: TelemetrySettings = Field(default_factory=lambda: TelemetrySettings())
+    gateway: GatewaySettings = Field(default_factory=lambda: GatewaySettings())
+    sandbox: Literal["off", "auto", "required"] = "off"
+    sandbox_roots: list[str] = Field(default_factory=list, description="writable roots of the sandbox beside the cwd")
 
     @field_validator("remember_expiry")
     @classmethod
@@ -136,7 +157,7 @@ class Settings(BaseSettings):
         """Lifetime of a new remembered choice in seconds (None = never)."""
         return parse_duration(self.remember_expiry)
 
-    @field_validator("policy", "search_path", "shadow_policy", mode="before")
+    @field_validator("policy", "search_path", "shadow_policy", "sandbox_roots", mode="before")
     @classmethod
     def _split(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -176,6 +197,7 @@ FLAGS: dict[str, str] = {
     "daemon_socket": "--daemon",
     "daemon_timeout_s": "--daemon-timeout",
     "mode_switch_timeout_s": "--mode-switch-timeout",
+    "sandbox_roots": "--sandbox-root",
 }
 
 

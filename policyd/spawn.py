@@ -21,16 +21,54 @@ asyncio, threading, signal and subprocess where they are used, after it.
 
 from __future__ import annotations
 
+from _signal import SIGHUP, SIGINT, SIGTERM, signal  # type: ignore[import-not-found]  # no enums
+
 from policyd.child import Child
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see policyd.cli)
 if TYPE_CHECKING:  # asyncio costs ~20 ms to import: only once the proxy runs
     import asyncio
     import subprocess
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
     from policyd.early import EarlyRelay, Handover
+
+
+#: The agent started before the proxy runs (0: none yet), and the stop signals policyd got
+#: before the proxy's own handlers were installed (:func:`hold_signals`).
+_agent_pid = 0
+_early_stops: list[int] = []
+
+
+def _early_signal(sig: int, _frame: object) -> None:
+    """Until the proxy's own handlers: SIGTERM/SIGINT are passed to the agent (and recorded:
+    the proxy then gives it ``--kill-grace`` seconds before SIGKILL, as for any stop
+    signal); SIGHUP is ignored (the policy is being loaded anyway). One that arrives while
+    the agent is being spawned is passed on by :func:`spawn` once its pid is known."""
+    import os
+
+    if sig == SIGHUP:
+        return
+    _early_stops.append(sig)
+    if _agent_pid:
+        try:  # noqa: SIM105 - contextlib is not imported on the start-up path
+            os.kill(_agent_pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def hold_signals() -> None:
+    """Before the agent is spawned: SIGTERM, SIGINT and SIGHUP no longer kill policyd (and
+    SIGINT raises no KeyboardInterrupt) while it imports; see :func:`_early_signal`. The
+    proxy's event loop replaces these handlers; :func:`early_stops` says what came before."""
+    for sig in (SIGTERM, SIGINT, SIGHUP):
+        signal(sig, _early_signal)
+
+
+def early_stops() -> list[int]:
+    """Stop signals received (and passed to the agent) before the proxy's handlers."""
+    return list(_early_stops)
 
 
 class Spawned:
@@ -45,6 +83,8 @@ class Spawned:
         self.stdin: asyncio.StreamWriter | None = None
         self.stdout: asyncio.StreamReader | None = None
         self.early: EarlyRelay | None = None
+        #: The sandbox it runs in (a ``policyd.sandbox.Plan``), None when it runs without one.
+        self.sandbox: Any = None
         self._exited: asyncio.Future[int] | None = None
 
     @property
@@ -156,20 +196,29 @@ def _write_protocol() -> Any:
     return WriteProtocol
 
 
-def spawn(argv: Sequence[str], first: bool = False) -> Spawned:
-    """Start ``argv`` with pipes on stdin and stdout, stderr inherited, policyd's environment.
+def spawn(argv: Sequence[str], first: bool = False, env: Mapping[str, str] | None = None,
+          pass_fds: Sequence[int] = ()) -> Spawned:
+    """Start ``argv`` with pipes on stdin and stdout, stderr inherited, policyd's environment
+    (or ``env``: then never ``first``), and the descriptors ``pass_fds`` kept open in it.
     Never raises for a missing or non-executable command (see :attr:`Spawned.error_code`).
     ``first``: policyd has no other thread yet and has imported next to nothing: start it
     with :class:`policyd.child.Child` (fork and exec, without importing subprocess); else
     with ``subprocess.Popen``."""
+    global _agent_pid
     spawned = Spawned(argv)
     try:
-        if first:
+        if first and env is None:
             spawned.popen = Child(argv)
         else:
             import subprocess
 
-            spawned.popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+            spawned.popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0,
+                                             env=None if env is None else dict(env), pass_fds=tuple(pass_fds))
+        _agent_pid = spawned.popen.pid
+        if _early_stops:  # a stop signal before the agent existed: it gets it too
+            import os
+
+            os.kill(_agent_pid, _early_stops[-1])
     except FileNotFoundError:
         spawned.error_code, spawned.error = 127, "command not found"
     except PermissionError:

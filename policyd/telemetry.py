@@ -44,7 +44,10 @@ DROP_LOG_INTERVAL_S = 10.0
 #: Seconds ``stop`` waits for the last events to be exported before giving up.
 STOP_TIMEOUT_S = 3.0
 #: Structlog events exported as OTel events (besides every ``permission.*`` decision event).
-EXPORTED_PREFIXES = ("permission.", "policy.", "mode.", "fs.", "terminal.", "sidechannel.", "daemon.", "remember.")
+EXPORTED_PREFIXES = ("permission.", "policy.", "mode.", "fs.", "terminal.", "sidechannel.", "daemon.", "remember.",
+                     "model.", "gateway.", "egress.")
+#: ``gen_ai.system`` of each gateway provider (OTel GenAI semantic conventions).
+GEN_AI_SYSTEMS = {"anthropic": "anthropic", "openai": "openai", "gemini": "gcp.gemini"}
 #: Fields already mapped to a standard attribute (not repeated as ``policyd.<field>``).
 _MAPPED = frozenset({"event", "level", "timestamp", "tool_call_id", "rules", "policy_hash", "eval_us",
                      "session_id", "agent", "client", "traceparent", "decision", "source"})
@@ -137,6 +140,8 @@ def attributes(event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
         attrs["source"] = source_of(event, fields)
     elif "decision" in fields:
         attrs["decision"] = _scalar(fields["decision"])
+    if event.startswith("model."):  # the model gateway: GenAI semantic conventions
+        _gen_ai(fields, attrs)
     rules = fields.get("rules")
     if isinstance(rules, list) and rules:
         attrs["policyd.rule.ids"] = [str(r.get("id", "")) for r in rules if isinstance(r, Mapping)]
@@ -163,6 +168,23 @@ def attributes(event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
         else:
             attrs[f"policyd.{key}"] = _scalar(value)
     return attrs
+
+
+def _gen_ai(fields: Mapping[str, Any], attrs: dict[str, Any]) -> None:
+    """``gen_ai.system``, ``gen_ai.request.model``, ``gen_ai.response.model``,
+    ``gen_ai.usage.input_tokens`` / ``output_tokens`` of a ``model.*`` event
+    (https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/)."""
+    provider = str(fields.get("provider", ""))
+    if provider:
+        attrs["gen_ai.system"] = GEN_AI_SYSTEMS.get(provider, provider)
+    request_model = fields.get("request_model") or fields.get("model")
+    if request_model:
+        attrs["gen_ai.request.model"] = str(request_model)
+    if event_model := fields.get("model"):
+        attrs["gen_ai.response.model"] = str(event_model)
+    for key in ("input_tokens", "output_tokens"):
+        if isinstance(fields.get(key), int):
+            attrs[f"gen_ai.usage.{key}"] = fields[key]
 
 
 def trace_ids(traceparent: object) -> tuple[int, int, int] | None:
@@ -215,7 +237,9 @@ class Telemetry:
 
         endpoint = config.endpoint.rstrip("/") + "/v1/logs" if config.endpoint else None
         exporter = _counting_log_exporter(OTLPLogExporter(endpoint=endpoint), self._drop)
-        self._log_provider = LoggerProvider(resource=resource)
+        # no exit handler of the SDK's own: it would wait for the exporter's timeout (10 s by
+        # default) at interpreter exit; :meth:`stop` bounds the flush to STOP_TIMEOUT_S
+        self._log_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
         self._log_provider.add_log_record_processor(BatchLogRecordProcessor(exporter, max_queue_size=MAX_QUEUE))
         self._logger = self._log_provider.get_logger("policyd", __version__)
 
@@ -227,7 +251,7 @@ class Telemetry:
         endpoint = config.endpoint.rstrip("/") + "/v1/metrics" if config.endpoint else None
         exporter = _counting_metric_exporter(OTLPMetricExporter(endpoint=endpoint), self._drop)
         reader = PeriodicExportingMetricReader(exporter, export_interval_millis=config.metric_interval_s * 1000)
-        self._meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
+        self._meter_provider = MeterProvider(resource=resource, metric_readers=[reader], shutdown_on_exit=False)
         self._instruments = _Instruments(self._meter_provider.get_meter("policyd", __version__), self)
 
     def observe(self, name: str, callback: Callable[[], int]) -> None:

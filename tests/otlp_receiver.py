@@ -53,6 +53,8 @@ class Received:
     #: metric name -> list of (attributes, value) data points (sums: as_int/as_double; histograms: count)
     metrics: dict[str, list[tuple[dict[str, Any], float]]] = field(default_factory=dict)
     requests: int = 0
+    #: Every request body received (decompressed), for tests that grep the export itself.
+    raw: list[bytes] = field(default_factory=list)
 
 
 class OtlpReceiver:
@@ -68,6 +70,8 @@ class OtlpReceiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 if self.headers.get("Content-Encoding") == "gzip":
                     body = gzip.decompress(body)
+                with receiver._lock:
+                    receiver.received.raw.append(body)
                 if self.path == "/v1/logs":
                     receiver._logs(body)
                     reply = ExportLogsServiceResponse().SerializeToString()

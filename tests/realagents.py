@@ -63,8 +63,10 @@ AGENTS = {
 _DROP = ("ANTHROPIC_", "CLAUDE", "GEMINI_", "GOOGLE_", "OPENAI_", "CODEX_", "IS_SANDBOX", "NODE_OPTIONS")
 
 
-def prepare(spec: AgentSpec, base: Path, model_url: str, env: dict[str, str], ws: Path) -> dict[str, str]:
-    """Write ``spec``'s isolated home under ``base``; return ``env`` plus the agent's settings.
+def prepare(spec: AgentSpec, base: Path, model_url: str, env: dict[str, str], ws: Path,
+            key: str = "fake-key") -> dict[str, str]:
+    """Write ``spec``'s isolated home under ``base``; return ``env`` plus the agent's settings
+    (``key``: the model API key it is given).
 
     The agent starts in its own default mode: nothing here selects a mode (Claude ``auto``,
     Codex TS ``agent``, Gemini ``default``, Codex-zed ``read-only``). Gemini trusts the
@@ -78,13 +80,13 @@ def prepare(spec: AgentSpec, base: Path, model_url: str, env: dict[str, str], ws
     out.update({"HOME": str(home), "TMPDIR": str(tmp), "NO_UPDATE_NOTIFIER": "1", "NO_COLOR": "1"})
     if spec.provider == "anthropic":
         out.update({
-            "ANTHROPIC_BASE_URL": model_url, "ANTHROPIC_API_KEY": "fake-key", "DISABLE_TELEMETRY": "1",
+            "ANTHROPIC_BASE_URL": model_url, "ANTHROPIC_API_KEY": key, "DISABLE_TELEMETRY": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
             "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CONFIG_DIR": str(home / ".claude"),
         })
         (home / ".claude").mkdir(exist_ok=True)
     elif spec.provider == "gemini":
-        out.update({"GOOGLE_GEMINI_BASE_URL": model_url, "GEMINI_API_KEY": "fake-key",
+        out.update({"GOOGLE_GEMINI_BASE_URL": model_url, "GEMINI_API_KEY": key,
                     "GEMINI_CLI_NO_RELAUNCH": "true"})
         (home / ".gemini").mkdir(exist_ok=True)
         (home / ".gemini" / "settings.json").write_text(json.dumps(
@@ -112,7 +114,7 @@ def prepare(spec: AgentSpec, base: Path, model_url: str, env: dict[str, str], ws
             "enabled = false",
             "",
         ]))
-        out.update({"CODEX_HOME": str(codex_home), "FAKE_MODEL_KEY": "fake-key"})
+        out.update({"CODEX_HOME": str(codex_home), "FAKE_MODEL_KEY": key})
     out.setdefault("PATH", os.defpath)
     return out
 
@@ -178,6 +180,8 @@ def scripts(agent: str, ws: Path, outside: Path, gemini_tmp: Path) -> dict[str, 
             # (persistence) inside the workspace goes out as fs/write_text_file only
             "write-hook": Step("Adding a hook.", "write_file", {
                 "file_path": str(ws / ".husky" / "pre-commit"), "content": HOOK_PAYLOAD}),
+            # read_file reads the disk itself, never asking: inside policyd's sandbox the key is hidden
+            "read-own": Step("Reading the key.", "read_file", {"file_path": str(ws / "deploy" / "id_ed25519")}),
             "read-secret": Step("Rotating the key.", "replace", {
                 "file_path": str(ws / "deploy" / "id_ed25519"), "instruction": "Rotate the key",
                 "old_string": "not-for-agents", "new_string": "rotated"}),
@@ -197,7 +201,26 @@ def scripts(agent: str, ws: Path, outside: Path, gemini_tmp: Path) -> dict[str, 
             "write-outside": Step("Writing outside.", "exec_command", {"cmd": _patch(
                 f"*** Add File: {out_file}\n+outside\n"), "workdir": str(ws)}),
         }
+    calls["print-key"] = _print_key(agent, ws)
     return {name: Script((step,), final=f"Finished {name}.") for name, step in calls.items()}
+
+
+#: The command of the ``print-key`` action: every variable that could hold the agent's key
+#: or say where it lies.
+PRINT_KEY = ('echo "KEYS=[${ANTHROPIC_API_KEY:-}][${ANTHROPIC_AUTH_TOKEN:-}][${GEMINI_API_KEY:-}]'
+             '[${OPENAI_API_KEY:-}][${FAKE_MODEL_KEY:-}][${CREDENTIALS_DIRECTORY:-}]"')
+
+
+def _print_key(agent: str, ws: Path) -> Step:
+    """The model runs :data:`PRINT_KEY` with the agent's own shell tool (its output comes back
+    to the model in the next request, where the fake server's log shows it)."""
+    if agent == "claude":
+        return Step("Printing the key.", "Bash", {"command": PRINT_KEY, "description": "Print the key"})
+    if agent == "gemini":
+        return Step("Printing the key.", "run_shell_command", {"command": PRINT_KEY, "description": "Print the key"})
+    return Step("Printing the key.", "exec_command", {"cmd": PRINT_KEY, "workdir": str(ws),
+                                                       "sandbox_permissions": "require_escalated",
+                                                       "justification": "Print the key"})
 
 
 # ----------------------------------------------------------------------------- one run
@@ -249,14 +272,19 @@ def _jsonl(path: Path) -> list[Message]:
 def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *, fs: bool,
               actions: tuple[str, ...], headless: bool = True, set_mode: str | None = None,
               answer: Callable[[Message], str | None] | None = None, proxy_args: tuple[str, ...] = (),
-              reload: bool = False) -> AgentRun:
+              reload: bool = False, extra_policy: Callable[[str], Path] | None = None,
+              model_key: str | None = None, agent_key: str | None = None) -> AgentRun:
     """One session of ``spec`` through the real ``policyd proxy [--headless] --policy POLICY``
     (:func:`policyd_cli`): after
     ``session/new`` the client asks for mode ``set_mode`` (if given), then sends every action
     of ``actions`` as its own prompt, then closes; permission requests that reach the client
-    are answered by ``answer`` (default: the first reject option). With ``reload``, a second
+    are answered by ``answer`` (default: the first reject option). ``model_key``: the agent's
+    environment (policyd's) holds this key (or ``agent_key``) and the fake model accepts only
+    ``model_key``. With ``reload``, a second
     proxy + agent (same home) then loads the session (``session/load``), as an editor does
-    after a restart. Nothing is asserted here."""
+    after a restart. ``extra_policy(model_url)``: one more ``--policy`` file, written once the
+    fake model's address is known (the sandbox tier names it in ``[sandbox] network``).
+    Nothing is asserted here."""
     ws, outside = base / "ws", base / "outside"
     ws.mkdir(parents=True)
     outside.mkdir()
@@ -271,13 +299,15 @@ def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *,
         (ws / "notes.txt").write_text("draft\n")
         (ws / ".husky").mkdir()
         (ws / ".husky" / "pre-commit").write_text(HOOK)
-    model = FakeModelServer(spec.provider, scripts(spec.name, ws, outside, gemini_tmp), base / "model.jsonl").start()
+    model = FakeModelServer(spec.provider, scripts(spec.name, ws, outside, gemini_tmp), base / "model.jsonl",
+                            require_key=model_key).start()
     decisions = base / "decisions.jsonl"
-    agent_env = prepare(spec, base / "agent", model.url, env, ws)
+    agent_env = prepare(spec, base / "agent", model.url, env, ws, key=agent_key or model_key or "fake-key")
+    extra = ["--policy", str(extra_policy(model.url))] if extra_policy is not None else []
 
     def proxy(log: Path) -> list[str]:
         return [*policyd_cli(), "proxy", *(["--headless"] if headless else []),
-                "--policy", str(policy), "--decision-log", str(log), *proxy_args, "--", *spec.argv()]
+                "--policy", str(policy), *extra, "--decision-log", str(log), *proxy_args, "--", *spec.argv()]
 
     started = time.monotonic()
     client = AcpAgentClient(proxy(decisions), agent_env, ws, base / "policyd.stderr")

@@ -254,15 +254,16 @@ def test_policy_test_pass_fail_and_exit(session: Session, tmp_path: Path) -> Non
 def test_shipped_policies_pass_their_cases_through_policyd_test(session: Session, tmp_path: Path) -> None:
     """CI: the shipped policies against tests/cases/*.jsonl (and shared/cases/public.jsonl and
     redteam-public.jsonl when present beside the clone, less the case the red-team set
-    contradicts: test_cases.CONTRADICTED) with ``policyd test`` itself."""
-    from test_cases import CONTRADICTED
+    contradicts: test_cases.CONTRADICTED and the cases a later judgement superseded:
+    test_cases.SUPERSEDED) with ``policyd test`` itself."""
+    from test_cases import CONTRADICTED, SUPERSEDED
 
     files = sorted(str(p) for p in (ROOT / "tests" / "cases").glob("*.jsonl"))
     for name in ("public.jsonl", "redteam-public.jsonl"):
         shared = ROOT.parent / "shared" / "cases" / name
         if shared.exists():
             kept = [line for line in shared.read_text().splitlines()
-                    if line.strip() and json.loads(line)["id"] not in CONTRADICTED]
+                    if line.strip() and json.loads(line)["id"] not in {**CONTRADICTED, **SUPERSEDED}]
             (tmp_path / name).write_text("\n".join(kept) + "\n")
             files.append(str(tmp_path / name))
     proc = policyd(["test", "--policy", SHIPPED[0], "--policy", SHIPPED[1], *files], session.env, timeout=600)

@@ -33,6 +33,10 @@ from policyd.core.policy import build_set
 from policyd.core.shell import analyze
 from policyd.realpaths import Resolver
 
+#: The build (mypyc, 1 to 2 minutes on an idle 2-core machine) runs in the first test's fixture:
+#: pytest-timeout's 300 s default is too short on a loaded machine (seen: >300 s at load 8).
+pytestmark = pytest.mark.timeout(1500)
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "cases"
 CASE_FILES = (SHARED / "public.jsonl", SHARED / "redteam-public.jsonl", ROOT / "tests" / "cases" / "variants.jsonl")

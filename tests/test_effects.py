@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from policyd.core.facts import Facts, assignment_allowed
+from policyd.core.envvars import assignment_allowed
+from policyd.core.facts import Facts
 from policyd.core.model import PermissionOption, PermissionQuery, SessionInfo
 from policyd.core.shell import analyze
 from policyd.core.shell.catalogue import default, load
@@ -295,15 +296,16 @@ def test_cd_then_parent_is_inside() -> None:
 
 @pytest.mark.parametrize(
     ("name", "value", "allowed"),
-    [("CI", "1", True), ("NODE_ENV", "test", True), ("FOO", "1", True), ("CI", "$(id)", False),
+    [("CI", "1", True), ("NODE_ENV", "test", True), ("FOO", "1", False), ("CI", "$(id)", False),
      ("HOME", ".", False), ("XDG_CONFIG_HOME", "/tmp", False), ("LESSOPEN", "|id", False),
      ("GOFLAGS", "-toolexec=x", False), ("MAKEFLAGS", "x", False), ("PS4", "$(id)", False),
      ("PYTEST_ADDOPTS", "-p evil", False), ("LD_PRELOAD", "/tmp/x.so", False), ("BROWSER", "sh", False),
      ("PYTHONWARNINGS", "ignore::evil.W", False), ("PYTHONWARNINGS", "ignore::DeprecationWarning", True)],
 )
 def test_environment_assignments(name: str, value: str, allowed: bool) -> None:
-    """Allow-listed names with literal values are plain; names programs read to run or load
-    things are the env effect."""
+    """Allow-listed names with literal values are plain; any other name is the env effect
+    for a program not closed (issue 32: an allow-list; ``FOO=1 git status`` stays plain,
+    git being ``env_closed``)."""
     assert allowed is assignment_allowed(name, value)
     assert ("env" in field(f"{name}='{value}' ls", "effects")) is not allowed
 

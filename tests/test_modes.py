@@ -232,17 +232,42 @@ def test_unanswered_switch_is_given_up_and_the_session_refused() -> None:
     assert [] == relay.expire(request["id"])  # a timer firing twice, or after the answer: nothing
 
 
-def test_answered_switch_ignores_its_timer_and_an_unanswered_revert_is_logged() -> None:
+def test_answered_switch_ignores_its_timer_and_an_unanswered_revert_refuses_the_session() -> None:
+    """Issue 33 item 6: an agent that ignores the switch back stays in ``auto``: the client is
+    shown the truth (``auto``, never the mode policyd asked for), the agent's turn is cancelled,
+    and every later request of the session is refused (never relayed to the agent, never an
+    allow), while other sessions go on."""
     relay = Relay(policy=lambda: SHIPPED, id_prefix="pd")
     [request] = sent(started(relay, session_result("auto", CLAUDE_MODES)), SendToAgent)
     relay.from_agent(line({"jsonrpc": "2.0", "id": request["id"], "result": {}}))
     assert [] == relay.expire(request["id"])
     change = {"sessionUpdate": "current_mode_update", "currentModeId": "auto"}
     update = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": SID, "update": change}}
-    [revert] = sent(relay.from_agent(line(update)), SendToAgent)
+    actions = relay.from_agent(line(update))
+    [revert] = sent(actions, SendToAgent)
+    assert [] == sent(actions, SendToClient)  # not shown as switched back before the agent confirms
     fired = relay.expire(revert["id"])
-    assert ([], ["mode.revert_failed"]) == (sent(fired, SendToClient), events(fired))
+    notice, truth = sent(fired, SendToClient)
+    assert json.loads(line(update)) == truth  # the agent's own notification: it IS in auto
+    assert "the session is refused" in notice["params"]["update"]["content"]["text"]
+    assert [{"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": SID}}] == sent(fired, SendToAgent)
+    assert ["mode.revert_failed", "mode.session_refused"] == events(fired)
     assert "no answer within 30 s" == next(a for a in fired if isinstance(a, Log)).fields["error"]
+    prompt = relay.from_client(line({"jsonrpc": "2.0", "id": 9, "method": "session/prompt",
+                                     "params": {"sessionId": SID, "prompt": []}}))
+    assert [] == sent(prompt, SendToAgent)
+    [error] = sent(prompt, SendToClient)
+    assert 9 == error["id"] and "refused" in error["error"]["message"]
+    asked = relay.from_agent(line({"jsonrpc": "2.0", "id": 3, "method": "session/request_permission", "params": {
+        "sessionId": SID, "toolCall": {"toolCallId": "t"},
+        "options": [{"optionId": "a", "name": "A", "kind": "allow_once"}]}}))
+    assert [{"jsonrpc": "2.0", "id": 3, "result": {"outcome": {"outcome": "cancelled"}}}] == sent(asked, SendToAgent)
+    write = relay.from_agent(line({"jsonrpc": "2.0", "id": 4, "method": "fs/write_text_file",
+                                   "params": {"sessionId": SID, "path": "/w/a", "content": "x"}}))
+    assert -32000 == sent(write, SendToAgent)[0]["error"]["code"] and [] == sent(write, SendToClient)
+    other = relay.from_client(line({"jsonrpc": "2.0", "id": 10, "method": "session/prompt",
+                                    "params": {"sessionId": "other", "prompt": []}}))
+    assert 1 == len(sent(other, SendToAgent))
 
 
 def test_a_reload_that_stops_accepting_a_running_sessions_mode_switches_it() -> None:
@@ -262,10 +287,11 @@ def test_a_reload_that_stops_accepting_a_running_sessions_mode_switches_it() -> 
     switch, relayed = sent(actions, SendToAgent)
     assert ("session/set_mode", {"sessionId": SID, "modeId": "default"}) == (switch["method"], switch["params"])
     assert json.loads(prompt) == relayed  # the switch reaches the agent before the prompt
-    [told] = sent(actions, SendToClient)
-    assert {"sessionUpdate": "current_mode_update", "currentModeId": "default"} == told["params"]["update"]
+    assert [] == sent(actions, SendToClient)  # told only once the agent confirms
     assert [] == sent(relay.from_client(prompt), SendToAgent)[:-1]  # checked once per reload
     done = relay.from_agent(line({"jsonrpc": "2.0", "id": switch["id"], "result": {}}))
+    [told] = sent(done, SendToClient)
+    assert {"sessionUpdate": "current_mode_update", "currentModeId": "default"} == told["params"]["update"]
     [reverted] = [a.fields for a in done if isinstance(a, Log)]
     assert ("acceptEdits", "default", "policy.reloaded") == (reverted["from"], reverted["to"], reverted["update"])
     in_force[0] = build_set(loader.embedded_sources())  # another reload, default still accepted
@@ -322,10 +348,11 @@ def test_agent_own_switch_is_reverted_and_the_client_sees_the_reverted_mode() ->
     actions = relay.from_agent(line(update))
     [request] = sent(actions, SendToAgent)
     assert ("session/set_mode", {"sessionId": SID, "modeId": "default"}) == (request["method"], request["params"])
-    [shown] = sent(actions, SendToClient)
-    assert "default" == shown["params"]["update"]["currentModeId"]
+    assert [] == sent(actions, SendToClient)  # held until the agent confirms (issue 33 item 6)
     done = relay.from_agent(line({"jsonrpc": "2.0", "id": request["id"], "result": None}))
-    assert (["mode.reverted"], []) == (events(done), sent(done, SendToClient))
+    [shown] = sent(done, SendToClient)
+    assert "default" == shown["params"]["update"]["currentModeId"]
+    assert ["mode.reverted"] == events(done)
     # an acceptable switch of the agent's own passes untouched
     fine = line({**update, "params": {"sessionId": SID, "update": {"sessionUpdate": "current_mode_update",
                                                                   "currentModeId": "plan"}}})
@@ -341,11 +368,11 @@ def test_agent_config_option_update_to_unacceptable_mode_is_reverted() -> None:
     actions = relay.from_agent(line(update))
     [request] = sent(actions, SendToAgent)
     assert {"sessionId": SID, "configId": "mode", "value": "read-only"} == request["params"]
-    [shown] = sent(actions, SendToClient)
-    entry = shown["params"]["update"]["configOptions"][0]
-    assert ("read-only", ["read-only"]) == (entry["currentValue"], [o["value"] for o in entry["options"]])
+    assert [] == sent(actions, SendToClient)
     failed = relay.from_agent(line({"jsonrpc": "2.0", "id": request["id"], "error": {"code": 1, "message": "x"}}))
-    assert ["mode.revert_failed"] == events(failed)
+    assert ["mode.revert_failed", "mode.session_refused"] == events(failed)
+    _notice, truth = sent(failed, SendToClient)
+    assert "agent" == truth["params"]["update"]["configOptions"][0]["currentValue"]  # the truth, not read-only
 
 
 def test_session_load_answer_is_governed_too() -> None:
@@ -390,3 +417,147 @@ def test_a_forked_session_is_governed_like_a_new_one() -> None:
     [request] = sent(relay.from_agent(line({"jsonrpc": "2.0", "id": 7, "result": forked})), SendToAgent)
     assert {"sessionId": "fork-1", "modeId": "default"} == request["params"]
     assert "/w" == relay.sessions["fork-1"].cwd
+
+
+# ----------------------------------------------------------------------------- issue 33 items 7 and 11
+
+
+def _update(sid: str, change: dict[str, Any]) -> bytes:
+    return line({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": change}})
+
+
+def test_a_session_started_before_any_modes_table_is_governed_once_one_is_loaded() -> None:
+    in_force: list[PolicySet | None] = [None]
+    relay = Relay(policy=lambda: in_force[0], id_prefix="pd")
+    assert ["mode.ungoverned"] == events(started(relay, session_result("auto", CLAUDE_MODES)))
+    in_force[0] = SHIPPED  # a reload adds [modes]
+    actions = relay.from_agent(_update(SID, {"sessionUpdate": "available_commands_update"}))
+    [switch] = sent(actions, SendToAgent)
+    assert ("session/set_mode", {"sessionId": SID, "modeId": "default"}) == (switch["method"], switch["params"])
+
+
+def test_a_session_policyd_does_not_know_is_refused_what_it_cannot_judge() -> None:
+    """A session policyd never saw (forgotten, or loaded without modes): the client's
+    set_config_option is refused (policyd cannot tell whether it is a mode), and the agent's
+    own switch to an unacceptable mode is switched back to the preferred mode."""
+    relay = Relay(policy=lambda: SHIPPED, id_prefix="pd")
+    started(relay, session_result("default", CLAUDE_MODES))
+    ask = line({"jsonrpc": "2.0", "id": 8, "method": "session/set_config_option",
+                "params": {"sessionId": "unknown", "configId": "mode", "value": "bypassPermissions"}})
+    refused = relay.from_client(ask)
+    assert [] == sent(refused, SendToAgent) and ["mode.refused"] == events(refused)
+    assert "does not know this session" in sent(refused, SendToClient)[0]["error"]["message"]
+    own = relay.from_agent(_update("unknown", {"sessionUpdate": "current_mode_update", "currentModeId": "auto"}))
+    [switch] = sent(own, SendToAgent)
+    assert {"sessionId": "unknown", "modeId": "default"} == switch["params"]
+    # a known session's non-mode option passes
+    model = line({"jsonrpc": "2.0", "id": 9, "method": "session/set_config_option",
+                  "params": {"sessionId": SID, "configId": "model", "value": "m"}})
+    assert [model] == [a.data for a in relay.from_client(model) if isinstance(a, SendToAgent)]
+
+
+def test_a_bypass_current_mode_with_no_list_or_a_disagreeing_option_is_not_passed() -> None:
+    relay = Relay(policy=lambda: SHIPPED, id_prefix="pd")
+    empty = {"sessionId": SID, "modes": {"currentModeId": "bypassPermissions", "availableModes": []}}
+    actions = started(relay, empty)
+    [error] = sent(actions, SendToClient)
+    assert "error" in error and ["mode.no_acceptable"] == events(actions)
+    relay = Relay(policy=lambda: SHIPPED, id_prefix="pd")
+    result = session_result("default", CLAUDE_MODES)
+    result["configOptions"][0]["currentValue"] = "auto"  # modes says default, the option auto
+    actions = started(relay, result)
+    assert [] == sent(actions, SendToClient)  # held
+    [switch] = sent(actions, SendToAgent)
+    assert ("session/set_config_option", {"sessionId": SID, "configId": "mode", "value": "default"}) == (
+        switch["method"], switch["params"])
+
+
+def test_a_held_session_answer_holds_only_its_own_sessions_lines() -> None:
+    """Issue 33 item 11: while session B's answer waits for policyd's switch, session A's
+    lines (and the answer to A's prompt) pass at once; B's own lines wait, in order."""
+    relay = Relay(policy=lambda: SHIPPED, id_prefix="pd")
+    started(relay, session_result("default", CLAUDE_MODES))  # session A = SID, acceptable
+    relay.from_client(line({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                            "params": {"sessionId": SID, "prompt": []}}))
+    relay.from_client(line({"jsonrpc": "2.0", "id": 4, "method": "session/new", "params": {"cwd": "/w"}}))
+    held = relay.from_agent(line({"jsonrpc": "2.0", "id": 4, "result": {**session_result("auto", CLAUDE_MODES),
+                                                                         "sessionId": "B"}}))
+    [switch] = sent(held, SendToAgent)
+    b_line = _update("B", {"sessionUpdate": "available_commands_update"})
+    assert [] == relay.from_agent(b_line)
+    a_line = _update(SID, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}})
+    assert [SendToClient(a_line)] == relay.from_agent(a_line)
+    a_done = line({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}})
+    assert [SendToClient(a_done)] == relay.from_agent(a_done)
+    released = relay.from_agent(line({"jsonrpc": "2.0", "id": switch["id"], "result": {}}))
+    answer, later = sent(released, SendToClient)
+    assert (4, json.loads(b_line)) == (answer["id"], later)
+
+
+# ----------------------------------------------------------------------------- issue 33 item 9
+
+AUTO_APPROVE = {"id": "autoApprove", "name": "Allow all", "description": "Run every tool without asking",
+                "type": "boolean", "currentValue": False}
+APPROVAL_POLICY = {"id": "approval_policy", "name": "Approvals", "type": "select", "currentValue": "on-request",
+                   "options": [{"value": "on-request", "name": "On request"}, {"value": "never", "name": "Never"}]}
+
+
+def _with_options(*extra: dict[str, Any]) -> dict[str, Any]:
+    result = session_result("default", CLAUDE_MODES)
+    result["configOptions"] = [*result["configOptions"], *extra]
+    return result
+
+
+def test_an_approval_switch_outside_the_mode_option_is_governed_like_a_mode() -> None:
+    """A boolean "allow all" option: a session starting with it on is refused; the client's
+    switch to on is refused; the agent's own switch to on is switched back (shown once the
+    agent confirms); a non-approval option (model) is untouched."""
+    relay = Relay(policy=lambda: SHIPPED, id_prefix="pd")
+    refused = started(relay, _with_options({**AUTO_APPROVE, "currentValue": True}))
+    [error] = sent(refused, SendToClient)
+    assert "approval off" in error["error"]["message"] and [] == sent(refused, SendToAgent)
+
+    relay = Relay(policy=lambda: SHIPPED, id_prefix="pd")
+    assert 1 == len(sent(started(relay, _with_options(AUTO_APPROVE)), SendToClient))
+    on = line({"jsonrpc": "2.0", "id": 7, "method": "session/set_config_option",
+               "params": {"sessionId": SID, "configId": "autoApprove", "value": True}})
+    answer = relay.from_client(on)
+    assert [] == sent(answer, SendToAgent) and -32602 == sent(answer, SendToClient)[0]["error"]["code"]
+    off = line({"jsonrpc": "2.0", "id": 8, "method": "session/set_config_option",
+                "params": {"sessionId": SID, "configId": "autoApprove", "value": False}})
+    assert [off] == [a.data for a in relay.from_client(off) if isinstance(a, SendToAgent)]
+    own = relay.from_agent(_update(SID, {"sessionUpdate": "config_option_update",
+                                         "configOptions": [{**AUTO_APPROVE, "currentValue": True}]}))
+    [switch] = sent(own, SendToAgent)
+    assert {"sessionId": SID, "configId": "autoApprove", "value": False} == switch["params"]
+    assert [] == sent(own, SendToClient)
+    done = relay.from_agent(line({"jsonrpc": "2.0", "id": switch["id"], "result": {}}))
+    [shown] = sent(done, SendToClient)
+    assert [False] == [o["currentValue"] for o in shown["params"]["update"]["configOptions"]]
+
+
+def test_a_permission_level_select_is_judged_by_the_modes_policy() -> None:
+    policy = _set('[modes]\naccept = "mode.id in [\'default\', \'plan\', \'on-request\']"\nprefer = ["default"]\n')
+    relay = Relay(policy=lambda: policy, id_prefix="pd")
+    assert 1 == len(sent(started(relay, _with_options(APPROVAL_POLICY)), SendToClient))
+    never = line({"jsonrpc": "2.0", "id": 7, "method": "session/set_config_option",
+                  "params": {"sessionId": SID, "configId": "approval_policy", "value": "never"}})
+    assert [] == sent(relay.from_client(never), SendToAgent)
+    own = relay.from_agent(_update(SID, {"sessionUpdate": "config_option_update",
+                                         "configOptions": [{**APPROVAL_POLICY, "currentValue": "never"}]}))
+    [switch] = sent(own, SendToAgent)
+    assert {"sessionId": SID, "configId": "approval_policy", "value": "on-request"} == switch["params"]
+    # shipped [modes]: no value of it is accepted: the session is refused
+    assert "error" in sent(started(Relay(policy=lambda: SHIPPED), _with_options(APPROVAL_POLICY)), SendToClient)[0]
+
+
+def test_the_recorded_agents_options_other_than_the_mode_are_not_approval_switches() -> None:
+    from policyd.core.modeswitch import approval_options
+
+    for path in sorted(TRANSCRIPTS.glob("*.jsonl")):
+        for raw in path.read_text().splitlines():
+            found = json.loads(raw)
+            body = found.get("msg", found)
+            result = body.get("result") if isinstance(body, dict) else None
+            if isinstance(result, dict) and result.get("configOptions"):
+                assert {} == approval_options(result["configOptions"]), path.name

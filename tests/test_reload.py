@@ -1142,3 +1142,45 @@ def test_build_that_raises_a_bug_keeps_the_set_and_the_watch(tmp_path: Path, mon
     asyncio.run(rounds())
     assert "fixed" == engine.policy.rules[0].reason
     assert reloader.status.last_error is None
+
+
+def test_a_rename_into_place_loads_after_the_short_quiet_period_only(
+        spawn: Callable[..., Proxy], tmp_path: Path) -> None:
+    """Issue 33 item 17: a file renamed into place (an editor's atomic save; a swapped
+    ``..data`` symlink) was complete before it appeared, so it is loaded after
+    ``QUICK_SETTLE_S`` of quiet, not the full ``SETTLE_S``; an in-place save, or a rename
+    while an in-place write is unsettled, still waits the full settle. Each reload's
+    ``settled_after_s`` says which (the latency itself is benchmarks/bench_reload.py's)."""
+    from policyd.reload import QUICK_SETTLE_S, SETTLE_S
+
+    path = tmp_path / "p.toml"
+    path.write_text(policy_text("deny"))
+    proxy = spawn(["--policy", str(path)])
+    assert "reject" == proxy.decide()
+
+    def last_settle() -> float:
+        return float(proxy.events("policy.reloaded")[-1]["settled_after_s"])
+
+    save_rename(path, policy_text("allow", marker="renamed"))
+    proxy.wait_decision("allow", "renamed into place")
+    assert QUICK_SETTLE_S == last_settle()
+    save_inplace(path, policy_text("deny", marker="in place"))
+    proxy.wait_decision("reject", "saved in place")
+    assert SETTLE_S <= last_settle()
+    save_vim(path, policy_text("allow", marker="vim"))  # renamed away, then written anew
+    proxy.wait_decision("allow", "vim")
+    assert SETTLE_S <= last_settle()
+    # a directory swapped by a symlink rename (Kubernetes' ..data)
+    for n, decision in enumerate(["deny", "allow"]):
+        version = tmp_path / f"v{n}"
+        version.mkdir()
+        (version / "p.toml").write_text(policy_text(decision, marker=f"v{n}"))
+        (tmp_path / ".new").symlink_to(version.name)
+        if n == 0:
+            os.replace(tmp_path / ".new", tmp_path / "current")
+            swapped = spawn(["--policy", str(tmp_path / "current")])
+            assert "reject" == swapped.decide()
+        else:
+            os.replace(tmp_path / ".new", tmp_path / "current")
+            swapped.wait_decision("allow", "the ..data swap")
+            assert QUICK_SETTLE_S == float(swapped.events("policy.reloaded")[-1]["settled_after_s"])

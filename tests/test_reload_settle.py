@@ -11,6 +11,7 @@ enforced an intermediate set would answer ``rm`` with allow.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import threading
 import time
@@ -58,7 +59,24 @@ def move_between_files(pdir: Path, rng: random.Random) -> None:
     _slow_write(pdir / "c-deny.toml", [HEADER.format(name="deny2"), FILLER.format(n=3), DENY], rng)
 
 
-@pytest.mark.parametrize("writer", [rewrite_in_place, move_between_files])
+def rename_during_in_place(pdir: Path, rng: random.Random) -> None:
+    """While the deny file is re-saved chunk by chunk, another file is renamed into place (a
+    change that alone would load after the short quiet period): the set still waits for the
+    in-place writer to settle (issue 33 item 17)."""
+    path = pdir / "b-deny.toml"
+    with open(path, "w", encoding="utf-8") as f:
+        for n, chunk in enumerate([HEADER.format(name="deny"), FILLER.format(n=1), FILLER.format(n=2), DENY]):
+            f.write(chunk)
+            f.flush()
+            time.sleep(rng.uniform(0.05, 0.2))
+            if n == 1:
+                tmp = pdir / "d-other.toml.tmp"
+                tmp.write_text(HEADER.format(name="other") + FILLER.format(n=9))
+                os.replace(tmp, pdir / "d-other.toml")
+                time.sleep(rng.uniform(0.05, 0.2))
+
+
+@pytest.mark.parametrize("writer", [rewrite_in_place, move_between_files, rename_during_in_place])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_slow_writer_never_gets_a_partial_set_enforced(tmp_path: Path, writer: object, seed: int) -> None:
     pdir = tmp_path / "policies"

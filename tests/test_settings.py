@@ -50,6 +50,8 @@ TABLE: list[tuple[list[str], str, str, str, Any]] = [
     (["remembered", "--store", "/flag.db", "list"], "STORE_PATH", "/env.db", "store_path", "/flag.db"),
     (["proxy", "--log-redact"], "LOG_REDACT", "false", "log_redact", True),
     (["proxy", "--shadow-policy", "/flag.toml"], "SHADOW_POLICY", '["/env.toml"]', "shadow_policy", ["/flag.toml"]),
+    (["proxy", "--sandbox", "required"], "SANDBOX", "auto", "sandbox", "required"),
+    (["proxy", "--sandbox-root", "/flag"], "SANDBOX_ROOTS", '["/env"]', "sandbox_roots", ["/flag"]),
 ]
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 #: ``typing.TYPE_CHECKING`` without importing typing (~5 ms on the way to the proxy's spawn);
 #: type checkers read the name alike.
@@ -41,14 +41,79 @@ def _spawn_agent_first(argv: list[str]) -> Spawned | None:
     if argv[:1] != ["proxy"] or "--" not in argv:
         return None
     cut = argv.index("--")
+    if _gateway_wanted(argv, os.environ):  # the agent's environment is known only once the gateway is set up
+        return None
+    from policyd.sandbox_early import may_sandbox
+
+    if may_sandbox(argv, os.environ):  # the sandbox's settings first: without pydantic, or later
+        return _spawn_sandboxed_first(argv, argv[cut + 1:])
     for word in argv[1:cut]:
         if (len(word) > 2 and "--help".startswith(word)) or (word[:1] == "-" and word[1:2] != "-" and "h" in word):
             return None
     if cut + 1 >= len(argv):
         return None
-    from policyd.spawn import spawn
+    from policyd.spawn import hold_signals, spawn
+
+    hold_signals()  # a stop signal while policyd imports reaches the agent, never orphans it
 
     return spawn(argv[cut + 1 :], first=True)  # no thread yet: fork and exec (policyd.child)
+
+
+def _gateway_wanted(argv: list[str], environ: Mapping[str, str]) -> bool:
+    """Could the model gateway be on for ``policyd ARGV`` (policyd.gatewaysetup)? Then the
+    agent starts once the settings are read (its environment depends on them): a
+    ``--gateway`` option, ``POLICYD_GATEWAY``, or a config file that mentions ``gateway``.
+    True when unsure (only slower); a config file that turns it on is then never missed."""
+    words = argv[: argv.index("--")] if "--" in argv else argv
+    if any(w.startswith("--gateway") for w in words) or environ.get("POLICYD_GATEWAY"):
+        return True
+    config = next((w.split("=", 1)[1] for w in words if w.startswith("--config=")), "")
+    config = config or next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "--config"), "")
+    xdg = environ.get("XDG_CONFIG_HOME") or os.path.join(environ.get("HOME", "/"), ".config")
+    candidates = [config or environ.get("POLICYD_CONFIG", "")] if config or environ.get("POLICYD_CONFIG") else [
+        os.path.join(xdg, "policyd", "config.toml"), "/etc/policyd/config.toml"]
+    for path in candidates:
+        try:
+            with open(path, "rb") as f:
+                return b"gateway" in f.read(1 << 20)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return True
+    return False
+
+
+def _spawn_sandboxed_first(argv: list[str], agent: list[str]) -> Spawned | None:
+    """The early spawn when the sandbox may be on: its settings read without pydantic
+    (:mod:`policyd.sandbox_early`), the agent started in the sandbox (``off``: as usual).
+    None when they cannot be read so, or the sandbox cannot be set up: the proxy's own
+    start-up then does it (and reports)."""
+    from policyd.sandbox_early import read
+
+    early = read(argv, os.environ)
+    if early is None or not agent:
+        return None
+    from policyd.spawn import hold_signals, spawn
+
+    hold_signals()  # a stop signal while policyd imports reaches the agent, never orphans it
+    if early.sandbox == "off":
+        return spawn(agent, first=True)
+    from policyd import sandbox
+
+    started, box, _problem = sandbox.start(early, agent, fallback=False)
+    if started is None or box is None:
+        return None
+    box.early = early
+    box.notes["spawn"] = "early (before policyd's own start-up)"
+    started.sandbox = box
+    return started
+
+
+def _stop(spawned: Spawned, grace_s: float) -> None:
+    """Stop an agent that must not run on, and its sandbox's egress."""
+    spawned.stop(grace_s)
+    if spawned.sandbox is not None:
+        spawned.sandbox.close()
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -78,6 +143,9 @@ def _settings(args: argparse.Namespace) -> Settings:
         "group": flag("group"),
         "log_redact": flag("log_redact"),
         "shadow_policy": flag("shadow_policy"),
+        "gateway": {"mode": flag("gateway_mode")} if flag("gateway_mode") else None,
+        "sandbox": flag("sandbox_mode"),
+        "sandbox_roots": flag("sandbox_roots"),
     }
     return load_settings(cli, flag("config"))
 
@@ -108,7 +176,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         args = build_parser(argv[0] if argv else None).parse_args(argv)  # --help and usage errors exit here
     except SystemExit:
         if spawned is not None:  # a usage error: the agent was not meant to run
-            spawned.stop(STOP_GRACE_S)
+            _stop(spawned, STOP_GRACE_S)
         raise
     if args.command == "demo":
         from policyd.cli.demo import run_demo
@@ -126,16 +194,18 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if args.command == "proxy":
         args.agent = args.agent[1:] if args.agent[:1] == ["--"] else args.agent
         if spawned is not None and spawned.argv != args.agent:  # the command line meant another agent
-            spawned.stop(STOP_GRACE_S)
+            _stop(spawned, STOP_GRACE_S)
             spawned = None
         if not args.agent:
             print("policyd proxy: missing agent command: policyd proxy [options] -- AGENT [ARGS...]", file=sys.stderr)
             return USAGE_ERROR
-        if spawned is None:
-            from policyd.spawn import spawn
+        if spawned is None and not _sandbox_asked(args) and not _gateway_wanted(argv, os.environ):
+            from policyd.spawn import hold_signals, spawn
 
+            hold_signals()
             spawned = spawn(args.agent)
-        spawned.relay_early()  # the initialize exchange, until the proxy's relay runs (policyd.early)
+        if spawned is not None:
+            spawned.relay_early()  # the initialize exchange, until the proxy's relay runs (policyd.early)
     from policyd import logs
     from policyd.settings import SettingsProblem
 
@@ -147,10 +217,20 @@ def _main(argv: Sequence[str] | None = None) -> int:
         for line in str(exc).splitlines():
             print(f"policyd: {line}", file=sys.stderr)
         if spawned is not None:
-            spawned.stop(STOP_GRACE_S)
+            _stop(spawned, STOP_GRACE_S)
         return USAGE_ERROR
+    gateway = None
+    if args.command == "proxy":
+        started = _start_agent(settings, args.agent, spawned)
+        if isinstance(started, int):
+            return started
+        spawned, gateway = started
     if args.command in ("proxy", "serve"):
-        return _run_exporting(args, settings, spawned)
+        try:
+            return _run_exporting(args, settings, spawned, gateway)
+        finally:
+            if gateway is not None:
+                gateway.stop_thread()
     from policyd.cli import author
 
     if args.command in author.COMMANDS:
@@ -161,7 +241,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         case "check":
             return admin.check(settings, args.json)
         case "eval":
-            return evaluate.evaluate(settings, args.file)
+            return evaluate.evaluate(settings, args.file, args.decide_sandboxed)
         case "status":
             return admin.show_status(settings, args.json)
         case "reload":
@@ -170,7 +250,118 @@ def _main(argv: Sequence[str] | None = None) -> int:
             return admin.remembered(settings, args)
 
 
-def _run_exporting(args: argparse.Namespace, settings: Settings, spawned: Spawned | None) -> int:
+def _start_agent(settings: Settings, agent: list[str], spawned: Spawned | None) -> tuple[Spawned | None, Any] | int:
+    """The proxy's agent once the settings are known: the model gateway first when ``[gateway]
+    mode`` asks for it (policyd.gatewaysetup: the key read, the listeners bound, the agent's
+    environment with the placeholder), then the agent, sandboxed or not (:func:`_start_sandboxed`).
+    Returns (the agent, the running Gateway or None), or an exit code."""
+    if settings.gateway.mode == "off":
+        started = _start_sandboxed(settings, agent, spawned)
+        return started if isinstance(started, int) else (started, None)
+    from policyd import gatewaysetup, logs
+
+    config = gatewaysetup.GatewayConfig(**settings.gateway.model_dump())
+    try:
+        plan = gatewaysetup.plan(config, agent, os.environ)
+    except gatewaysetup.GatewayProblem as exc:
+        print(f"policyd: {exc}", file=sys.stderr)
+        if spawned is not None:
+            _stop(spawned, STOP_GRACE_S)
+        return USAGE_ERROR
+    if plan is None:
+        if config.mode == "auto":
+            logs.get().warning("gateway.skipped", reason=gatewaysetup.skip_reason(config, agent, os.environ))
+        started = _start_sandboxed(settings, agent, spawned)
+        return started if isinstance(started, int) else (started, None)
+    if spawned is not None:  # started before the config file turned the gateway on
+        _stop(spawned, STOP_GRACE_S)
+        spawned = None
+    from policyd.gateway import Gateway, bind_tcp, bind_unix, private_dir
+
+    gateway = Gateway(budget=lambda: None)  # until the policy in force gives its [budget]
+    forwards: tuple[tuple[str, int, str], ...] = ()
+    try:
+        tcp = bind_tcp()
+        port = tcp.getsockname()[1]
+        gateway.add(tcp, plan.route)
+        if settings.sandbox != "off":  # the egress bridge makes it 127.0.0.1:PORT inside the sandbox
+            unix_path = os.path.join(private_dir(), "gateway.sock")
+            gateway.add(bind_unix(unix_path), plan.route)
+            forwards = (("127.0.0.1", port, unix_path),)
+    except OSError as exc:
+        gateway.discard()
+        print(f"policyd: the model gateway cannot listen: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    origin = f"http://127.0.0.1:{port}"
+    variables = plan.agent_vars(os.environ, origin)
+    environ = plan.agent_env(os.environ, origin)
+    gatewaysetup.forget_keys(plan)
+    started = _start_sandboxed(settings, plan.agent_argv(agent, origin), None, environ, variables, forwards,
+                               plan.secrets)
+    if isinstance(started, int):
+        gateway.discard()
+        return started
+    try:
+        gateway.start_thread()
+    except Exception as exc:
+        print(f"policyd: the model gateway did not start: {plan.route.key.scrub(str(exc))}", file=sys.stderr)
+        if started is not None:
+            _stop(started, STOP_GRACE_S)
+        return USAGE_ERROR
+    logs.get().info("gateway.started", listen=origin, forwards=[f"{h}:{p} -> {u}" for h, p, u in forwards],
+                    provider=plan.route.provider,
+                    upstream=plan.route.shown, key_source=plan.route.key.source, agent_key_var=plan.key_var,
+                    agent_base_url_var=plan.base_url_var)
+    return started, gateway
+
+
+def _sandbox_asked(args: argparse.Namespace) -> bool:
+    """Could the settings turn the sandbox on (see :func:`policyd.sandbox.may_sandbox`)?
+    Then the agent is started only once they are read."""
+    from policyd.sandbox_early import may_sandbox
+
+    return may_sandbox(["proxy", *([f"--config={args.config}"] if args.config else []),
+                        *(["--sandbox"] if args.sandbox_mode or args.sandbox_roots else [])], os.environ)
+
+
+def _start_sandboxed(settings: Settings, agent: list[str], spawned: Spawned | None,
+                     environ: dict[str, str] | None = None, gateway_env: dict[str, str] | None = None,
+                     forwards: tuple[tuple[str, int, str], ...] = (), secrets: tuple[str, ...] = (),
+                     ) -> Spawned | int | None:
+    """The proxy's agent once the settings are known: ``spawned`` (started early) when the
+    sandbox is off; else started now, in the sandbox (``policyd.sandbox.start``). An int:
+    policyd's exit code (``required`` and no sandbox: the agent never ran). With the model
+    gateway: ``environ`` (the key replaced), ``gateway_env`` (its variables, past the
+    sandbox's allow-list), ``forwards`` (its Unix socket, for the egress bridge) and
+    ``secrets`` (the key's file or credentials directory: hidden in the sandbox)."""
+    box = spawned.sandbox if spawned is not None else None
+    if spawned is not None and (box is None) == (settings.sandbox == "off") and (box is None or box.early.same_as(
+            settings)):
+        return spawned  # started early as the settings say (policyd.sandbox_early)
+    if spawned is not None:  # the early read disagrees with the settings: fail closed
+        _stop(spawned, STOP_GRACE_S)
+        print("policyd: the agent was started before the settings were loaded, with other sandbox settings "
+              "than they say; it was stopped (report this: policyd.sandbox_early)", file=sys.stderr)
+        return USAGE_ERROR
+    if settings.sandbox == "off":
+        from policyd.spawn import spawn
+
+        spawned = spawn(agent, env=environ)
+        spawned.relay_early()
+        return spawned
+    from policyd import sandbox
+
+    started, box, problem = sandbox.start(settings, agent, environ=environ, gateway_env=gateway_env,
+                                          forwards=forwards, secrets=secrets)
+    if started is None:
+        print(f"policyd: --sandbox required: the agent was not started: {problem}", file=sys.stderr)
+        return sandbox.SANDBOX_UNAVAILABLE
+    started.sandbox = box
+    started.relay_early()
+    return started
+
+
+def _run_exporting(args: argparse.Namespace, settings: Settings, spawned: Spawned | None, gateway: Any = None) -> int:
     """``proxy`` / ``serve`` with OTLP export when configured (``policyd.telemetry``; the
     OpenTelemetry SDK is imported only then). ``spawned``: the proxy's agent, already started."""
     from policyd import telemetry
@@ -181,11 +372,11 @@ def _run_exporting(args: argparse.Namespace, settings: Settings, spawned: Spawne
     except telemetry.TelemetryUnavailable as exc:
         print(f"policyd: [telemetry]: {exc}", file=sys.stderr)
         if spawned is not None:
-            spawned.stop(settings.kill_grace_s)
+            _stop(spawned, settings.kill_grace_s)
         return USAGE_ERROR
     try:
         if args.command == "proxy":
-            return run.proxy(settings, args.agent, args.policy, args.config, spawned)
+            return run.proxy(settings, args.agent, args.policy, args.config, spawned, gateway)
         return run.serve(settings, args.socket, args.policy, args.config)
     finally:
         telemetry.stop()

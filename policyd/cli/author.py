@@ -22,6 +22,8 @@ def _explain(ex: argparse.ArgumentParser, policy_args: PolicyArgs) -> None:
     ex.add_argument("--cwd", help="session cwd for --command (default: the current directory)")
     ex.add_argument("--select", metavar="TEXT", help="only requests whose tool call id, title or command has TEXT")
     ex.add_argument("--json", action="store_true", help="one JSON object per request")
+    ex.add_argument("--sandbox", dest="decide_sandboxed", action="store_true",
+                    help="decide as in a sandboxed session (session.sandboxed)")
 
 
 def _test(te: argparse.ArgumentParser, policy_args: PolicyArgs) -> None:
@@ -30,6 +32,8 @@ def _test(te: argparse.ArgumentParser, policy_args: PolicyArgs) -> None:
     te.add_argument("--home", help="home directory of the cases (default: policyd.core.cases.CASES_HOME, /home/dev)")
     te.add_argument("-v", "--verbose", action="store_true", help="print passing cases too")
     te.add_argument("--json", action="store_true", help="one JSON object per case, then a summary")
+    te.add_argument("--sandbox", dest="decide_sandboxed", action="store_true",
+                    help="decide as in a sandboxed session (session.sandboxed)")
 
 
 def _replay(rp: argparse.ArgumentParser, policy_args: PolicyArgs) -> None:
@@ -70,12 +74,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         case "explain":
             from policyd.cli import explain
 
-            return explain.run(settings, args.file, args.command_text, args.cwd, args.json, args.select)
+            return explain.run(settings, args.file, args.command_text, args.cwd, args.json, args.select,
+                               args.decide_sandboxed)
         case "test":
             from policyd.cli import policytest
 
             return policytest.run(settings, args.files, args.home or policytest.CASES_HOME, args.verbose,
-                                  args.json)
+                                  args.json, args.decide_sandboxed)
         case "replay":
             from policyd.cli import replay
 

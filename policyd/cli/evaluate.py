@@ -18,15 +18,18 @@ from policyd.core.toolcalls import ToolCallTracker
 from policyd.settings import Settings
 
 
-def eval_query(item: Mapping[str, Any], home: str) -> PermissionQuery:
+def eval_query(item: Mapping[str, Any], home: str, sandboxed: bool = False) -> PermissionQuery:
     """One input line -> PermissionQuery; raises ValueError naming the problem.
 
     A line is either ``session/request_permission`` params, or ``{"request": <params>,
     "cwd", "additionalDirectories", "agent", "client", "home", "now_s", "toolCalls":
     [updates]}`` — a decision-log entry is such a line (``core.record``); validation is the
-    daemon protocol's (``core.wire.query_from_wire``).
+    daemon protocol's (``core.wire.query_from_wire``). ``sandboxed``: decide as in a
+    sandboxed session (``session.sandboxed``), whatever the line says.
     """
     query = query_from_entry(item, home, time.time())
+    if sandboxed:
+        query = dataclasses.replace(query, session=dataclasses.replace(query.session, sandboxed=True))
     context = item if "request" in item else {}
     updates = context.get("toolCalls", [])
     if not isinstance(updates, list):
@@ -44,7 +47,7 @@ def _write(result: Mapping[str, Any]) -> None:
     sys.stdout.write(json.dumps(result, ensure_ascii=True) + "\n")
 
 
-def evaluate(settings: Settings, file: str) -> int:
+def evaluate(settings: Settings, file: str, sandboxed: bool = False) -> int:
     """Exit 0, or 1 when an input line was invalid (its output line carries ``error``)."""
     try:
         quiet = settings.model_copy(update={"remember": False, "shadow_policy": []})
@@ -62,7 +65,7 @@ def evaluate(settings: Settings, file: str) -> int:
                 item = json.loads(line)
                 if not isinstance(item, Mapping):
                     raise ValueError("each line must be a JSON object")
-                query = eval_query(item, settings.home)
+                query = eval_query(item, settings.home, sandboxed)
                 verdict, _facts, _eval_us = engine.evaluate(query)
             except (ValueError, RecursionError) as exc:
                 failed = True

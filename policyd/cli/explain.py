@@ -23,6 +23,7 @@ from policyd.cli.logfile import read_entries
 from policyd.core.explain import Explanation, explain
 from policyd.core.facts import Facts
 from policyd.core.policy import PolicyError, PolicySet
+from policyd.realpaths import links_below
 from policyd.settings import Settings
 
 _MARK = {"matched": "MATCH", "not matched": "no", "error": "ERROR", "not applicable": "n/a"}
@@ -103,14 +104,16 @@ def _selected(item: Mapping[str, Any], select: str | None) -> bool:
     return any(select in h for h in hay)
 
 
-def explain_one(policy: PolicySet, item: Mapping[str, Any], home: str) -> Explanation:
-    """Explain one eval line or decision-log entry; raises ValueError on a bad line."""
-    query = eval_query(item, home)
-    return explain(policy, Facts(query, realpath=os.path.realpath, catalogue=policy.catalogue))
+def explain_one(policy: PolicySet, item: Mapping[str, Any], home: str, sandboxed: bool = False) -> Explanation:
+    """Explain one eval line or decision-log entry; raises ValueError on a bad line.
+    ``sandboxed``: as in a sandboxed session."""
+    query = eval_query(item, home, sandboxed)
+    return explain(policy, Facts(query, realpath=os.path.realpath, catalogue=policy.catalogue,
+                                 links_below=links_below))
 
 
 def run(settings: Settings, file: str | None, command: str | None, cwd: str | None,
-        as_json: bool, select: str | None) -> int:
+        as_json: bool, select: str | None, sandboxed: bool = False) -> int:
     """See the module doc."""
     try:
         policy = load_policy(settings).policy
@@ -129,7 +132,7 @@ def run(settings: Settings, file: str | None, command: str | None, cwd: str | No
         print("policyd explain: no request to explain", file=sys.stderr)
     for where, item in items:
         try:
-            ex = explain_one(policy, item, settings.home)
+            ex = explain_one(policy, item, settings.home, sandboxed)
         except (ValueError, RecursionError) as exc:
             print(f"policyd explain: {where}: {exc}", file=sys.stderr)
             failed = True

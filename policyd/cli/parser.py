@@ -80,6 +80,13 @@ def _proxy(proxy: argparse.ArgumentParser) -> None:
     proxy.add_argument("--daemon-timeout", type=float, dest="daemon_timeout_s", metavar="SECONDS")
     proxy.add_argument("--mode-switch-timeout", type=float, dest="mode_switch_timeout_s", metavar="SECONDS",
                        help="seconds the agent has to confirm policyd's own mode switch (default 30)")
+    proxy.add_argument("--gateway", choices=["off", "auto", "required"], dest="gateway_mode",
+                       help="serve the agent's model API and hold its key (docs/gateway.md; default off)")
+    proxy.add_argument("--sandbox", dest="sandbox_mode", choices=["off", "auto", "required"],
+                       help="confine the agent in an OS sandbox built from the policy's [sandbox] (docs/sandbox.md); "
+                            "required: do not start it when the sandbox cannot be set up; default off")
+    proxy.add_argument("--sandbox-root", dest="sandbox_roots", action="append", metavar="DIR",
+                       help="a writable root of the sandbox beside the current directory (repeatable)")
     proxy.add_argument("agent", nargs=argparse.REMAINDER, help="-- then the agent command line")
 
 
@@ -100,8 +107,15 @@ def _status(st: argparse.ArgumentParser) -> None:
     st.add_argument("--json", action="store_true", help="the daemon's and proxies' state as one JSON object")
 
 
+def sandbox_flag(p: argparse.ArgumentParser) -> None:
+    """``--sandbox`` of eval, test, explain: decide as a sandboxed session."""
+    p.add_argument("--sandbox", dest="decide_sandboxed", action="store_true",
+                    help="decide as in a sandboxed session (session.sandboxed)")
+
+
 def _eval(ev: argparse.ArgumentParser) -> None:
     _policy_args(ev)
+    sandbox_flag(ev)
     ev.add_argument("file", nargs="?", default="-")
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from policyd.cli.common import USAGE_ERROR, load_policy, report_load_error
 from policyd.cli.logfile import read_entries
-from policyd.core.cases import CASES_HOME, case_query, passed, symlinks, virtual_realpath
+from policyd.core.cases import CASES_HOME, case_query, passed, symlinks, virtual_links_below, virtual_realpath
 from policyd.core.decide import decide
 from policyd.core.facts import Facts
 from policyd.core.policy import PolicyError
@@ -35,7 +35,7 @@ def _what(case: dict[str, Any]) -> str:
 
 
 def run(settings: Settings, files: Sequence[str], home: str,
-        verbose: bool, as_json: bool) -> int:
+        verbose: bool, as_json: bool, sandboxed: bool = False) -> int:
     """See the module doc."""
     try:
         # the set a proxy given the same flags would run: search path and --policy, the
@@ -49,8 +49,10 @@ def run(settings: Settings, files: Sequence[str], home: str,
         for entry in read_entries(files, problems):
             case = entry.fields
             try:
-                query = case_query(case, home)
-                facts = Facts(query, realpath=virtual_realpath(symlinks(case)), catalogue=policy.catalogue)
+                query = case_query(case, home, sandboxed)
+                links = symlinks(case)
+                facts = Facts(query, realpath=virtual_realpath(links), catalogue=policy.catalogue,
+                              links_below=virtual_links_below(links))
             except ValueError as exc:
                 problems.append(f"{entry.where}: {exc}")
                 continue

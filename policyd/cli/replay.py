@@ -45,7 +45,13 @@ _DRAFT: list[PolicySet] = []  # the draft, inherited by forked workers
 
 def _decide_chunk(queries: list[PermissionQuery]) -> list[tuple[str, tuple[str, ...]]]:
     """Decision and deciding rule ids of each query under the draft (in a worker process)."""
-    return [_outcome(decide(_DRAFT[0], Facts(q, realpath=Resolver(), catalogue=_DRAFT[0].catalogue))) for q in queries]
+    return [_outcome(decide(_DRAFT[0], _facts(q, _DRAFT[0]))) for q in queries]
+
+
+def _facts(query: PermissionQuery, policy: PolicySet) -> Facts:
+    """The facts of ``query`` with the filesystem's symlinks (as the daemon sees them)."""
+    resolver = Resolver()
+    return Facts(query, realpath=resolver, catalogue=policy.catalogue, links_below=resolver.links_below)
 
 
 def _outcome(verdict: Verdict) -> tuple[str, tuple[str, ...]]:
@@ -56,7 +62,7 @@ def _decide_all(policy: PolicySet, queries: list[PermissionQuery], jobs: int) ->
     """Every query decided under ``policy``: in ``jobs`` forked worker processes when there
     are many (each decision is independent: pure CEL over the request's facts), in order."""
     if jobs <= 1 or len(queries) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
-        return [_outcome(decide(policy, Facts(q, realpath=Resolver(), catalogue=policy.catalogue))) for q in queries]
+        return [_outcome(decide(policy, _facts(q, policy))) for q in queries]
     _DRAFT[:] = [policy]
     chunks = [queries[i : i + CHUNK] for i in range(0, len(queries), CHUNK)]
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:

@@ -17,6 +17,7 @@ from policyd.core.relay import Consult, Relay, RememberChoice, Resolution
 
 if TYPE_CHECKING:
     from policyd.core.policy import PolicySet
+    from policyd.gateway import Gateway
     from policyd.reload import Reloader
     from policyd.settings import Settings
     from policyd.spawn import Spawned
@@ -70,7 +71,9 @@ def daemon_path(settings: Settings, own_policy: bool = False) -> Path | None:
 
 def _local_session_policy(settings: Settings) -> Callable[[], PolicySet | None]:
     """With a daemon deciding consults, this proxy still applies ``[modes]`` and ``[answers]``
-    itself: from the policy files it can read, else from the shipped policies (never none)."""
+    itself: from the policy files it can read, else from the shipped policies (never none);
+    :class:`policyd.daemon_client.SessionPolicyWatch` adds the daemon's own tables, kept in
+    step with the daemon's reloads."""
     from policyd import loader
     from policyd.cli.common import load_policy
     from policyd.core.policy import PolicyError, build_set
@@ -86,7 +89,7 @@ def _local_session_policy(settings: Settings) -> Callable[[], PolicySet | None]:
 
 def proxy(
     settings: Settings, agent: list[str], cli_policy: list[str] | None, config: str | None,
-    spawned: Spawned | None = None,
+    spawned: Spawned | None = None, gateway: Gateway | None = None,
 ) -> int:
     from policyd.proxy import run_proxy
 
@@ -103,30 +106,72 @@ def proxy(
         id_prefix=f"policyd-{secrets.token_hex(6)}",
         switch_timeout_s=settings.mode_switch_timeout_s,
     )
+    box = spawned.sandbox if spawned is not None else None
+    if box is not None:
+        relay.sandboxed = True  # session.sandboxed
+        logs.get().info("sandbox.started", **box.notes)
+    elif settings.sandbox != "off":
+        logs.get().warning("sandbox.unavailable", mode=settings.sandbox, effect="the agent runs without a sandbox")
     socket_path = daemon_path(settings, own_policy=bool(cli_policy) or settings.decision_log is not None)
     try:
         if socket_path is not None:
-            from policyd.daemon_client import DaemonClient
+            from policyd.daemon_client import DaemonClient, SessionPolicyWatch
 
-            relay.policy = _local_session_policy(settings)
+            local = _local_session_policy(settings)()
+            assert local is not None
+            if box is not None:
+                from policyd.sandbox import check_loaded
+
+                if why := check_loaded(box, local.sandbox):
+                    print(f"policyd: {why}", file=sys.stderr)
+                    spawned.stop(settings.kill_grace_s)  # type: ignore[union-attr]
+                    box.close()
+                    return USAGE_ERROR
+                if box.egress is not None:  # connections: decided by the policy files this proxy reads
+                    box.egress.set_decider(_local_egress_decider(settings, local))
+            watch = SessionPolicyWatch(socket_path, settings.daemon_timeout_s, local)
+            relay.policy = watch.current
+            _give_budget(gateway, relay)
             client = DaemonClient(socket_path, settings.daemon_timeout_s)
             logs.get().info("daemon.consulted", socket=str(socket_path), timeout_s=settings.daemon_timeout_s)
-            return run_proxy(agent, relay, client.decide, settings.kill_grace_s, None,
-                             on_remember=client.remember, local_decision_log=False, spawned=spawned)
+            try:
+                return run_proxy(agent, relay, client.decide, settings.kill_grace_s, None,
+                                 on_remember=client.remember, local_decision_log=False, spawned=spawned,
+                                 background=watch.run)
+            finally:
+                if box is not None:
+                    box.close()
         embedded = _EmbeddedStart(settings, agent, cli_policy, config)
+        embedded.box = box
         # [modes], [answers]: the set in force, reloads included (the proxy relays no agent
         # line before the load has finished, so a session answer is never ungoverned)
         relay.policy = lambda: embedded.engine.policy if embedded.engine is not None else None
+        _give_budget(gateway, relay)
         try:
             code = run_proxy(agent, relay, embedded.decide, settings.kill_grace_s, None,
                              on_remember=embedded.remember, startup=embedded.start, spawned=spawned)
         finally:
             status.remove()
+            if box is not None:
+                box.close()
         if embedded.started and embedded.settle() is not None:  # waits for a load still running
             return embedded.report()
         return code
     finally:
         logs.close()
+
+
+def _give_budget(gateway: Gateway | None, relay: Relay) -> None:
+    """The gateway's budget is the ``[budget]`` of the policy set in force (None while it loads)."""
+    if gateway is None:
+        return
+    from policyd.core.usage import Budget
+
+    def budget() -> Budget | None:
+        policy = relay.policy() if relay.policy is not None else None
+        return None if policy is None else policy.budget
+
+    gateway.set_budget(budget)
 
 
 class _EmbeddedStart:
@@ -139,6 +184,7 @@ class _EmbeddedStart:
         self.future: concurrent.futures.Future[Reloader | None] = concurrent.futures.Future()
         self.engine: Any = None
         self.started = False  # start() runs only once the agent was spawned
+        self.box: Any = None  # the agent's sandbox (policyd.sandbox.Plan): its [sandbox] must be the set's
         self._thread: threading.Thread | None = None
 
     def start(self) -> concurrent.futures.Future[Reloader | None]:
@@ -167,6 +213,11 @@ class _EmbeddedStart:
             from policyd.cli.common import load_policy, load_shadow
 
             loaded = load_policy(self.settings)
+            if self.box is not None:
+                from policyd.sandbox import Unavailable, check_loaded
+
+                if why := check_loaded(self.box, loaded.policy.sandbox):
+                    raise Unavailable(why)
             shadow = load_shadow(self.settings)
         except BaseException as exc:  # every failure stops the agent; report() tells which
             self.future.set_exception(exc)  # (a concurrent Future: thread-safe)
@@ -186,6 +237,10 @@ class _EmbeddedStart:
                                       on_change=lambda st: status.write(st, self.agent))
             status.write(reloader.status, self.agent)
             self.engine = engine
+            if self.box is not None and self.box.egress is not None:  # connections: decided by the same engine
+                from policyd.egress import engine_decider
+
+                self.box.egress.set_decider(engine_decider(engine))
             self.future.set_result(reloader)
         except Exception as exc:
             self.future.set_exception(exc)
@@ -247,6 +302,17 @@ def serve(settings: Settings, socket_path: str | None, cli_policy: list[str] | N
         logs.get().error("daemon.start_failed", error=str(exc))
         print(f"policyd serve: {exc}", file=sys.stderr)
         return 1
+
+
+def _local_egress_decider(settings: Settings, policy: PolicySet | None) -> Any:
+    """With a daemon deciding permission requests, the sandbox's connections are decided by
+    an engine of the policy files this proxy reads (the daemon protocol has no connections)."""
+    from policyd.cli.common import build_engine
+    from policyd.egress import engine_decider
+    from policyd.loader import Loaded
+
+    quiet = settings.model_copy(update={"remember": False, "shadow_policy": []})
+    return engine_decider(build_engine(quiet, Loaded(policy, embedded=False)) if policy is not None else None)
 
 
 def _observe_memory(engine: Any) -> None:

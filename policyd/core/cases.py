@@ -35,12 +35,13 @@ _STR_FIELDS = ("id", "kind", "command", "url", "cwd", "session_cwd", "raw_cwd", 
 #: Every key a case may have; any other (a typo such as ``comand``) is an error, never a case
 #: that silently tests something else. ``category``, ``note``, ``ecosystem``: descriptive.
 CASE_KEYS = frozenset({*_STR_FIELDS, "expected", "acceptable", "paths", "setup", "rawInput_extra", "title_only",
-                       "category", "note", "ecosystem"})
+                       "category", "note", "ecosystem", "sandboxed"})
 
 
-def case_query(case: Mapping[str, Any], home: str = CASES_HOME) -> PermissionQuery:
+def case_query(case: Mapping[str, Any], home: str = CASES_HOME, sandboxed: bool = False) -> PermissionQuery:
     """A case -> PermissionQuery; raises ValueError naming the bad field (an unknown key
-    too, with the closest known one)."""
+    too, with the closest known one). ``sandboxed``: decided as in a sandboxed session (a
+    case's own ``sandboxed`` boolean wins)."""
     unknown = sorted(set(case) - CASE_KEYS)
     if unknown:
         hints = [f"{k!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(k, CASE_KEYS, 1)) else "")
@@ -82,7 +83,11 @@ def case_query(case: Mapping[str, Any], home: str = CASES_HOME) -> PermissionQue
     if paths:
         call["locations"] = [{"path": p} for p in paths]
     cwd = case.get("session_cwd", case.get("cwd", ""))
-    return PermissionQuery(SessionInfo("policy-test", cwd), call, _OPTIONS, home=case.get("home", home))
+    boxed = case.get("sandboxed", sandboxed)
+    if not isinstance(boxed, bool):
+        raise ValueError("'sandboxed' must be a boolean")
+    return PermissionQuery(SessionInfo("policy-test", cwd, sandboxed=boxed), call, _OPTIONS,
+                           home=case.get("home", home))
 
 
 def symlinks(case: Mapping[str, Any]) -> dict[str, str]:
@@ -120,6 +125,21 @@ def virtual_realpath(links: Mapping[str, str]) -> Callable[[str], str]:
         return result
 
     return resolve
+
+
+def virtual_links_below(links: Mapping[str, str]) -> Callable[[str, bool], tuple[str, ...]]:
+    """``realpaths.links_below`` over ``links`` (as :func:`virtual_realpath`): the resolved
+    targets of the links strictly below a directory. Whether a target exists is not known
+    here, so ``readable_only`` leaves none out (every link counts)."""
+    resolve = virtual_realpath(links)
+    norm = [posixpath.normpath(k) for k in links]
+
+    def below(directory: str, readable_only: bool = False) -> tuple[str, ...]:
+        top = resolve(directory).rstrip("/") + "/"
+        return tuple(dict.fromkeys(resolve(k) for k in norm
+                                   if (resolve(posixpath.dirname(k)).rstrip("/") + "/").startswith(top)))
+
+    return below
 
 
 def passed(case: Mapping[str, Any], decision: Decision) -> bool:

@@ -24,10 +24,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from policyd.core import cel, paths, shell, urls
-from policyd.core.envvars import assignment_allowed
-from policyd.core.model import TOOL_KINDS, PermissionQuery
+from policyd.core.envvars import assignment_effects, read_allowed
+from policyd.core.model import CONNECT_KIND, NO_CONNECTION, TOOL_KINDS, PermissionQuery
 from policyd.core.shell import catalogue as shell_catalogue
-from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN
+from policyd.core.shell.effects import ENDLESS_DEVICES
+from policyd.core.shell.model import EXPANSION, FILTER, LITERAL, PATTERN
 from policyd.core.shell.resolve import (
     UNKNOWN_DIR,  # noqa: F401 - re-exported (facts.UNKNOWN_DIR)
     UNKNOWN_PATH,
@@ -57,17 +58,27 @@ PATH_KEYS: tuple[str, ...] = (
 )
 #: rawInput keys holding a list of paths.
 PATH_LIST_KEYS: tuple[str, ...] = ("paths", "file_paths", "files")
+#: rawInput keys holding file-name filters of a search (Claude's Grep ``glob``, Gemini's
+#: ``include``): a filter that can match a secret's name names it.
+FILTER_KEYS: tuple[str, ...] = ("glob", "include", "includes", "file_pattern", "glob_pattern")
+#: Tool names whose ``pattern`` is a file-name glob, not a regular expression.
+GLOB_TOOLS: frozenset[str] = frozenset({"glob", "findfiles", "find_files", "file_search"})
+#: A directory named as a whole holds the files its name promises: naming ``.git`` names its
+#: ``config`` (where CI checkouts keep their token), naming ``.ssh`` names the keys in it.
+NAMED_DIR_FILES: Mapping[str, str] = {
+    ".git": "config", ".ssh": "id_rsa", ".gnupg": "private-keys-v1.d", ".aws": "credentials",
+    ".azure": "credentials", ".kube": "config", ".docker": "config.json",
+}
+_NAMED_DIRS = tuple(f"/{name}" for name in NAMED_DIR_FILES)
 #: rawInput keys holding a URL.
 URL_KEYS: tuple[str, ...] = ("url", "uri", "href")
 
-#: Commands whose operands are written (created, changed or removed). ``sed`` only with -i;
-#: ``dd`` only its ``of=``.
-WRITE_COMMANDS: frozenset[str] = frozenset(
-    {"rm", "rmdir", "unlink", "mv", "cp", "ln", "install", "rsync", "tee", "touch", "mkdir", "chmod",
-     "chown", "chgrp", "truncate", "shred", "dd", "sed", "patch"}
-)
 #: ACP kinds whose paths are written.
 WRITE_KINDS: frozenset[str] = frozenset({"edit", "delete", "move"})
+#: Kinds that say nothing of what the call does to the paths it names (a kind policyd does
+#: not know is ``other``): they may write them (Gemini's ``save_memory`` is a ``think``
+#: that rewrites ``~/.gemini/GEMINI.md``), so their paths are write paths too.
+UNSURE_KINDS: frozenset[str] = frozenset({"think", "other", "switch_mode"})
 #: Redirect operators that write their target.
 WRITE_REDIRECTS: frozenset[str] = frozenset({">", ">>", ">|", "&>", "&>>", ">&"})
 
@@ -94,6 +105,7 @@ TOOL_FIELDS: tuple[str, ...] = (
     "shell",
     "url",
     "url_parts",
+    "connection",
     "effects",
     "reads",
     "writes",
@@ -107,6 +119,9 @@ TOOL_FIELDS: tuple[str, ...] = (
 )
 
 RealPath = Callable[[str], str]
+#: The real paths the symbolic links below a directory lead to; None when not known (too big).
+#: ``(directory, readable_only) -> targets`` (see ``realpaths.links_below``).
+LinksBelow = Callable[[str, bool], "tuple[str, ...] | None"]
 
 _T = TypeVar("_T")
 
@@ -165,12 +180,15 @@ FACTS_SCHEMA: Mapping[str, FactType] = {
         "url_parts": {"valid": "bool", "scheme": "string", "host": "string", "port": "int",
                       "path": "string", "query": "string", "ip": "string", "loopback": "bool",
                       "private": "bool", "link_local": "bool"},
+        "connection": {"host": "string", "port": "int", "addresses": "list(string)", "loopback": "bool",
+                       "private": "bool", "link_local": "bool", "via": "string", "method": "string"},
         "effects": "list(string)", "reads": "list(string)", "writes": "list(string)",
         "execs": "list(string)", "unknown": "list(string)", "creates": "list(string)",
         "names": "list(string)", "deletes": "list(string)", "cwds": "list(string)",
         "discards": "list(string)",
     },
-    "session": {"id": "string", "cwd": "string", "roots": "list(string)", "real_roots": "list(string)"},
+    "session": {"id": "string", "cwd": "string", "roots": "list(string)", "real_roots": "list(string)",
+                "sandboxed": "bool"},
     "agent": {"name": "string", "version": "string"},
     "client": {"name": "string", "version": "string"},
     "options": "list(string)",
@@ -178,14 +196,8 @@ FACTS_SCHEMA: Mapping[str, FactType] = {
 }
 
 
-#: Commands whose first operand is a script or pattern, not a file (unless -e/-f give it).
-PATTERN_FIRST: frozenset[str] = frozenset({"sed", "grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk"})
-_PATTERN_FLAGS = ("-e", "-f", "--regexp", "--file", "--expression")
-#: Commands whose arguments are text to print, never files.
-PURE_OUTPUT: frozenset[str] = frozenset({"echo", "printf"})
-#: Options that name a directory to run in (like ``cd``): ``env -C``, ``make -C``, ``git -C``, ``tar -C``.
-CHDIR_OPTIONS: frozenset[str] = frozenset({"-C", "--chdir", "--directory"})
-#: ``--opt=value`` options whose value is written.
+#: ``--opt=value`` options whose value is written, for a program the catalogue does not know
+#: (a guess that only adds write paths: such a command is unknown anyway).
 OUTPUT_OPTIONS = ("--output=", "--out=", "-o=", "--basetemp=", "--log-file=", "--junitxml=")
 
 
@@ -194,12 +206,18 @@ class Facts:
 
     ``realpath`` maps an absolute path to its symlink-resolved form (the shell passes
     ``os.path.realpath``); without it ``tool.real_paths`` equals ``tool.paths``.
+    ``links_below`` (the shell passes ``realpaths.links_below``) lists where the symbolic links
+    below a directory lead: a command that follows links below its directories (``grep -R``,
+    ``cp -rL``, ``zip -r``) through one that leaves the roots is unknown; without it nothing
+    is scanned (pure contexts: policy examples).
     """
 
     def __init__(self, query: PermissionQuery, realpath: RealPath | None = None,
-                 catalogue: shell_catalogue.Catalogue | None = None) -> None:
+                 catalogue: shell_catalogue.Catalogue | None = None,
+                 links_below: LinksBelow | None = None) -> None:
         self.query = query
         self._realpath = realpath
+        self._links_below = links_below
         self._catalogue = catalogue
         self.call: Mapping[str, Any] = query.tool_call
         raw = self.call.get("rawInput")
@@ -213,6 +231,8 @@ class Facts:
 
     @once
     def sent_kind(self) -> str:
+        if self.query.connection is not None:  # only policyd's egress sets it
+            return CONNECT_KIND
         kind = self.call.get("kind")
         return kind if isinstance(kind, str) and kind in TOOL_KINDS else "other"
 
@@ -311,7 +331,9 @@ class Facts:
         if word.startswith(("/", "~", "$HOME", "${HOME}")):
             bases = bases[:1]
         found = [r for b in bases for r in _resolve_braces(word, b, self.query.home)]
-        if kind == PATTERN or any(_GLOB_CHARS.search(r) for r in found):
+        if kind == FILTER:
+            found.extend(g for r in found for g in _glob_candidates(r, filter_=True))
+        elif kind == PATTERN or any(_GLOB_CHARS.search(r) for r in found):
             found.extend(g for r in found for g in _glob_candidates(r))
         return found
 
@@ -351,6 +373,9 @@ class Facts:
         if isinstance(self.raw_input.get("cwd"), str) and self.raw_input.get("cwd"):
             found.append(self.cwd)  # the tool runs there: it must pass the same checks
         resolved = [r for p in found for r in self._resolve_in(p, LITERAL, [self.cwd])]
+        for pattern in self._filters():  # a search's file filter: what it selects under its paths
+            for base in list(resolved) or [self.cwd]:
+                resolved.extend(self._resolve_in(_under(base, pattern), FILTER, [self.cwd]))
         if self.analysis is not None:
             for c, cf in zip(self.analysis.commands, self.shell_facts, strict=True):
                 resolved.extend(cf.reads)
@@ -360,14 +385,33 @@ class Facts:
             for _, raw, _, targets in self.redirect_targets:
                 if raw:
                     resolved.extend(t for t in targets if t.startswith("/"))
+        resolved.extend(f"{p}/{NAMED_DIR_FILES[p.rsplit('/', 1)[-1]]}" for p in resolved
+                        if p.endswith(_NAMED_DIRS))
         return _with_case_variants(_unique(resolved), self.query.session.roots)
+
+    def _filters(self) -> list[str]:
+        """File-name filters of a search call (:data:`FILTER_KEYS`; a glob tool's ``pattern``)."""
+        out: list[str] = []
+        raw = self.raw_input
+        keys = [k for k in FILTER_KEYS if k in raw]
+        if "pattern" in raw and (self.name.lower() in GLOB_TOOLS
+                                 or self.title.split(" ", 1)[0].lower() in GLOB_TOOLS):
+            keys.append("pattern")
+        for key in keys:
+            value = self.raw_input.get(key)
+            for v in (value if isinstance(value, list) else [value])[: cel.MAX_LIST_ITEMS]:
+                if isinstance(v, str) and v and not v.startswith("!"):
+                    out.extend(p for p in _split_filter(v) if p)
+        return out
 
     @once
     def write_paths(self) -> tuple[str, ...]:
         """Paths this call writes: all paths for edit/delete/move; for a shell command, the
-        catalogue's write and delete operands, output redirect targets, and the operands of
-        :data:`WRITE_COMMANDS` (a directory means everything under it)."""
-        if self.kind in WRITE_KINDS:
+        catalogue's write and delete operands and output redirect targets (a directory means
+        everything under it); for a program the catalogue does not know, its ``--output=``-like
+        option values. A kind that says nothing of what it does (:data:`UNSURE_KINDS`) writes
+        every path it names."""
+        if self.kind in WRITE_KINDS or self.kind in UNSURE_KINDS:
             return self.paths
         a = self.analysis
         if a is None:
@@ -380,18 +424,12 @@ class Facts:
             found.extend(cf.writes)
             if cf.judgement.entry:
                 continue  # the catalogue knows what it writes
-            name = _base(c.name)
-            legacy: list[str] = []
-            if name == "dd":
-                legacy.extend(arg[3:] for arg in c.args if arg.startswith("of="))
-            elif name in WRITE_COMMANDS and (name != "sed" or "i" in c.flags):
-                legacy.extend(_operands(c))
-            legacy.extend(x.split("=", 1)[1] for x in c.args if x.startswith(OUTPUT_OPTIONS))
-            found.extend(r for p in legacy for r in self._resolve_in(p, _kind_of(c, p), cf.cwds))
+            guessed = [x.split("=", 1)[1] for x in c.args if x.startswith(OUTPUT_OPTIONS)]
+            found.extend(r for p in guessed for r in self._resolve_in(p, _kind_of(c, p), cf.cwds))
         return _with_case_variants(_unique(found), self.query.session.roots)
 
     def command_paths(self, c: shell.SimpleCommand, cf: CommandFacts | None = None) -> list[str]:
-        """A command's operands (non-flag arguments; ``dd``'s ``if=``/``of=``) resolved in
+        """The operands of a program the catalogue does not know (non-option words) resolved in
         the directories it runs in."""
         if cf is not None and cf.judgement.entry:
             return []  # the catalogue knows its operands: they are in reads/writes/chdirs
@@ -432,9 +470,34 @@ class Facts:
         found = list(a.unknown)
         found.extend(f"{c.name}: {why}" for c, cf in zip(a.commands, self.shell_facts, strict=True)
                      for why in cf.unknown)
+        found.extend(self._links_out())
         if not a.parse_ok:
             found.extend(a.errors)
         return _unique(found)
+
+    def _links_out(self) -> list[str]:
+        """Why a command that follows symbolic links below its directories is unknown: a link
+        there leads out of the session roots, or the tree is too big to scan."""
+        if self._links_below is None or not any(cf.judgement.follows for cf in self.shell_facts):
+            return []
+        roots = [*self.query.session.roots, *(self._realpath(r) for r in self.query.session.raw_roots
+                                               if self._realpath is not None)]
+        out: list[str] = []
+        for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
+            if not cf.judgement.follows:
+                continue
+            for p in _unique([*cf.reads, *cf.writes]) or cf.cwds:  # `rg -L x`: where it runs
+                if not p.startswith("/") or p == UNKNOWN_PATH or _GLOB_CHARS.search(p):
+                    continue
+                targets = self._links_below(p, p not in cf.writes)
+                if targets is None:
+                    out.append(f"{c.name}: follows symbolic links below {p}, too big to scan")
+                    continue
+                away = next((t for t in targets if not any(paths.within(t, r) for r in roots)), None)
+                if away is not None:
+                    out.append(f"{c.name}: follows symbolic links below {p}: one leads to {away}, "
+                               "outside the session roots")
+        return out
 
     @once
     def assignments(self) -> tuple[tuple[str, str], ...]:
@@ -460,9 +523,53 @@ class Facts:
             out.add("write")
         if any(raw and op.lstrip("0123456789") in ("<", "<>") for op, raw, _, _ in self.redirect_targets):
             out.add("read")
-        if not all(assignment_allowed(k, v) for k, v in self.assignments):
-            out.add("env")
+        if self.assignments:
+            for found in self._assignment_effects:
+                out |= found
+        if ((a.redirects or "read" in out) and self._endless_input):
+            out.add("endless")
+        if a.env_reads and not all(read_allowed(n) for n in a.env_reads):
+            out.add("env-read")
         return frozenset(out)
+
+    @once
+    def _endless_input(self) -> bool:
+        """Some command reads a device that never ends (an operand, or a ``<`` redirect
+        of it or of a compound statement) with nothing to stop it: no ``bound`` option of
+        its own (``head -c 1M``) and no bounded reader right after it in a pipe."""
+        a = self.analysis
+        if a is None:
+            return False
+        sources = {i for i, cf in enumerate(self.shell_facts) if cf.judgement.reads_endless}
+        for r in a.redirects:
+            if r.op.lstrip("0123456789") in ("<", "<>") and r.kind == LITERAL and r.target in ENDLESS_DEVICES:
+                if r.command < 0:
+                    return True
+                sources.add(r.command)
+        cmds, cfs = a.commands, self.shell_facts
+        return any(not cfs[i].judgement.bounded
+                   and not any(c.stdin_from == i and cfs[j].judgement.bounded for j, c in enumerate(cmds))
+                   for i in sources if i < len(cfs))
+
+    @once
+    def _assignment_effects(self) -> tuple[frozenset[str], ...]:
+        """Per assignment (:attr:`assignments`), its effects where it reaches: every
+        command after ``export``/a bare ``A=b``, the command of ``A=b cmd`` and what a
+        wrapper runs for ``env A=b cmd`` (``envvars.assignment_effects``)."""
+        a = self.analysis
+        if a is None:
+            return ()
+        cat = self._catalogue if self._catalogue is not None else shell_catalogue.default()
+        scopes = a.assignment_scopes
+        out = []
+        for i, (name, value) in enumerate(self.assignments):
+            lo, hi = scopes[i] if i < len(scopes) else (0, -1)
+            reached = a.commands[lo:] if hi < 0 else a.commands[lo:hi]
+            programs = list({c.name.lower(): cat.get(c.name) for c in reached}.values())
+            if hi < 0:  # export / a bare A=b outlive the command: a shell an agent keeps
+                programs.append(None)  # runs later calls with it, programs unknown here
+            out.append(assignment_effects(name, value, programs))
+        return tuple(out)
 
     # ------------------------------------------------------------------ url
 
@@ -528,6 +635,7 @@ class Facts:
                 "cwd": roots[0] if q.session.cwd else "",
                 "roots": roots,
                 "real_roots": list(real_roots),
+                "sandboxed": q.session.sandboxed,
             },
             "agent": {"name": q.agent.name, "version": q.agent.version},
             "client": {"name": q.client.name, "version": q.client.version},
@@ -583,8 +691,8 @@ _TOOL_GETTERS: dict[str, Callable[[Facts], Any]] = {
     "commands": _commands,
     "redirects": lambda f: [{"op": op, "target": t, "dynamic": dyn}
                             for op, _, dyn, targets in f.redirect_targets for t in targets],
-    "assignments": lambda f: [{"name": k, "value": v, "allowed": assignment_allowed(k, v)}
-                              for k, v in f.assignments],
+    "assignments": lambda f: [{"name": k, "value": v, "allowed": not effects}
+                              for (k, v), effects in zip(f.assignments, f._assignment_effects, strict=True)],
     "shell": _shell_map,
     "effects": lambda f: sorted(f.effects),
     "reads": lambda f: list(f._unions[0]),
@@ -598,6 +706,7 @@ _TOOL_GETTERS: dict[str, Callable[[Facts], Any]] = {
     "unknown": lambda f: list(f.unknown),
     "url": lambda f: f.url,
     "url_parts": lambda f: f.url_parts.as_dict(),
+    "connection": lambda f: (f.query.connection or NO_CONNECTION).as_dict(),
 }
 
 
@@ -606,52 +715,20 @@ def _base(name: str) -> str:
 
 
 def _operands(c: shell.SimpleCommand) -> list[str]:
-    """The arguments that may name files: non-flag arguments (all after ``--``) and the
-    values of ``--opt=value`` options that look like paths; not the script or pattern of
-    sed/grep/awk (unless ``-e``/``-f`` give it), not a git ``-m`` message, nothing of
-    echo/printf; for dd the values of ``if=``/``of=``; for a path-less ``find``, ``.``."""
-    name = _base(c.name)
-    if name == "dd":
-        return [a.split("=", 1)[1] for a in c.args if a.startswith(("if=", "of=")) and "=" in a]
-    if name in PURE_OUTPUT:
-        return []
+    """The words of a program the catalogue does not know that may name files: non-option
+    arguments (all after ``--``) and path-like values of ``--opt=value`` options."""
     out: list[str] = []
-    rest = skip_next = False
+    rest = False
     for a in c.args:
-        if skip_next:
-            skip_next = False
-        elif rest or not a.startswith("-") or a == "-":
+        if rest or not a.startswith("-") or a == "-":
             out.append(a)
         elif a == "--":
             rest = True
-        elif name == "git" and a in ("-m", "--message"):
-            skip_next = True
-        elif "=" in a and a.startswith("-"):
+        elif "=" in a:
             value = a.split("=", 1)[1]
             if _path_like(value):
                 out.append(value)
-    if name in PATTERN_FIRST and out and not any(a.startswith(_PATTERN_FLAGS) for a in c.args):
-        out = out[1:]
-    if name == "find" and (not c.args or c.args[0].startswith(("-", "(", "!"))):
-        out.insert(0, ".")
     return out
-
-
-def _chdir_targets(c: shell.SimpleCommand) -> list[str]:
-    """Directories a command runs in: ``cd``/``pushd`` DIR (no DIR: ``~``) and the value of
-    ``-C DIR``, ``--chdir[=]DIR``, ``--directory[=]DIR``."""
-    name = _base(c.name)
-    if name in ("cd", "pushd"):
-        operands = [a for a in c.args if not a.startswith("-") or a == "-"]
-        target = operands[0] if operands else "~"
-        return [] if target == "-" else [target]
-    found: list[str] = []
-    for i, a in enumerate(c.args):
-        if a in CHDIR_OPTIONS and i + 1 < len(c.args):
-            found.append(c.args[i + 1])
-        elif a.startswith(("--chdir=", "--directory=")):
-            found.append(a.split("=", 1)[1])
-    return found
 
 
 def _path_like(arg: str) -> bool:
@@ -770,6 +847,20 @@ def _with_case_variants(found: tuple[str, ...], roots: Iterable[str]) -> tuple[s
         if low != p:
             extra.append(low)
     return _unique([*found, *extra]) if extra else found
+
+
+def _split_filter(value: str) -> list[str]:
+    """A filter value's patterns: ``*.{ts,tsx}`` and ``a,b`` lists are each one pattern."""
+    if "{" in value:
+        return [value]  # braces are expanded when resolved
+    return [v.strip() for v in value.split(",")] if "," in value else [value]
+
+
+def _under(base: str, pattern: str) -> str:
+    """Where a filter selects files below ``base`` (``**/`` and ``./`` lead-ins dropped)."""
+    while pattern.startswith(("**/", "./")):
+        pattern = pattern[3:] if pattern.startswith("**/") else pattern[2:]
+    return pattern if pattern.startswith(("/", "~")) else base.rstrip("/") + "/" + pattern
 
 
 def _add_path(found: list[str], value: object) -> None:

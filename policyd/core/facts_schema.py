@@ -60,7 +60,7 @@ FACTS_SCHEMA: dict[str, Any] = {
             "link_local": "bool",
         },
     },
-    "session": {"id": "string", "cwd": "string", "roots": ["string"], "real_roots": ["string"]},
+    "session": {"id": "string", "cwd": "string", "roots": ["string"], "real_roots": ["string"], "sandboxed": "bool"},
     "agent": {"name": "string", "version": "string"},
     "client": {"name": "string", "version": "string"},
     "options": ["string"],

@@ -32,6 +32,12 @@ TOOL_KINDS: frozenset[str] = frozenset(
     {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"}
 )
 
+#: The kind of a network connection out of the sandbox (policyd's own, not an ACP ToolKind:
+#: only policyd's egress makes such a query; ``policyd.core.egress``).
+CONNECT_KIND = "connect"
+#: Kinds a rule's ``kinds`` may name.
+RULE_KINDS: frozenset[str] = TOOL_KINDS | {CONNECT_KIND}
+
 #: ACP PermissionOptionKind values.
 OPTION_KINDS: frozenset[str] = frozenset({"allow_once", "allow_always", "reject_once", "reject_always"})
 
@@ -82,11 +88,13 @@ class SessionInfo:
 
     ``raw_roots`` is ``(cwd, *additional_directories)`` as the client sent them (absolute);
     ``roots`` the same normalised (``/w/p/../p/`` is ``/w/p``: a client need not normalise).
+    ``sandboxed``: the agent runs inside policyd's operating-system sandbox (``session.sandboxed``).
     """
 
     session_id: str
     cwd: str
     additional_directories: tuple[str, ...] = ()
+    sandboxed: bool = False
     _roots: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -110,6 +118,40 @@ class PeerInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class Connection:
+    """A network connection out of the sandbox, as policyd's egress saw and resolved it
+    (``policyd.egress``; rules read it as ``tool.connection``).
+
+    ``host`` is the name or address asked for (lower case, IDNA, an IPv4 in any notation
+    written as the address); ``port`` the TCP port; ``addresses`` what policyd itself
+    resolved, in the order it will try them (it connects to these, never resolving again);
+    ``loopback`` / ``private`` / ``link_local`` are True when ANY of them is such an address
+    (``private`` includes loopback and link-local, as ``tool.url_parts`` does); ``via`` is
+    ``proxy`` (HTTP proxy: CONNECT or absolute-form) or ``forward`` (a named loopback
+    endpoint); ``method`` the HTTP method through the proxy (``CONNECT``, ``GET``...), ``""``
+    for a forward.
+    """
+
+    host: str
+    port: int
+    addresses: tuple[str, ...] = ()
+    loopback: bool = False
+    private: bool = False
+    link_local: bool = False
+    via: str = "proxy"
+    method: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"host": self.host, "port": self.port, "addresses": list(self.addresses),
+                "loopback": self.loopback, "private": self.private, "link_local": self.link_local,
+                "via": self.via, "method": self.method}
+
+
+#: ``tool.connection`` of a query that is not a connection.
+NO_CONNECTION = Connection(host="", port=0, via="")
+
+
+@dataclass(frozen=True, slots=True)
 class PermissionQuery:
     """Everything a policy decides on for one ``session/request_permission``.
 
@@ -117,7 +159,9 @@ class PermissionQuery:
     state with the request's own fields on top). ``home`` expands ``~`` in paths.
     ``now_s`` is the wall-clock time in seconds since the epoch, passed in by the shell.
     ``traceparent`` is the W3C trace context (``_meta.traceparent``) of the request or its
-    session, ``""`` when none was sent.
+    session, ``""`` when none was sent. ``connection`` is set only by policyd's egress,
+    never from anything an agent sends: the query is then a network connection (kind
+    ``connect``, see ``policyd.core.egress``).
     """
 
     session: SessionInfo
@@ -128,6 +172,7 @@ class PermissionQuery:
     home: str = ""
     now_s: float = 0.0
     traceparent: str = ""
+    connection: Connection | None = None
 
     def context_fields(self) -> dict[str, Any]:
         """Decision-log context: ``agent`` / ``client`` ``{name, version}`` (when known) and

@@ -13,9 +13,18 @@ Rules this module owns (policy: ``core.modes``; wire shapes: ACP ``modes`` and t
   acceptable modes only. No acceptable mode, or a failed switch: the client gets a JSON-RPC
   error instead of the session (fail closed).
 - The client's switch to a mode that is not acceptable is refused with a JSON-RPC error and
-  never reaches the agent. The agent's own switch to one (``current_mode_update`` /
+  never reaches the agent; so is a ``session/set_config_option`` for a session policyd does
+  not know. The agent's own switch to one (``current_mode_update`` /
   ``config_option_update``) is switched back to the preferred acceptable mode; the
-  notification reaches the client rewritten to show the mode switched back to.
+  notification is held until the agent confirms, then reaches the client rewritten to show
+  the mode switched back to. A switch back that fails (refused, unanswered, nothing
+  acceptable) leaves the agent in that mode: the client gets the notification as sent (the
+  truth) and a message, the agent ``session/cancel``, and the session is refused from then
+  on (:meth:`ModeGovernor.refused`; the relay answers its requests).
+- Every session answer is remembered (modes or not), so a reload adding ``[modes]`` governs
+  it; ``modes.currentModeId`` and the mode option's ``currentValue`` are both judged.
+- Config options other than the mode that set the agent's own approval
+  (:func:`approval_options`) are governed like it (:func:`approval_off`).
 - A message this module does not change passes as the exact bytes received.
 
 - When the mode policy in force changes (a reload), sessions in a mode it no longer accepts
@@ -33,6 +42,7 @@ session with modes while no ``[modes]`` table is loaded).
 from __future__ import annotations
 
 import json
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -40,13 +50,14 @@ from typing import Any
 
 from policyd.core.model import PeerInfo
 from policyd.core.modes import Mode, ModePolicy
+from policyd.core.profiles import APPROVAL_OPTION_IDS
 
 #: JSON-RPC error code of a refused mode switch (invalid params) and of a refused session.
 REFUSED_CODE = -32602
 SESSION_FAILED_CODE = -32603
 #: Sessions whose modes are remembered (oldest forgotten first); also the bound on the ids
 #: of switches given up on (their late answers are recognised and dropped).
-MAX_SESSIONS = 256
+MAX_SESSIONS = 4096
 #: Seconds the agent has to answer policyd's own switch before it is given up (a held
 #: session answer then becomes the client's error: the session is refused).
 SWITCH_TIMEOUT_S = 30.0
@@ -57,7 +68,10 @@ SWITCH_TIMEOUT_S = 30.0
 
 def offered_modes(result: Mapping[str, Any]) -> tuple[list[Mode], str | None, str | None, bool]:
     """``(modes, current id, mode config-option id, has "modes")`` of a session answer or a
-    ``configOptions`` holder; modes from ``modes.availableModes`` and the mode config option."""
+    ``configOptions`` holder; modes from ``modes.availableModes`` and the mode config option,
+    and the current mode(s) even when no list names them (the agent is in it). The current
+    id is ``modes.currentModeId``, else the option's ``currentValue`` (see :func:`currents`
+    for both)."""
     found: dict[str, Mode] = {}
     current: str | None = None
     modes = result.get("modes")
@@ -76,7 +90,67 @@ def offered_modes(result: Mapping[str, Any]) -> tuple[list[Mode], str | None, st
             found.setdefault(o["value"], Mode(o["value"], _s(o.get("name")), _s(o.get("description"))))
         if current is None and isinstance(entry.get("currentValue"), str):
             current = entry["currentValue"]
+    for now in currents(result):
+        found.setdefault(now, Mode(now))
     return list(found.values()), current, config_id, has_modes
+
+
+def currents(result: Mapping[str, Any]) -> list[str]:
+    """Every current mode a session answer states: ``modes.currentModeId`` and the mode config
+    option's ``currentValue`` (two when they disagree)."""
+    out: list[str] = []
+    modes = result.get("modes")
+    if isinstance(modes, Mapping) and isinstance(modes.get("currentModeId"), str):
+        out.append(modes["currentModeId"])
+    entry = mode_option(result.get("configOptions"))
+    if entry is not None and isinstance(entry.get("currentValue"), str) and entry["currentValue"] not in out:
+        out.append(entry["currentValue"])
+    return out
+
+
+#: Words in a config option's id, name, description or category that say it sets the agent's
+#: own approval (a boolean "allow all", a permission-level select).
+APPROVAL_WORDS = re.compile(
+    r"(?i)approv|permission|yolo|bypass|allow.?all|auto.?accept|skip.?confirm|danger|unattended")
+
+
+def approval_options(options: object) -> dict[str, dict[str, Any]]:
+    """The ``configOptions`` entries other than the mode option that set the agent's own
+    approval (:data:`policyd.core.profiles.APPROVAL_OPTION_IDS`, or :data:`APPROVAL_WORDS`),
+    by id. They are governed like the mode: see :func:`approval_off`."""
+    out: dict[str, dict[str, Any]] = {}
+    for o in _list(options):
+        if o.get("category") == "mode" or not isinstance(o.get("id"), str):
+            continue
+        words = " ".join(_s(o.get(k)) for k in ("id", "name", "description", "category"))
+        if o["id"] in APPROVAL_OPTION_IDS or APPROVAL_WORDS.search(words):
+            out[o["id"]] = dict(o)
+    return out
+
+
+def approval_off(option: Mapping[str, Any], value: object, policy: ModePolicy, agent: PeerInfo) -> str:
+    """Why ``value`` of approval option ``option`` is not acceptable ("" when it is): a
+    boolean is refused when true (it turns the agent's own approval off); a select's value is
+    judged by the ``[modes]`` policy as a mode (id, name, description) would be."""
+    oid = option.get("id")
+    if option.get("type") == "boolean" or isinstance(value, bool):
+        return f"option {oid!r} = true turns the agent's own approval off" if value is not False else ""
+    if not isinstance(value, str):
+        return f"option {oid!r}: value {value!r} cannot be judged"
+    entry = next((o for o in _select_values(option.get("options")) if o["value"] == value), None)
+    mode = Mode(value, _s(entry.get("name")) if entry else "", _s(entry.get("description")) if entry else "")
+    ok, why = policy.verdict(mode, agent)
+    return "" if ok else f"option {oid!r} = {value!r}: {why}"
+
+
+def approval_safe(option: Mapping[str, Any], policy: ModePolicy, agent: PeerInfo) -> object:
+    """The value to switch approval option ``option`` back to (None when there is none)."""
+    if option.get("type") == "boolean" or isinstance(option.get("currentValue"), bool):
+        return False
+    values = [Mode(o["value"], _s(o.get("name")), _s(o.get("description")))
+              for o in _select_values(option.get("options"))]
+    target = policy.preferred(values, agent)
+    return target.id if target is not None else None
 
 
 def mode_option(options: object) -> dict[str, Any] | None:
@@ -179,6 +253,7 @@ class _Session:
     current: str | None
     config_id: str | None
     has_modes: bool
+    approvals: dict[str, dict[str, Any]] = field(default_factory=dict)  # approval options by id
 
 
 @dataclass(slots=True)
@@ -187,8 +262,13 @@ class _Switch:
     target: str
     purpose: str  # "session" (a held answer) or "revert"
     client_id: Any = None
-    answer: bytes = b""
+    answer: bytes = b""  # what the client is shown once the agent confirms
     fields: dict[str, Any] = field(default_factory=dict)
+    truth: bytes = b""  # a held agent notification as sent (released when the switch fails)
+    held: bool = False  # ``answer`` holds a line's place in the client's stream
+    via_config: bool = False  # set_config_option even though the agent sent ``modes``
+    option: str = ""  # an approval option's id (not the mode) switched back to ``value``
+    value: object = None
 
 
 class ModeGovernor:
@@ -202,7 +282,13 @@ class ModeGovernor:
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._switches: dict[str, _Switch] = {}
         self._expired: OrderedDict[str, None] = OrderedDict()  # switches given up on
+        self._refused: OrderedDict[str, str] = OrderedDict()  # sessions left in an unacceptable mode
         self._next = 0
+
+    def refused(self, session_id: object) -> str:
+        """Why session ``session_id`` is refused ("" when it is not): the agent did not switch
+        back from a mode the policy does not accept, so nothing more of it is relayed."""
+        return self._refused.get(session_id, "") if isinstance(session_id, str) else ""
 
     def owns(self, request_id: object) -> bool:
         """The id of a request policyd sent to the agent (still waited on, or given up on:
@@ -217,13 +303,27 @@ class ModeGovernor:
         policy = self.policy()
         sid = result.get("sessionId", params.get("sessionId"))
         modes, current, config_id, has_modes = offered_modes(result)
-        if not modes or not isinstance(sid, str):
+        if not isinstance(sid, str):
+            return Effects()
+        # every session is remembered, modes or not: a reload that adds [modes] governs it, and
+        # a session policyd does not know is refused what it cannot judge (client_switch)
+        approvals = approval_options(result.get("configOptions"))
+        self._remember(sid, _Session(modes, current, config_id, has_modes, approvals))
+        if policy is not None:
+            off = [why for o in approvals.values() if (why := approval_off(o, o.get("currentValue"), policy, agent))]
+            if off:  # an agent starting with its own approval off gets no session
+                message = (f"policyd: agent {agent.name or '(unnamed)'} started the session with its own approval "
+                           f"off ({'; '.join(off)}); session refused")
+                self._sessions.pop(sid, None)
+                refusal = {"session_id": sid, "method": method, "agent": agent.name, "message": message}
+                return Effects(replace=_error(request_id, SESSION_FAILED_CODE, message),
+                               logs=(("mode.no_acceptable", refusal),))
+        if not modes:
             return Effects()
         if policy is None:  # say so: an agent in an auto-approving mode never asks
             note = {"session_id": sid, "method": method, "agent": agent.name, "mode": current,
                     "offered": [m.id for m in modes], "note": "no [modes] table in the policy set"}
             return Effects(logs=(("mode.ungoverned", note),))
-        self._remember(sid, _Session(modes, current, config_id, has_modes))
         keep = {m.id for m in modes if policy.accepts(m, agent)}
         fields: dict[str, Any] = {"session_id": sid, "method": method, "agent": agent.name, "from": current,
                                   "offered": [m.id for m in modes], "acceptable": sorted(keep)}
@@ -234,21 +334,30 @@ class ModeGovernor:
             self._sessions.pop(sid, None)
             return Effects(replace=_error(request_id, SESSION_FAILED_CODE, message),
                            logs=(("mode.no_acceptable", {**fields, "message": message}),))
-        if current in keep:
+        stated = currents(result)
+        wrong = [c for c in stated if c not in keep]  # modes and the mode option may disagree
+        if not wrong:
             if keep == {m.id for m in modes}:
                 return Effects()
             return Effects(replace=line({"jsonrpc": "2.0", "id": request_id, "result": rewrite(result, keep, current)}))
+        fields["from"] = wrong[0]
         target = policy.preferred(modes, agent)
         assert target is not None
         answer = line({"jsonrpc": "2.0", "id": request_id, "result": rewrite(result, keep, target.id)})
-        switch = _Switch(sid, target.id, "session", request_id, answer, {**fields, "to": target.id})
+        # the option disagreeing with an acceptable ``modes`` is switched where it is wrong
+        via_config = config_id is not None and (not has_modes or current in keep)
+        switch = _Switch(sid, target.id, "session", request_id, answer, {**fields, "to": target.id},
+                         held=True, via_config=via_config)
         return self._start(switch)
 
     def _start(self, switch: _Switch) -> Effects:
         s = self._sessions[switch.session_id]
         rid = f"{self.id_prefix}/mode/{self._next}"
         self._next += 1
-        if s.has_modes:
+        if switch.option:
+            method = "session/set_config_option"
+            params = {"sessionId": switch.session_id, "configId": switch.option, "value": switch.value}
+        elif s.has_modes and not switch.via_config:
             method, params = "session/set_mode", {"sessionId": switch.session_id, "modeId": switch.target}
         else:
             method = "session/set_config_option"
@@ -256,7 +365,7 @@ class ModeGovernor:
         switch.fields["via"] = method
         self._switches[rid] = switch
         request = line({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        return Effects(hold=rid if switch.purpose == "session" else None, to_agent=(request,), switch=rid)
+        return Effects(hold=rid if switch.held else None, to_agent=(request,), switch=rid)
 
     def expire(self, rid: str, waited_s: float) -> tuple[str, Effects] | None:
         """Give up on switch ``rid`` the agent has not answered within ``waited_s`` seconds
@@ -286,7 +395,7 @@ class ModeGovernor:
         error = msg.get("error")
         if error is None:
             s = self._sessions.get(switch.session_id)
-            if s is not None:
+            if s is not None and not switch.option:
                 s.current = switch.target
             event = "mode.switched" if switch.purpose == "session" else "mode.reverted"
             return rid, Effects(replace=switch.answer or None, logs=((event, fields),))
@@ -294,16 +403,37 @@ class ModeGovernor:
                                  f"the agent refused the switch to {switch.target!r}: {_error_text(error)}")
 
     def _failed(self, switch: _Switch, error: object, what: str) -> Effects:
-        """A switch that did not happen: a revert is logged; a held session answer becomes
-        the client's error (``what`` says why) and the session is forgotten."""
+        """A switch that did not happen: a held session answer becomes the client's error
+        (``what`` says why) and the session is forgotten; a failed revert leaves the agent in
+        a mode the policy does not accept, so the session is refused (:meth:`_refuse`)."""
         fields = {**switch.fields, "error": error}
         if switch.purpose == "revert":
-            return Effects(logs=(("mode.revert_failed", fields),))
+            return self._refuse(switch.session_id, str(fields.get("from")), what, fields, switch.truth or None)
         self._sessions.pop(switch.session_id, None)
         message = (f"policyd: session started in mode {fields.get('from')!r}, which the policy does not accept, "
                    f"and {what}; session refused")
         return Effects(replace=_error(switch.client_id, SESSION_FAILED_CODE, message),
                        logs=(("mode.switch_failed", {**fields, "message": message}),))
+
+    def _refuse(self, sid: str, mode: str, what: str, fields: Mapping[str, Any],
+                shown: bytes | None = None) -> Effects:
+        """The agent stays in ``mode``, which the policy does not accept (it refused or ignored
+        the switch back, or none is acceptable): the session is refused from now on. The agent
+        gets ``session/cancel`` (its turn ends); the client gets ``shown`` (the agent's own
+        notification as sent: the truth) and a message; every later client request and agent
+        permission request of the session is refused by the relay (:meth:`refused`)."""
+        message = (f"policyd: session {sid} is in mode {mode!r}, which the policy does not accept, and {what}; "
+                   "the session is refused: start a new one")
+        self._refused[sid] = message
+        self._refused.move_to_end(sid)
+        while len(self._refused) > MAX_SESSIONS:
+            self._refused.popitem(last=False)
+        cancel = line({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}})
+        notice = line({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": {
+            "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": message}}}})
+        return Effects(replace=shown, to_agent=(cancel,), to_client=(notice,),
+                       logs=(("mode.revert_failed", dict(fields)), ("mode.session_refused",
+                                                                     {"session_id": sid, "message": message})))
 
     # -------------------------------------------------------------- client switches
 
@@ -317,7 +447,17 @@ class ModeGovernor:
         s = self._sessions.get(sid)
         if method == "session/set_mode":
             wanted = params.get("modeId")
-        elif s is not None and s.config_id is not None and params.get("configId") == s.config_id:
+        elif s is not None and params.get("configId") in s.approvals:
+            why = approval_off(s.approvals[params["configId"]], params.get("value"), policy, agent)
+            if not why:
+                return Effects()
+            fields = {"session_id": sid, "method": method, "option": params["configId"],
+                      "value": params.get("value"), "agent": agent.name, "reason": why}
+            message = f"policyd: {why} (not accepted by policy)"
+            return Effects(swallow=True, to_client=(_error(request_id, REFUSED_CODE, message),),
+                           logs=(("mode.refused", fields),))
+        elif s is None or (s.config_id is not None and params.get("configId") == s.config_id):
+            # (a session policyd does not know: it cannot tell whether the option is a mode)
             wanted = params.get("value")
         else:
             return Effects()
@@ -325,7 +465,8 @@ class ModeGovernor:
         mode = known.get(wanted) if isinstance(wanted, str) else None
         if mode is not None and policy.accepts(mode, agent):
             return Effects()
-        why = policy.verdict(mode, agent)[1] if mode is not None else "the agent did not offer it"
+        why = policy.verdict(mode, agent)[1] if mode is not None else (
+            "the agent did not offer it" if s is not None else "policyd does not know this session's modes")
         message = f"policyd: mode {wanted!r} is not accepted by policy ({why})"
         fields = {"session_id": sid, "method": method, "mode": wanted, "agent": agent.name, "reason": why}
         return Effects(swallow=True, to_client=(_error(request_id, REFUSED_CODE, message),),
@@ -346,19 +487,27 @@ class ModeGovernor:
                      agent: PeerInfo) -> Effects:
         """A ``current_mode_update`` / ``config_option_update`` from the agent."""
         policy = self.policy()
-        s = self._sessions.get(session_id)
-        if policy is None or s is None:
-            return Effects()
         kind = update.get("sessionUpdate")
+        if policy is None or kind not in ("current_mode_update", "config_option_update"):
+            return Effects()
+        if kind == "config_option_update":
+            switched = self._approval_update(session_id, update, envelope, policy, agent)
+            if switched is not None:
+                return switched
+        entry = mode_option(update.get("configOptions")) if kind == "config_option_update" else None
         if kind == "current_mode_update":
             new = update.get("currentModeId")
-        elif kind == "config_option_update":
-            entry = mode_option(update.get("configOptions"))
-            if entry is None:
-                return Effects()
-            new = entry.get("currentValue")
-        else:
+        elif entry is None:
             return Effects()
+        else:
+            new = entry.get("currentValue")
+        s = self._sessions.get(session_id)
+        if s is None:  # a session policyd does not know (forgotten, or loaded without modes)
+            listed, _, config_id, _ = offered_modes(update) if entry is not None else ([], None, None, False)
+            extra = [Mode(p) for p in policy.prefer]
+            s = _Session([*listed, *(m for m in extra if m.id not in {x.id for x in listed})], None, config_id,
+                         kind == "current_mode_update")
+            self._remember(session_id, s)
 
         def wrap(u: dict[str, Any]) -> dict[str, Any]:
             return {**envelope, "params": {**envelope.get("params", {}), "update": u}}
@@ -372,15 +521,46 @@ class ModeGovernor:
         target = policy.preferred(s.modes, agent)
         fields = {"session_id": session_id, "agent": agent.name, "from": new, "update": kind,
                   "reason": policy.verdict(mode, agent)[1] if mode else "no mode id"}
+        truth = line(envelope)
         if target is None:
-            return Effects(logs=(("mode.revert_failed", {**fields, "error": "no acceptable mode"}),))
-        started = self._start(_Switch(session_id, target.id, "revert", fields={**fields, "to": target.id}))
+            return self._refuse(session_id, str(new), "it offers no acceptable mode to switch back to",
+                                {**fields, "error": "no acceptable mode"}, truth)
         keep = {m.id for m in s.modes if policy.accepts(m, agent)}
         if kind == "current_mode_update":
             shown = wrap({**update, "currentModeId": target.id})
         else:
             shown = wrap(rewrite(update, keep, target.id))
-        return Effects(replace=line(shown), to_agent=started.to_agent, switch=started.switch)
+        # the client is shown the switch back only once the agent confirms it (held till then)
+        return self._start(_Switch(session_id, target.id, "revert", answer=line(shown), truth=truth,
+                                   fields={**fields, "to": target.id}, held=True))
+
+    def _approval_update(self, sid: str, update: Mapping[str, Any], envelope: Mapping[str, Any],
+                         policy: ModePolicy, agent: PeerInfo) -> Effects | None:
+        """A ``config_option_update`` turning an approval option off: switched back (the
+        notification is held until the agent confirms; a failure refuses the session)."""
+        for oid, option in approval_options(update.get("configOptions")).items():
+            why = approval_off(option, option.get("currentValue"), policy, agent)
+            s = self._sessions.get(sid)
+            if s is None:
+                s = _Session([], None, None, False)
+                self._remember(sid, s)
+            s.approvals[oid] = option
+            if not why:
+                continue
+            found = {"session_id": sid, "agent": agent.name, "option": oid, "from": option.get("currentValue"),
+                      "update": "config_option_update", "reason": why}
+            truth = line(envelope)
+            safe = approval_safe(option, policy, agent)
+            if safe is None:
+                return self._refuse(sid, f"{oid}={option.get('currentValue')}", "no acceptable value to switch back to",
+                                    {**found, "error": "no acceptable value"}, truth)
+            shown_options = [{**o, "currentValue": safe} if isinstance(o, Mapping) and o.get("id") == oid else o
+                             for o in update.get("configOptions", [])]
+            shown = {**envelope, "params": {**envelope.get("params", {}),
+                                            "update": {**update, "configOptions": shown_options}}}
+            return self._start(_Switch(sid, f"{oid}={safe}", "revert", answer=line(shown), truth=truth,
+                                       fields={**found, "to": safe}, held=True, option=oid, value=safe))
+        return None
 
     def recheck(self, agent: PeerInfo) -> list[Effects]:
         """The mode policy in force changed (a reload): every session known to be in a mode
@@ -404,15 +584,15 @@ class ModeGovernor:
                       "reason": policy.verdict(mode, agent)[1]}
             target = policy.preferred(s.modes, agent)
             if target is None:
-                out.append(Effects(logs=(("mode.revert_failed", {**fields, "error": "no acceptable mode"}),)))
+                out.append(self._refuse(sid, s.current, "no mode it offers is acceptable now",
+                                        {**fields, "error": "no acceptable mode"}))
                 continue
-            started = self._start(_Switch(sid, target.id, "revert", fields={**fields, "to": target.id}))
-            shown: tuple[bytes, ...] = ()
-            if s.has_modes:
+            shown = b""
+            if s.has_modes:  # told once the agent confirms
                 update = {"sessionUpdate": "current_mode_update", "currentModeId": target.id}
-                shown = (line({"jsonrpc": "2.0", "method": "session/update",
-                               "params": {"sessionId": sid, "update": update}}),)
-            out.append(Effects(to_agent=started.to_agent, to_client=shown, switch=started.switch))
+                shown = line({"jsonrpc": "2.0", "method": "session/update",
+                              "params": {"sessionId": sid, "update": update}})
+            out.append(self._start(_Switch(sid, target.id, "revert", answer=shown, fields={**fields, "to": target.id})))
         return out
 
     def _filtered(self, policy: ModePolicy, sid: str, holder: Mapping[str, Any], agent: PeerInfo,
@@ -438,6 +618,12 @@ class ModeGovernor:
 
     def forget(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
+        self._refused.pop(session_id, None)
+
+    def session_of(self, rid: str) -> str:
+        """The session of policyd's own switch ``rid`` still waited on ("" when none)."""
+        switch = self._switches.get(rid)
+        return switch.session_id if switch is not None else ""
 
 
 def _error(request_id: Any, code: int, message: str) -> bytes:

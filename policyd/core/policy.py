@@ -38,11 +38,15 @@ try:  # the one declaration, in core/facts.py once the facts rewrite (issue 10) 
     from policyd.core.facts import FACTS_SCHEMA  # type: ignore[attr-defined,unused-ignore]
 except ImportError:  # until then, the schema derived from today's facts code
     from policyd.core.facts_schema import FACTS_SCHEMA
-from policyd.core.model import TOOL_KINDS, Decision, PermissionOption, PermissionQuery, SessionInfo
+from policyd.core.egress import example_connection
+from policyd.core.model import CONNECT_KIND, RULE_KINDS, Decision, PermissionOption, PermissionQuery, SessionInfo
 from policyd.core.modes import ModePolicy, ModeRules
 from policyd.core.modes import parse_table as parse_modes_table
 from policyd.core.remember import RememberConfig, parse_config
+from policyd.core.sandbox import SandboxConfig, SandboxTable, combine
+from policyd.core.sandbox import parse_table as parse_sandbox_table
 from policyd.core.shell import catalogue as shell_catalogue
+from policyd.core.usage import Budget, parse_budget
 
 #: Session cwd of inline examples (their relative paths resolve against it).
 EXAMPLE_CWD = "/workspace/project"
@@ -56,7 +60,8 @@ EXAMPLE_OPTIONS = tuple(
 _POLICY_KEYS = frozenset({"name", "description", "default"})
 _RULE_KEYS = frozenset({"id", "description", "kinds", "when", "commands", "decision", "reason", "examples",
                         "remember"})
-_EXAMPLE_KEYS = frozenset({"kind", "title", "paths", "command", "url", "raw_input", "cwd", "name"})
+_EXAMPLE_KEYS = frozenset({"kind", "title", "paths", "command", "url", "raw_input", "cwd", "name", "connection",
+                           "sandboxed"})
 _RULE_HEADER = re.compile(r"^\s*\[\[\s*rule\s*\]\]")
 _TOOL_FIELD_REF = re.compile(r"\btool\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)")
 _BARE_TOOL = re.compile(r"\btool\b(?!\s*\.)")
@@ -120,6 +125,8 @@ class PolicyFile:
     remember: RememberConfig | None = None
     modes: ModeRules | None = None
     answer_prefer: tuple[str, ...] = ()
+    sandbox: SandboxTable | None = None
+    budget: Budget | None = None  # the file's [budget] table (the model gateway's limits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +147,10 @@ class PolicySet:
     #: The command catalogue: the shipped one plus the programs of the set's
     #: ``*.catalogue.toml`` files (None: the shipped one alone).
     catalogue: shell_catalogue.Catalogue | None = None
+    #: The ``[sandbox]`` tables of the set, combined (``core.sandbox``).
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    #: The model gateway's per-session limits: each the smallest any file's ``[budget]`` sets.
+    budget: Budget = field(default_factory=Budget)
     _by_kind: dict[str, tuple[tuple[Rule, ...], frozenset[str]]] = field(default_factory=dict, init=False, repr=False,
                                                                           compare=False)
     _levels: dict[str, tuple[tuple[Rule, ...], ...]] = field(default_factory=dict, init=False, repr=False,
@@ -286,15 +297,23 @@ def parse_file(path: str, text: str, check_examples: bool = True,
         return None, [LoadError(path, int(m.group(1)) if m else 0, "", f"invalid TOML: {exc}")]
 
     for key in data:
-        if key not in ("policy", "rule", "remember", "modes", "answers"):
-            expected = "[policy], [remember], [modes], [answers], [[rule]]"
+        if key not in ("policy", "rule", "remember", "modes", "answers", "sandbox", "budget"):
+            expected = "[policy], [remember], [modes], [answers], [sandbox], [budget], [[rule]]"
             errors.append(LoadError(path, 0, "", f"unknown top-level key {key!r} (expected {expected})"))
     file_modes = None
     if "modes" in data:
         file_modes, mode_errors = parse_modes_table(data["modes"], path)
         errors.extend(LoadError(path, _table_line(text, "modes"), "", m) for m in mode_errors)
+    file_sandbox = None
+    if "sandbox" in data:
+        file_sandbox, sandbox_errors = parse_sandbox_table(data["sandbox"], path)
+        errors.extend(LoadError(path, _table_line(text, "sandbox"), "", m) for m in sandbox_errors)
     answer_prefer, answer_errors = _parse_answers(data.get("answers", {}))
     errors.extend(LoadError(path, _table_line(text, "answers"), "", m) for m in answer_errors)
+    file_budget = None
+    if "budget" in data:
+        file_budget, budget_errors = parse_budget(data["budget"])
+        errors.extend(LoadError(path, _table_line(text, "budget"), "", m) for m in budget_errors)
     file_remember, remember_errors = parse_config(data.get("remember"))
     if "remember" in data and not isinstance(data["remember"], dict):
         remember_errors = ["[remember] must be a table"]
@@ -332,7 +351,7 @@ def parse_file(path: str, text: str, check_examples: bool = True,
             rules.append(rule)
     sha = hashlib.sha256(text.encode()).hexdigest()
     return PolicyFile(path, name, description, default, tuple(rules), sha, file_remember, file_modes,
-                      answer_prefer), errors
+                      answer_prefer, file_sandbox, file_budget), errors
 
 
 def _table_line(text: str, name: str) -> int:
@@ -391,9 +410,9 @@ def _parse_rule(
     if not isinstance(kinds_raw, list) or not all(isinstance(k, str) for k in kinds_raw):
         msgs.append("'kinds' must be a list of ACP ToolKind strings")
     else:
-        unknown = sorted(set(kinds_raw) - TOOL_KINDS)
+        unknown = sorted(set(kinds_raw) - RULE_KINDS)
         if unknown:
-            msgs.append(f"unknown kinds {unknown}; ACP ToolKinds are {sorted(TOOL_KINDS)}")
+            msgs.append(f"unknown kinds {unknown}; kinds are the ACP ToolKinds and 'connect': {sorted(RULE_KINDS)}")
         kinds = frozenset(kinds_raw)
     remember, remember_errors = parse_config(raw.get("remember"))
     msgs.extend(remember_errors)
@@ -434,7 +453,10 @@ def example_query(example: Mapping[str, Any]) -> PermissionQuery:
     """An inline example -> a PermissionQuery.
 
     Keys: ``kind``, ``title``, ``paths`` (list), ``command``, ``url``, ``raw_input`` (map),
-    ``cwd`` (default :data:`EXAMPLE_CWD`), ``name``. Raises ValueError on a bad shape.
+    ``cwd`` (default :data:`EXAMPLE_CWD`), ``name``, ``connection`` (a table: the example
+    is then a network connection, see :func:`policyd.core.egress.example_connection`),
+    ``sandboxed`` (bool: a sandboxed session).
+    Raises ValueError on a bad shape.
     """
     unknown = set(example) - _EXAMPLE_KEYS
     if unknown:
@@ -463,11 +485,23 @@ def example_query(example: Mapping[str, Any]) -> PermissionQuery:
     cwd = example.get("cwd", EXAMPLE_CWD)
     if not isinstance(cwd, str):
         raise ValueError("example 'cwd' must be a string")
+    sandboxed = example.get("sandboxed", False)
+    if not isinstance(sandboxed, bool):
+        raise ValueError("example 'sandboxed' must be a boolean")
+    connection = None
+    if "connection" in example:
+        table = example["connection"]
+        if not isinstance(table, dict):
+            raise ValueError("example 'connection' must be a table")
+        connection = example_connection(table)
+        call["kind"], call["name"] = CONNECT_KIND, "egress"
+        call.setdefault("rawInput", {"url": f"https://{connection.host}:{connection.port}"})
     return PermissionQuery(
-        session=SessionInfo("example", cwd),
+        session=SessionInfo("example", cwd, sandboxed=sandboxed),
         tool_call=call,
         options=EXAMPLE_OPTIONS,
         home=EXAMPLE_HOME,
+        connection=connection,
     )
 
 
@@ -571,6 +605,8 @@ def build_set(sources: Sequence[tuple[str, str]], check_examples: bool = True) -
         modes=ModePolicy(tables) if (tables := tuple(f.modes for f in files if f.modes)) else None,
         answer_prefer=tuple(dict.fromkeys(p for f in files for p in f.answer_prefer)),
         catalogue=catalogue,
+        sandbox=combine([f.sandbox for f in files if f.sandbox is not None]),
+        budget=functools.reduce(Budget.tighter, (f.budget for f in files if f.budget is not None), Budget()),
     )
 
 

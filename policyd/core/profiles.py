@@ -30,6 +30,17 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+#: Session config options (other than ``category: "mode"``) that set the agent's own
+#: approval, by id: the agents' own names for their approval setting (Gemini CLI
+#: ``approvalMode`` / ``approval_mode``, Codex ``approval_policy`` / ``sandbox_mode``, the
+#: Claude Agent SDK's ``permissionMode``), should they surface as ACP config options. The four
+#: pinned agents expose approval only as their ``mode`` option (category ``mode``: Claude
+#: ``mode``, codex-acp 2.6 ``mode``, codex-acp 0.16 ``mode``; Gemini 0.61 sends ``modes``
+#: only); ``core.modeswitch.approval_options`` also finds options by their words.
+APPROVAL_OPTION_IDS = frozenset({
+    "approvalMode", "approval_mode", "approval-mode", "approval_policy", "approvalPolicy", "sandbox_mode",
+    "sandboxMode", "permissionMode", "permission_mode", "permissions", "autoApprove", "auto_approve", "yolo",
+})
 #: Key of the merged tool call listing what the facts cannot fully show (read by ``Facts``).
 CUT_KEY = "_policyd_cut"
 #: Profile names applied to a call, for the decision log.

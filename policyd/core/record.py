@@ -130,6 +130,7 @@ def request_fields(query: PermissionQuery, redact: bool = False) -> dict[str, An
         },
         "cwd": query.session.cwd,
         "additionalDirectories": list(query.session.additional_directories),
+        **({"sandboxed": True} if query.session.sandboxed else {}),
         "agent": {"name": query.agent.name, "version": query.agent.version},
         "client": {"name": query.client.name, "version": query.client.version},
         "home": query.home,
@@ -153,7 +154,7 @@ def query_from_entry(item: Mapping[str, Any], home: str, now_s: float) -> Permis
     """An eval line or a decision-log entry -> PermissionQuery. Raises ValueError.
 
     Either ``session/request_permission`` params, or ``{"request": <params>, "cwd",
-    "additionalDirectories", "agent", "client", "home", "now_s"}`` (``agent``/``client`` a
+    "additionalDirectories", "sandboxed", "agent", "client", "home", "now_s"}`` (``agent``/``client`` a
     name or ``{name, version}``). ``home`` and ``now_s`` are used when the line has none.
     An entry whose ``method`` is not ``session/request_permission`` is refused.
     """
@@ -176,6 +177,7 @@ def query_from_entry(item: Mapping[str, Any], home: str, now_s: float) -> Permis
             "session": {
                 "cwd": context.get("cwd", ""),
                 "additionalDirectories": context.get("additionalDirectories", []),
+                "sandboxed": context.get("sandboxed", False),
             },
             "agent": {"name": agent} if isinstance(agent, str) else agent,
             "client": {"name": client} if isinstance(client, str) else client,

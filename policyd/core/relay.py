@@ -23,7 +23,9 @@ https://agentclientprotocol.com/protocol/transports):
   answered exactly as sent (``1e400`` stays ``1e400``).
 - A permission request from the agent becomes a :class:`Consult`. Until every earlier
   consult is resolved, later agent->client lines wait in order behind it (head-of-line), so
-  a forwarded request never overtakes or falls behind what the agent sent around it.
+  a forwarded request never overtakes or falls behind what the agent sent around it. A line
+  held for policyd's own mode switch holds back only its session's later lines (and lines
+  naming no session): other sessions' lines pass it.
 - :meth:`Relay.resolve` turns a decision into exactly one answer: a response to the agent
   (allow/deny), or the original bytes forwarded to the client (ask, interactive). Headless,
   ask becomes the configured fallback. A request that cannot be understood is never
@@ -56,6 +58,7 @@ https://agentclientprotocol.com/protocol/transports):
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
@@ -208,11 +211,21 @@ class _Passed:
 
 @dataclass(slots=True)
 class _Held:
-    """An agent line held in its place until policyd's own request is answered."""
+    """An agent line held in its place until policyd's own request is answered; only lines
+    of its ``session`` (and lines of no known session) wait behind it."""
 
     raw: bytes = b""
     resolved: bool = False
     forward: bool = True
+    session: str = ""
+
+
+@dataclass(slots=True)
+class _Line:
+    """An agent line queued for the client, with the session it belongs to ("" unknown)."""
+
+    raw: bytes
+    session: str = ""
 
 
 # ----------------------------------------------------------------------------- relay
@@ -248,13 +261,18 @@ class Relay:
         self.headless = headless
         self.headless_fallback = headless_fallback
         self.home = home
+        #: The agent runs in policyd's sandbox: sessions carry ``session.sandboxed``.
+        self.sandboxed = False
         self.tracker = ToolCallTracker()
         self.sessions: dict[str, SessionInfo] = {}
         self.client_info = PeerInfo()
         self.agent_info = PeerInfo()
         self._client_requests: OrderedDict[Hashable, tuple[str, Mapping[str, Any]]] = OrderedDict()
         # agent->client output in order: bytes to send, or a consult's slot
-        self._queue: deque[bytes | _Pending | _Held] = deque()
+        self._queue: deque[_Line | _Pending | _Held] = deque()
+        # the client's requests naming a session, until answered: id key -> session (so the
+        # answer is queued as that session's line)
+        self._request_sessions: OrderedDict[Hashable, str] = OrderedDict()
         self._by_key: dict[int, _Pending] = {}
         self._forwarded: OrderedDict[Hashable, _Pending] = OrderedDict()
         self._traces: OrderedDict[str, str] = OrderedDict()  # sessionId -> traceparent
@@ -296,7 +314,7 @@ class Relay:
         for effects in self.modes.recheck(self.agent_info):
             actions.extend(self._mode_actions(effects, to_client=False))
             for data in effects.to_client:
-                actions.extend(self._to_client(data))
+                actions.extend(self._to_client(data, self._line_session(data)))
         return actions
 
     # ------------------------------------------------------------------ client -> agent
@@ -321,6 +339,15 @@ class Relay:
             params = msg.get("params")
             params = params if isinstance(params, Mapping) else {}
             if "id" in msg:
+                why = self.modes.refused(params.get("sessionId"))
+                if why and method != "session/close":
+                    error = {"code": INTERNAL_ERROR, "message": why}
+                    return [SendToClient(jsonline.response(msg["id"], error=error)),
+                            Log("mode.request_refused", {"session_id": params.get("sessionId"), "method": method})]
+                if isinstance(params.get("sessionId"), str):
+                    self._request_sessions[jsonline.id_key(msg["id"])] = params["sessionId"]
+                    while len(self._request_sessions) > MAX_OUTSTANDING:
+                        self._request_sessions.popitem(last=False)
                 if method in ("session/set_mode", "session/set_config_option"):
                     refused = self.modes.client_switch(method, msg["id"], params, self.agent_info)
                     if refused.swallow:
@@ -447,7 +474,7 @@ class Relay:
         cwd = params.get("cwd")
         dirs = params.get("additionalDirectories")
         extra = tuple(d for d in dirs if isinstance(d, str)) if isinstance(dirs, list) else ()
-        self.sessions[session_id] = SessionInfo(session_id, cwd if isinstance(cwd, str) else "", extra)
+        self.sessions[session_id] = SessionInfo(session_id, cwd if isinstance(cwd, str) else "", extra, self.sandboxed)
 
     # ------------------------------------------------------------------ agent -> client
 
@@ -475,9 +502,21 @@ class Relay:
         actions: list[Action] = [] if log is None else [log]
         if isinstance(parsed, list) or (parsed is None and jsonline.looks_like_json(line)):
             return actions + self._refuse_unexamined(parsed, line, sender="agent")
+        session = ""
         if isinstance(parsed, dict):
             msg = parsed
             method = msg.get("method")
+            session = self._msg_session(msg)
+            why = self.modes.refused(session) if "id" in msg and method is not None else ""
+            if why and (method == PERMISSION_METHOD or method in SIDE_KINDS):
+                # a session left in a mode the policy does not accept: nothing of it is allowed
+                fields = {"request_id": jsonline.loggable(msg["id"]), "session_id": session, "reason": why}
+                if method == PERMISSION_METHOD:
+                    return [*actions, SendToAgent(jsonline.response(msg["id"], result=_CANCELLED)),
+                            Log("permission.cancelled", fields)]
+                error = {"code": REFUSED_CODE, "message": why}
+                return [*actions, SendToAgent(jsonline.response(msg["id"], error=error)),
+                        Log(log_event(str(method)), {**fields, "method": method, "answer": "refused"})]
             if method == PERMISSION_METHOD and "id" in msg:
                 return actions + self._intercept(line, msg, now_s)
             if method in SIDE_KINDS:
@@ -498,12 +537,17 @@ class Relay:
                     self.tracker.observe_update(str(params.get("sessionId", "")), params["update"])
                     effects = self.modes.agent_update(str(params.get("sessionId", "")), params["update"], msg,
                                                       self.agent_info)
-                    actions.extend(self._mode_actions(effects, to_client=False))
+                    actions.extend(self._mode_actions(effects))
+                    if effects.hold is not None:  # shown once the agent confirms the switch back
+                        slot = _Held(session=session)
+                        self._held[effects.hold] = slot
+                        self._queue.append(slot)
+                        return actions
                     line = effects.replace or line
             elif method is None and "id" in msg:
                 if self.modes.owns(msg.get("id")):
                     return actions + self._switch_answered(msg)
-                handled = self._observe_response(msg, line)
+                handled = self._observe_response(msg, line, session)
                 if handled is not None:
                     return actions + handled
             elif isinstance(method, str) and "id" in msg:
@@ -519,8 +563,33 @@ class Relay:
                         return [*actions, SendToAgent(jsonline.response(msg["id"], error=error))]
                     line = rewritten
                 self._pass(cid, msg["id"], sid if isinstance(sid, str) else "", method)
-        actions.extend(self._to_client(line))
+        actions.extend(self._to_client(line, session))
         return actions
+
+    def _msg_session(self, msg: Mapping[str, Any]) -> str:
+        """The session an agent message belongs to ("" when it names none): ``params.sessionId``
+        of a request or notification; for an answer, the session its request named (or, for
+        ``session/new``, the one it creates)."""
+        sid: object = None
+        if "method" in msg:
+            params = msg.get("params")
+            sid = params.get("sessionId") if isinstance(params, Mapping) else None
+            return sid if isinstance(sid, str) else ""
+        if "id" not in msg:
+            return ""
+        sid = self._request_sessions.pop(jsonline.id_key(msg["id"]), "")
+        if not sid:
+            result = msg.get("result")
+            sid = result.get("sessionId") if isinstance(result, Mapping) else None
+        return sid if isinstance(sid, str) else ""
+
+    def _line_session(self, data: bytes) -> str:
+        """The session of a line policyd itself writes (a ``session/update``)."""
+        try:
+            msg = json.loads(data)
+        except ValueError:
+            return ""
+        return self._msg_session(msg) if isinstance(msg, dict) and "method" in msg else ""
 
     def _client_id(self, request_id: Any) -> Any:
         """The id an agent request goes to the client under: its own (the same object),
@@ -570,6 +639,8 @@ class Relay:
             slot.raw, slot.resolved = effects.replace or b"", True
             slot.forward = effects.replace is not None
             actions.extend(self._release())
+        elif effects.replace is not None:  # a confirmed switch nothing was held for (a reload's)
+            actions.extend(self._to_client(effects.replace, self._line_session(effects.replace)))
         return actions
 
     def _terminal_follow_up(self, method: str, msg: Mapping[str, Any]) -> list[Action]:
@@ -609,13 +680,13 @@ class Relay:
         actions.extend(send(jsonline.response(rid, error={"code": code, "message": message})) for rid in ids)
         return actions
 
-    def _observe_response(self, msg: Mapping[str, Any], line: bytes) -> list[Action] | None:
+    def _observe_response(self, msg: Mapping[str, Any], line: bytes, session: str = "") -> list[Action] | None:
         """Track a response to a client request; returns the actions when the line is
         replaced or held (mode policy), None to relay it as received."""
         key = jsonline.id_key(msg.get("id"))
-        session = self._prompts.pop(key, None)
-        if session is not None and session not in self._prompts.values():
-            self._cancelled_sessions.pop(session, None)  # the cancelled turn has ended
+        turn = self._prompts.pop(key, None)
+        if turn is not None and turn not in self._prompts.values():
+            self._cancelled_sessions.pop(turn, None)  # the cancelled turn has ended
         entry = self._client_requests.pop(key, None)
         if entry is None:
             return None
@@ -635,13 +706,14 @@ class Relay:
             effects = self.modes.session_answer(method, msg["id"], params, result, self.agent_info)
         actions = self._mode_actions(effects)
         if effects.hold is not None:
-            slot = _Held()
+            sid = result.get("sessionId", params.get("sessionId"))
+            slot = _Held(session=sid if isinstance(sid, str) else session)
             self._held[effects.hold] = slot
             self._queue.append(slot)
             return actions
         if effects.replace is not None:
-            return actions + self._to_client(effects.replace)
-        return actions + self._to_client(line) if actions else None
+            return actions + self._to_client(effects.replace, session)
+        return actions + self._to_client(line, session) if actions else None
 
     def _record_trace(self, session_id: object, params: Mapping[str, Any]) -> None:
         """Remember the session's trace context from a client request's ``_meta.traceparent``
@@ -653,11 +725,16 @@ class Relay:
             while len(self._traces) > MAX_TRACED_SESSIONS:
                 self._traces.popitem(last=False)
 
-    def _to_client(self, line: bytes) -> list[Action]:
+    def _to_client(self, line: bytes, session: str = "") -> list[Action]:
         if self._queue:
-            self._queue.append(line)
-            return []
+            self._queue.append(_Line(line, session))
+            return self._release()  # it may pass lines held for other sessions
         return [SendToClient(line)]
+
+    def _blocked_at_head(self) -> bool:
+        """An open consult heads the queue: nothing can be released (no walk needed)."""
+        head = self._queue[0] if self._queue else None
+        return isinstance(head, _Pending) and not head.resolved
 
     def _intercept(self, line: bytes, msg: Mapping[str, Any], now_s: float, side: str = "") -> list[Action]:
         if side:
@@ -710,7 +787,7 @@ class Relay:
             # allow asks), and a client answer naming one is refused (cancelled)
             seen = [o.option_id for o in options]
             options = [o for o in options if seen.count(o.option_id) == 1]
-        session = self.sessions.get(session_id) or SessionInfo(session_id, "")
+        session = self.sessions.get(session_id) or SessionInfo(session_id, "", sandboxed=self.sandboxed)
         merged = self.tracker.merged(session_id, tool_call)
         query = PermissionQuery(
             session=session,
@@ -851,17 +928,35 @@ class Relay:
         return [log]
 
     def _release(self) -> list[Action]:
-        """Send queued agent->client lines from the head up to the first open consult."""
+        """Send queued agent->client lines in order, up to the first open consult. A line held
+        for policyd's own mode switch (:class:`_Held`) holds back only its session's later
+        lines (and any line of no known session, and everything after that): other sessions'
+        lines pass it, each session's in its own order."""
         actions: list[Action] = []
-        while self._queue:
-            head = self._queue[0]
-            if isinstance(head, bytes):
-                actions.append(SendToClient(head))
-            elif not head.resolved:
+        if not self._queue or self._blocked_at_head():
+            return actions
+        waiting: set[str] = set()  # sessions with a held line ahead
+        kept: deque[_Line | _Pending | _Held] = deque()
+        items = self._queue
+        while items:
+            item = items.popleft()
+            session = item.session_id if isinstance(item, _Pending) else item.session
+            if isinstance(item, _Pending) and not item.resolved:
+                kept.append(item)  # an open consult: every later line waits (head-of-line)
                 break
-            elif head.forward:
-                actions.append(SendToClient(head.raw))
-            self._queue.popleft()
+            if isinstance(item, _Held) and not item.resolved:
+                waiting.add(session)
+                kept.append(item)
+                continue
+            if waiting and (session in waiting or not session):
+                kept.append(item)
+                if not session:
+                    break  # a line of no known session passes no held line, nor does anything after it
+                continue
+            if isinstance(item, _Line) or item.forward:
+                actions.append(SendToClient(item.raw))
+        kept.extend(items)
+        self._queue = kept
         return actions
 
     def _cancel_session(self, session_id: str) -> list[Action]:

@@ -52,7 +52,8 @@ def query_to_wire(q: PermissionQuery) -> dict[str, Any]:
         "sessionId": q.session.session_id,
         "toolCall": dict(q.tool_call),
         "options": [{"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in q.options],
-        "session": {"cwd": q.session.cwd, "additionalDirectories": list(q.session.additional_directories)},
+        "session": {"cwd": q.session.cwd, "additionalDirectories": list(q.session.additional_directories),
+                    **({"sandboxed": True} if q.session.sandboxed else {})},
         "agent": _peer_dict(q.agent),
         "client": _peer_dict(q.client),
         "home": q.home,
@@ -114,6 +115,9 @@ def query_from_wire(params: object, now_s: float) -> PermissionQuery:
     extra = session.get("additionalDirectories", [])
     if not isinstance(cwd, str) or not isinstance(extra, list) or not all(isinstance(d, str) for d in extra):
         raise ValueError("session.cwd must be a string and session.additionalDirectories a list of strings")
+    sandboxed = session.get("sandboxed", False)
+    if not isinstance(sandboxed, bool):
+        raise ValueError("session.sandboxed must be a boolean")
     home = params.get("home", "")
     if not isinstance(home, str):
         raise ValueError("home must be a string")
@@ -121,7 +125,7 @@ def query_from_wire(params: object, now_s: float) -> PermissionQuery:
     if not isinstance(traceparent, str):
         raise ValueError("traceparent must be a string")
     return PermissionQuery(
-        session=SessionInfo(session_id, cwd, tuple(extra)),
+        session=SessionInfo(session_id, cwd, tuple(extra), sandboxed),
         tool_call=dict(call),
         options=options,
         agent=_peer(params.get("agent"), "agent"),

@@ -38,6 +38,16 @@ def call_id(prefix: str, name: str, index: int) -> str:
     return f"{prefix}{''.join(c for c in name if c.isalnum())}{index:02d}"
 
 
+def unauthorized(provider: str) -> dict[str, Any]:
+    """The provider's 401 error body for a wrong or missing key."""
+    if provider == "anthropic":
+        return {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}
+    if provider == "gemini":
+        return {"error": {"code": 401, "message": "API key not valid.", "status": "UNAUTHENTICATED"}}
+    return {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                      "code": "invalid_api_key"}}
+
+
 # ----------------------------------------------------------------------------- Anthropic
 
 

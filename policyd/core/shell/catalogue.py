@@ -12,6 +12,7 @@ with every problem when any file has one.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,27 +25,35 @@ _H = TypeVar("_H")
 
 EFFECTS: frozenset[str] = frozenset({
     "read", "write", "delete", "exec", "build", "test", "network", "env-read", "privilege",
-    "process", "persist", "unknown",
+    "process", "persist", "install", "endless", "unknown",
 })
 ROLES: frozenset[str] = frozenset({
     "read", "write", "delete", "exec", "shell", "script", "chdir", "url", "arg", "env",
-    "unknown", "git-config", "var", "link", "create", "package",
+    "unknown", "git-config", "var", "link", "create", "package", "list", "filter", "filter-regex",
+    "target", "size", "bound", "duration",
 })
 SYNTAXES: frozenset[str] = frozenset({"gnu", "exact", "posix", "single-dash", "none"})
 HANDLERS: frozenset[str] = frozenset({
     "wrapper", "shell", "find", "git", "make", "sed", "awk", "jq", "test", "cd", "printf",
-    "chmod", "python", "dd", "seq", "tar",
+    "chmod", "python", "dd", "seq", "tar", "ln",
 })
+#: Registries a ``registry`` field may name.
+REGISTRIES: frozenset[str] = frozenset({"npm"})
 STDOUT_KINDS: frozenset[str] = frozenset({"text", "token", "paths"})
 COUNTS: frozenset[object] = frozenset({1, "?", "*", "+"})
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")
 
 _PROGRAM_KEYS = frozenset({
     "names", "summary", "source", "syntax", "handler", "effects", "operands", "options",
     "subcommand", "stdout", "stdin", "script_language", "env", "writes_into",
+    "response_files", "registry", "follows_links", "bare", "unlisted_subcommand", "examples",
+    "env_plain", "env_closed", "bare_effects",
 })
+_EXAMPLE_KEYS = frozenset({"command", "effects"})
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
-                          "repeat", "summary", "values", "lists_only"})
-_OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is"})
+                          "repeat", "summary", "values", "lists_only", "remote", "forces_local",
+                          "follows_links", "keeps_links"})
+_OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is", "files"})
 
 
 class CatalogueError(ValueError):
@@ -67,6 +76,10 @@ class Option:
     operands_as: str = ""
     values: frozenset[str] = frozenset()  # when given, the only values known (else unknown)
     lists_only: bool = False  # a list/test mode: the entry's ``writes_into`` does not apply
+    remote: bool = False  # a value HOST:PATH names a file on another host (GNU tar -f: rsh/ssh)
+    forces_local: bool = False  # turns ``remote`` values back into local files (tar --force-local)
+    follows_links: bool = False  # follows symlinks below its directories (grep -R, cp -L, tar -h)
+    keeps_links: bool = False  # copies symlinks as links after all (zip -y)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +91,9 @@ class Operand:
     effects: frozenset[str] = frozenset()
     default: str | None = None
     last_is: str = ""
+    #: file-name globs (``*.py``): a written operand that is a directory stands for the matching
+    #: files under it (a formatter rewrites only its language's files), not the directory
+    files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +123,59 @@ class Program:
     #: names), under this directory relative to where it runs (``.``), unless a ``write``
     #: option or operand names where; "" when it has no such writes
     writes_into: str = ""
+    #: a word starting with ``@`` among its arguments is a file of more arguments (GCC, javac)
+    response_files: bool = False
+    #: the package registry ("npm") where a package of this name is this program: a runner
+    #: that fetches what is not installed (``npx``) runs it as this entry; any other name is
+    #: whatever package the registry holds under it
+    registry: str = ""
+    #: it follows symbolic links below its directory operands whatever its options (zip -r)
+    follows_links: bool = False
+    #: environment names it reads harmlessly (an assignment of one is plain for it)
+    env_plain: frozenset[str] = frozenset()
+    #: it reads no environment name beyond ``env``, ``env_plain`` and those every program
+    #: may read (``envvars.ENV_EFFECT``): another name assigned is plain for it
+    env_closed: bool = False
+    #: effects when it is given no argument at all (``set``, ``export``: print every variable)
+    bare_effects: frozenset[str] = frozenset()
+    #: with subcommands: the subcommand a command naming none is read as (``yarn`` alone
+    #: installs: ``"install"``); "" when the entry's own effects and operands apply
+    bare: str = ""
+    #: with subcommands: what a first operand naming no subcommand is: ``"operand"`` (an
+    #: operand of this entry: ``python -m unittest tests.test_x``) or a subcommand's name (the
+    #: word is that subcommand's first operand: ``yarn lint`` is ``yarn run lint``); "" when
+    #: it is unknown
+    unlisted_subcommand: str = ""
+    #: ``(command, effects)`` pairs the tests run through the analysis: the command's effects
+    #: must be exactly these (SCHEMA.md ``examples``)
+    examples: tuple[tuple[str, frozenset[str]], ...] = ()
+
+
+def slots_for(p: Program, replaced: Sequence[str]) -> list[Operand]:
+    """``p``'s operand slots without the first slot of each ``replaced`` role (``grep -e P``:
+    the pattern slot is given by the option)."""
+    slots = list(p.operands)
+    for role in replaced:
+        for idx, s in enumerate(slots):
+            if s.role == role:
+                del slots[idx]
+                break
+    return slots
+
+
+def takes(slots: Sequence[Operand], n: int) -> list[int]:
+    """How many of ``n`` operands each slot takes, in order: fixed slots (``1``, ``?``) one
+    each, a ``*``/``+`` slot all but what later slots need (SCHEMA.md "count")."""
+    mins = [1 if s.count in (1, "+") else 0 for s in slots]
+    out: list[int] = []
+    left = n
+    for idx, s in enumerate(slots):
+        need_after = sum(mins[idx + 1 :])
+        fixed = s.count == 1 or s.count == "?"
+        take = (1 if left - need_after >= 1 else 0) if fixed else max(0, left - need_after)
+        out.append(take)
+        left -= take
+    return out
 
 
 class Catalogue:
@@ -261,8 +330,20 @@ class _Checker:
         values = self.strings(w, raw.get("values"), "values")
         if values and arity == 0:
             self.bad(w, "values given for an option of arity 0")
+        remote, forces_local, follows, keeps = (self.flag(w, raw, k) for k in (
+            "remote", "forces_local", "follows_links", "keeps_links"))
+        if remote and arity == 0:
+            self.bad(w, "remote given for an option of arity 0")
         return self.intern(Option(self.intern(names), arity, value, self.intern(frozenset(effects)), replaces,
-                                  operands_as, self.intern(frozenset(values)), lists_only))
+                                  operands_as, self.intern(frozenset(values)), lists_only, remote,
+                                  forces_local, follows, keeps))
+
+    def flag(self, where: str, raw: Mapping[str, Any], key: str) -> bool:
+        value = raw.get(key, False)
+        if not isinstance(value, bool):
+            self.bad(where, f"{key} must be a bool")
+            return False
+        return value
 
     def operand(self, where: str, raw: object) -> Operand | None:
         if not isinstance(raw, dict):
@@ -282,7 +363,12 @@ class _Checker:
             self.bad(where, "default must be a string")
             default = None
         last_is = self.choice(where, raw.get("last_is"), "last_is", ROLES, "")
-        return self.intern(Operand(role, count, self.intern(frozenset(effects)), default, last_is))
+        files = self.strings(where, raw.get("files"), "files")
+        for g in files:
+            if "/" in g or not g.startswith("*.") or len(g) < 3:
+                self.bad(where, f"files glob {g!r} must be *.EXT")
+        return self.intern(Operand(role, count, self.intern(frozenset(effects)), default, last_is,
+                                   self.intern(files)))
 
     def program(self, where: str, raw: object, depth: int = 0) -> Program | None:
         if not isinstance(raw, dict):
@@ -307,10 +393,30 @@ class _Checker:
         lang = self.choice(path, raw.get("script_language"), "script_language",
                            frozenset({"sed", "awk", "jq", "yq"}), "")
         env = self.strings(path, raw.get("env"), "env")
+        env_plain = self.strings(path, raw.get("env_plain"), "env_plain")
+        for n in (*env, *env_plain):
+            if not _ENV_NAME.fullmatch(n):
+                self.bad(path, f"environment name {n!r} must be a NAME or a NAME* prefix")
+        for n in set(env) & set(env_plain):
+            self.bad(path, f"environment name {n!r} is in both env and env_plain")
+        bare_effects = self.strings(path, raw.get("bare_effects"), "bare_effects", EFFECTS)
+        env_closed = raw.get("env_closed", False)
+        if not isinstance(env_closed, bool):
+            self.bad(path, "env_closed must be a bool")
+            env_closed = False
         writes_into = raw.get("writes_into", "")
         if not isinstance(writes_into, str) or writes_into not in ("", "."):
             self.bad(path, 'writes_into must be "." (the directory it runs in)')
             writes_into = ""
+        response_files = self.flag(path, raw, "response_files")
+        follows_links = self.flag(path, raw, "follows_links")
+        registry = self.choice(path, raw.get("registry"), "registry", REGISTRIES, "")
+        bare = raw.get("bare", "")
+        unlisted = raw.get("unlisted_subcommand", "")
+        for key, val in (("bare", bare), ("unlisted_subcommand", unlisted)):
+            if not isinstance(val, str):
+                self.bad(path, f"{key} must be a string")
+        examples = self._examples(path, raw.get("examples"))
         operands = self._list(path, raw.get("operands"), "operands", self.operand)
         options = self._list(path, raw.get("options"), "options", self.option)
         spellings: dict[str, str] = {}
@@ -327,13 +433,41 @@ class _Checker:
                     self.bad(path, f"subcommand {n!r} defined twice")
                 subs[n.lower()] = s
         self._slots(path, operands)
+        for key, val in (("bare", bare), ("unlisted_subcommand", unlisted)):
+            names_sub = isinstance(val, str) and val and not (key == "unlisted_subcommand" and val == "operand")
+            if names_sub and val.lower() not in subs:
+                self.bad(path, f"{key} {val!r} names no subcommand of this entry")
+        if unlisted == "operand" and not operands:
+            self.bad(path, 'unlisted_subcommand "operand" needs operand slots')
         opts = self.intern(tuple(options))
         index, long_names = self._indexes.get(opts) or self._indexes.setdefault(opts, (
             {n: o for o in opts for n in o.names}, tuple(n for o in opts for n in o.names if n.startswith("--"))))
         return Program(names, path, self.origin, syntax, handler, self.intern(frozenset(effects)),
                        self.intern(tuple(operands)), opts, subs, stdout,
                        "" if stdin == "data" else stdin, lang, self.intern(frozenset(env)),
-                       str(raw.get("summary", "")), index, long_names, writes_into)
+                       str(raw.get("summary", "")), index, long_names, writes_into, response_files,
+                       registry, follows_links, self.intern(frozenset(env_plain)), env_closed,
+                       self.intern(frozenset(bare_effects)),
+                       bare if isinstance(bare, str) else "",
+                       unlisted if isinstance(unlisted, str) else "", examples)
+
+    def _examples(self, where: str, value: object) -> tuple[tuple[str, frozenset[str]], ...]:
+        """``examples = [{ command = "nm x.o", effects = ["read"] }]``: checked shapes."""
+        out: list[tuple[str, frozenset[str]]] = []
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            self.bad(where, "examples must be a list of tables")
+            return ()
+        for ex in value:
+            if not isinstance(ex, dict) or not isinstance(ex.get("command"), str) or not ex["command"]:
+                self.bad(where, "an example must be a table with a non-empty command")
+                continue
+            self.keys(f"{where} example {ex['command']!r}", ex, _EXAMPLE_KEYS)
+            effects = self.strings(f"{where} example {ex['command']!r}", ex.get("effects", []),
+                                   "effects", EFFECTS)
+            out.append((ex["command"], frozenset(effects)))
+        return tuple(out)
 
     def _list(self, where: str, value: object, what: str, one: Any) -> list[Any]:
         if value is None:

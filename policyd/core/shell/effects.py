@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from policyd.core.shell.catalogue import Catalogue, Operand, Option, Program
-from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, SimpleCommand, record
+from policyd.core.shell.catalogue import Catalogue, Operand, Option, Program, slots_for, takes
+from policyd.core.shell.model import EXPANSION, FILTER, LITERAL, PATTERN, SimpleCommand, record
 from policyd.core.shell.scripts import judge_script
 from policyd.core.shell.wrappers import unwraps
 
@@ -32,6 +32,12 @@ ENDLESS: frozenset[str] = frozenset({"watch", "yes"})
 #: A word and its kind (model.LITERAL / PATTERN / EXPANSION).
 Word = tuple[str, int]
 
+#: Build targets that install (GNU coding standards: install, install-strip, uninstall;
+#: CMake's install/strip, install/local; Gradle's publishToMavenLocal).
+_INSTALL_TARGET = re.compile(r"(un)?install([-/_:.].*)?|.*[-_:]install|publishToMavenLocal", re.I)
+#: git subcommands whose pathspec operands lose uncommitted work (or untracked files).
+_GIT_DISCARDS = frozenset({"checkout", "restore", "rm", "clean"})
+_GLOB_CHARS = re.compile(r"[*?\[]")
 _RISKY_VALUE_ROLES = frozenset({"exec", "shell", "unknown", "chdir", "url", "env", "git-config"})
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CHMOD_MODE = re.compile(r"[-+=][rwxXstugo,+=-]*")
@@ -59,7 +65,11 @@ class Judgement:
     only create a new file or directory (also in ``writes``);
     ``urls``; ``variables``: variables it assigns (``printf -v``, ``read``); ``reasons``:
     why something is ``unknown``; ``stdin_role``: the role operands arriving on stdin take
-    (behind xargs), ``""`` when none; ``stdout``: the entry's output kind.
+    (behind xargs), ``""`` when none; ``stdout``: the entry's output kind; ``links``: the
+    targets of the symbolic links it makes (not accessed now; ``ln`` without ``-s`` makes hard
+    links, whose targets are ``writes``: the file is writable through the new name);
+    ``follows``: it follows symbolic links below its directory reads and writes (``grep -R``,
+    ``cp -rL``, ``find -L``, ``zip -r``): what they lead to is read or written too.
     """
 
     entry: str
@@ -76,6 +86,12 @@ class Judgement:
     stdout: str = "text"
     creates: tuple[Word, ...] = ()
     risky_options: bool = False
+    links: tuple[Word, ...] = ()
+    follows: bool = False
+    #: it reads a device that never ends (/dev/zero, /dev/urandom) as an operand
+    reads_endless: bool = False
+    #: a ``bound`` option caps what it reads (``head -c 1M``): an endless input ends
+    bounded: bool = False
 
 
 @dataclass
@@ -92,7 +108,16 @@ class _Acc:
     reasons: list[str] = field(default_factory=list)
     options: list[str] = field(default_factory=list)
     all_names: list[str] = field(default_factory=list)
+    values: list[tuple[str, Word]] = field(default_factory=list)  # (option's first name, value)
     operands: int = 0
+    links: list[Word] = field(default_factory=list)
+    filters: list[Word] = field(default_factory=list)
+    remote: list[Word] = field(default_factory=list)
+    follows: bool = False
+    keeps: bool = False
+    reads_endless: bool = False
+    bounded: bool = False
+    seconds: float = 0.0  # the durations it waits (role duration), summed
 
     def unknown(self, why: str) -> None:
         self.effects.add("unknown")
@@ -115,13 +140,9 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         acc.unknown(f"{name} runs its command again and again until interrupted")
     if cmd.argv and ("$" in cmd.argv[0] or "`" in cmd.argv[0]):
         acc.unknown("the program name is computed at run time")
-    elif cmd.argv and "/" in cmd.argv[0] and cmd.argv[0].rsplit("/", 1)[0] not in SYSTEM_DIRS:
-        if (entry.effects | {e for sub in entry.subcommands.values() for e in sub.effects}) & {"build", "test"}:
-            # a project's own build wrapper (./gradlew, ./mvnw): it runs the project's code,
-            # so it must lie where the project does (the file is a read path)
-            acc.reads.append((cmd.argv[0], LITERAL))
-        else:
-            acc.unknown(f"runs the file {cmd.argv[0]!r}, not the catalogue's {name!r}")
+    by_path = bool(cmd.argv) and "/" in cmd.argv[0] and cmd.argv[0].rsplit("/", 1)[0] not in SYSTEM_DIRS
+    project_tool = by_path and bool(
+        (entry.effects | {e for sub in entry.subcommands.values() for e in sub.effects}) & {"build", "test"})
     if entry.handler == "find":
         chain = [entry]
         _find(entry, words, acc)
@@ -134,17 +155,32 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         if entry.handler == "tar" and words and not words[0][0].startswith("-"):
             words = _tar_keys(entry, words, acc)
         chain = _parse(entry, words, acc, cmd)
+    if by_path and not acc.reasons:
+        if project_tool or ({"build", "test"} & acc.effects and "exec" not in acc.effects):
+            # a project's own build wrapper (./gradlew, ./mvnw) or environment's interpreter running
+            # its tests (.venv/bin/python -m pytest): it runs the project's code, so it must lie where
+            # the project does (the file is a read path)
+            acc.reads.append((cmd.argv[0], LITERAL))
+        else:
+            acc.unknown(f"runs the file {cmd.argv[0]!r}, not the catalogue's {name!r}")
     if (entry.handler == "git" and len(chain) > 1 and chain[1].names[0] == "clean"
             and {"-n", "--dry-run"} & set(acc.all_names)):
         acc.effects.discard("delete")  # only lists what it would remove
     if entry.handler == "git" and len(chain) > 1 and chain[1].names[0] == "config":
         _git_config(words, acc)
+    if (acc.filters or acc.remote or acc.links or entry.response_files or cmd.wrapper in LOCAL_FIRST_RUNNERS
+            or (len(chain) > 1 and any(p.response_files for p in chain))):
+        _indirect(entry, chain, words, acc, cmd)
     if entry.handler == "seq":
         _seq(words, acc)
+    if entry.handler == "sed":
+        _sed_backup(acc)
     if entry.handler == "test" and any(w in ("-v", "-R") for w, _ in words):
         acc.unknown("test -v/-R evaluates a variable name (its subscript runs code)")
     if entry.handler == "wrapper" and not acc.execs and entry.names[0] == "env":
         acc.effects.add("env-read")  # env without a command prints the environment
+    if not words:
+        acc.effects |= entry.bare_effects  # `set`, `export`: print every variable
     last = chain[-1]
     if "unknown" in acc.effects and not acc.reasons:  # an entry's own unknown effect: say so
         acc.reasons.append(f"{' '.join(p.names[0] for p in chain)}: the catalogue marks what it does as unknown")
@@ -152,7 +188,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
             and not any(o is not None and o.lists_only for o in map(last.option_index.get, acc.all_names))):
         acc.effects.add("write")
         acc.writes.append((last.writes_into, LITERAL))
-    if (entry.stdin == "shell" and not acc.operands and not acc.execs
+    if (entry.stdin == "shell" and len(chain) == 1 and not acc.operands and not acc.execs
             and not {"--version", "--help", "-V", "-h", "-v", "-m"} & set(acc.all_names)):
         acc.effects.add("exec")  # reads code from stdin
         acc.execs.append(cmd.name)
@@ -177,6 +213,11 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         last.stdout if last.stdout != "text" else entry.stdout,
         tuple(acc.creates),
         any(_risky(p) for p in chain),
+        tuple(acc.links),
+        (acc.follows or entry.follows_links or (len(chain) > 1 and any(p.follows_links for p in chain)))
+        and not acc.keeps,
+        acc.reads_endless,
+        acc.bounded,
     )
 
 
@@ -289,19 +330,24 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
         if done or a == "-" or not a.startswith("-") or (cur.syntax == "none"):
             if not done and cur.syntax != "none":
                 _may_be_option(cur, a, k, acc)
+            unlisted = cur.unlisted_subcommand
             if cur.subcommands and not operands and k == LITERAL:
                 sub = cur.subcommands.get(a.lower())
-                if sub is None:
+                if sub is None and unlisted not in ("", "operand"):
+                    # yarn lint is yarn run lint: the word is that subcommand's first operand
+                    cur = _enter(cur.subcommands[unlisted.lower()], chain, acc)
+                    done = cur.syntax == "none"
+                    continue
+                if sub is None and unlisted != "operand":
                     acc.unknown(f"subcommand {a!r} of {' '.join(p.names[0] for p in chain)} "
                                 "is not in the catalogue")
                     return chain
-                chain.append(sub)
-                cur = sub
-                acc.effects |= sub.effects
-                done = cur.syntax == "none"
-                i += 1
-                continue
-            if cur.subcommands and not operands:
+                if sub is not None:
+                    cur = _enter(sub, chain, acc)
+                    done = cur.syntax == "none"
+                    i += 1
+                    continue
+            elif cur.subcommands and not operands:
                 acc.unknown(f"the subcommand of {cur.names[0]} is computed at run time")
                 return chain
             operands.append((a, k))
@@ -317,6 +363,8 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
         for opt, value in opts:
             acc.options.append(opt.names[0])
             acc.all_names.extend(opt.names)
+            if value is not None:
+                acc.values.append((opt.names[0], value))
             if opt.values and (value is None or value[0] not in opt.values):
                 acc.unknown(f"{opt.names[0]} {value[0] if value else ''!r} is not a value the catalogue knows")
             acc.effects |= opt.effects
@@ -324,10 +372,17 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
                 replaced.append(opt.replaces)
             if opt.operands_as:
                 operands_as = opt.operands_as
+            acc.follows = acc.follows or opt.follows_links
+            acc.keeps = acc.keeps or opt.keeps_links
+            if opt.remote and value is not None and _remote_shaped(value):
+                acc.remote.append(value)
             if value is not None and opt.value != "arg":
                 _role(opt.value, value, cur, chain, acc)
                 if opt.operands_as and opt.value in ("write", "create"):
                     targets.append((opt.value, value))
+    if (cur.subcommands and cur.bare and not operands  # `yarn` alone is `yarn install`
+            and not {"--version", "-v", "--help", "-h"} & set(acc.all_names)):
+        cur = _enter(cur.subcommands[cur.bare.lower()], chain, acc)
     acc.operands += len(operands)
     _operands(cur, chain, operands, replaced, operands_as, acc)
     for role, directory in targets:  # cp -t DIR SRC...: each source lands in DIR/NAME
@@ -336,11 +391,23 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
     return chain
 
 
+def _enter(sub: Program, chain: list[Program], acc: _Acc) -> Program:
+    """Descend into subcommand ``sub``: its effects join, except the ``exec`` of one whose
+    operands the walk lists as their own command (``pnpm exec vitest``: vitest decides)."""
+    chain.append(sub)
+    effects = sub.effects
+    if "exec" in effects and sub.handler == "wrapper" and unwraps(chain[0].names[0], sub.names[0]):
+        effects = effects - {"exec"}
+    acc.effects |= effects
+    return sub
+
+
 def _into(directory: Word, src: Word, role: str, p: Program, chain: list[Program],
           acc: _Acc) -> None:
     name = src[0].rstrip("/").rsplit("/", 1)[-1]
     if name and name not in (".", ".."):
-        _role(role, (directory[0].rstrip("/") + "/" + name, max(directory[1], src[1])), p, chain, acc)
+        kind = EXPANSION if EXPANSION in (directory[1], src[1]) else max(directory[1], src[1])
+        _role(role, (directory[0].rstrip("/") + "/" + name, kind), p, chain, acc)
 
 
 def _may_be_option(p: Program, a: str, k: int, acc: _Acc) -> None:
@@ -400,6 +467,12 @@ def _option(cur: Program, chain: list[Program], words: list[Word], i: int,
         # option is known and its value is judged by its role (a path value: an unknown path)
         acc.unknown(f"option {a!r} of {where} depends on an expansion")
         return None
+    if a[1:2] != "-":
+        o = _lookup(chain, a)  # a listed single-dash spelling (-1, -pl, -fsyntax-only, -std=c17)
+        if o is not None:
+            if o.arity == 1:
+                return [(o, words[i + 1] if i + 1 < len(words) else None)], i + 2
+            return [(o, None)], i + 1
     if _NUMERIC.fullmatch(a):
         o = _lookup(chain, "-NUM")
         if o is None:
@@ -409,6 +482,10 @@ def _option(cur: Program, chain: list[Program], words: list[Word], i: int,
     if a.startswith("--") or cur.syntax == "single-dash":
         name, eq, val = a.partition("=")
         o = _lookup(chain, name)
+        if o is None and cur.syntax == "single-dash" and not a.startswith("--"):
+            o, val = _joined(chain, a)  # -Iinclude, -DNDEBUG, -lm: a value joined to its option
+            if o is not None:
+                return [(o, (val, k))], i + 1
         if o is None and name.startswith("--") and cur.syntax == "gnu":
             hits = {x for p in chain for x in p.long_names if x.startswith(name)}
             if len(hits) == 1:
@@ -431,6 +508,16 @@ def _option(cur: Program, chain: list[Program], words: list[Word], i: int,
             return [(o, words[i + 1])], i + 2
         return [(o, None)], i + 1
     return _cluster(cur, chain, words, i, acc, where)
+
+
+def _joined(chain: list[Program], a: str) -> tuple[Option | None, str]:
+    """The longest listed option of arity 1 that ``a`` starts with, and the rest of ``a`` as
+    its value (gcc(1): "-Idir", "-DNAME=V", "-llib"; Maven's "-DskipTests"); (None, "")."""
+    for end in range(len(a) - 1, 1, -1):
+        o = _lookup(chain, a[:end])
+        if o is not None and o.arity == 1:
+            return o, a[end:]
+    return None, ""
 
 
 def _cluster(cur: Program, chain: list[Program], words: list[Word], i: int, acc: _Acc,
@@ -467,25 +554,16 @@ def _cluster(cur: Program, chain: list[Program], words: list[Word], i: int, acc:
 
 def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: list[str],
               operands_as: str, acc: _Acc) -> None:
-    slots: list[Operand] = list(p.operands)
-    for role in replaced:
-        for idx, s in enumerate(slots):
-            if s.role == role:
-                del slots[idx]
-                break
+    slots = slots_for(p, replaced)
     if not operands:
         for s in slots:
             if s.default is not None:
                 role = operands_as if operands_as and s.count in ("*", "+") else s.role
                 _role(role, (s.default, LITERAL), p, chain, acc)
         return
-    mins = [1 if s.count in (1, "+") else 0 for s in slots]
     left = len(operands)
     pos = 0
-    for idx, s in enumerate(slots):
-        need_after = sum(mins[idx + 1 :])
-        fixed = s.count == 1 or s.count == "?"
-        take = (1 if left - need_after >= 1 else 0) if fixed else max(0, left - need_after)
+    for s, take in zip(slots, takes(slots, left), strict=True):
         got = operands[pos : pos + take]
         pos += take
         left -= take
@@ -501,10 +579,21 @@ def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: 
                 _into(got[-1], w, s.last_is, p, chain, acc)
         else:
             for w in got:
-                _role(role, w, p, chain, acc)
+                for one in _files_under(s, role, w):
+                    _role(role, one, p, chain, acc)
     if left > 0:
         extra = operands[pos:]
         acc.unknown(f"{' '.join(x.names[0] for x in chain)} takes no operand {extra[0][0]!r}")
+
+
+def _files_under(s: Operand, role: str, w: Word) -> list[Word]:
+    """A formatter's written operand: itself when it names one of the slot's ``files``
+    (``x.py``), else the matching files under it as glob patterns (``.`` -> ``./**/*.py``)."""
+    value, kind = w
+    if role != "write" or not s.files or any(value.endswith(g[1:]) for g in s.files):
+        return [w]
+    base = value.rstrip("/") or "/"
+    return [(f"{base}/**/{g}", max(kind, PATTERN)) for g in s.files]
 
 
 def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> None:
@@ -512,10 +601,15 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
     handler = chain[0].handler
     if handler == "git" and len(chain) > 1 and chain[1].names[0] == "push" and value[:1] in ("+", ":"):
         acc.effects.add("delete")  # +REF forces, :REF deletes the remote branch
-    if (handler == "git" and len(chain) > 1 and chain[1].names[0] in ("checkout", "restore")
-            and value in (".", "./", ":/", "*")
-            and ("--staged" not in acc.all_names or "--worktree" in acc.all_names)):
-        acc.effects.add("delete")  # discards the uncommitted changes of the whole tree
+    if (handler == "git" and len(chain) > 1 and chain[1].names[0] in _GIT_DISCARDS
+            and (value in (".", "./") or value.startswith(":") or kind == PATTERN or _GLOB_CHARS.search(value))
+            and ("--staged" not in acc.all_names or "--worktree" in acc.all_names)
+            and "--cached" not in acc.all_names):
+        # git reads pathspec magic (`:/`, `:(top)`, `:(glob)**`, `:!x`) and globs itself,
+        # quoted or not: the whole tree, or files no path names; their uncommitted work
+        # is thrown away (clean -n only lists: judge() drops the delete)
+        acc.effects.add("delete")
+        return
     if handler == "git" and role in ("read", "arg") and ":" in value and not value.startswith("-"):
         # REV:PATH / :PATH names a file's content in the repository: read PATH
         path = value.partition(":")[2]
@@ -529,11 +623,16 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
         # +CMD is a command to less/more/vi and a line number to tail/pr: not a file
         acc.unknown(f"{value!r} may be a command for {chain[0].names[0]}, not a file")
         return
+    if handler == "git" and role in ("read", "write", "delete") and kind == LITERAL and _GLOB_CHARS.search(value):
+        w = (value, FILTER)  # a pathspec is git's own pattern, quoted or not: `*.env` is also `.env`
     if role == "read":
         acc.effects.add("read")
         acc.reads.append(w)
-        if handler == "make" and value in ("-", "/dev/stdin"):
-            acc.effects.add("exec")  # a makefile from stdin is code we do not see
+        if kind == LITERAL and value in ENDLESS_DEVICES:
+            acc.reads_endless = True
+        if handler == "make" and (value in ("-", "/dev/stdin") or value.startswith(_PIPED)):
+            acc.effects.add("exec")  # a makefile from stdin or a pipe is code we do not see
+            acc.execs.append(value)
     elif role == "write":
         acc.effects.add("write")
         acc.writes.append(w)
@@ -570,6 +669,26 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
             acc.execs.append(value)
         elif handler == "make" and eq and name.upper() in ("SHELL", "MAKEFLAGS", "MAKE", "MFLAGS"):
             acc.effects.add("exec")
+        elif handler == "make" and not eq:
+            _role("target", w, p, chain, acc)  # a make operand without '=' is a target
+    elif role in ("size", "bound"):
+        size = _size(value[1:] if role == "size" and value[:1] in "+-<>/%" and len(value) > 1 else value, kind)
+        if role == "bound":
+            acc.bounded = acc.bounded or (size is not None and size <= MAX_DD_BYTES)
+        elif size is None:
+            acc.unknown(f"size {value!r} is not a size the analysis reads")
+        elif size > MAX_DD_BYTES:
+            acc.effects.add("endless")  # a file this large fills the disk or stalls every reader
+    elif role == "duration":
+        seconds = _seconds(value, kind)
+        acc.seconds += seconds if seconds is not None else float("inf")
+        if acc.seconds > MAX_WAIT_SECONDS:
+            acc.effects.add("endless")  # sleep infinity: a headless run waits for ever
+    elif role == "target":
+        if kind != LITERAL:
+            acc.unknown(f"build target {value!r} is known only at run time (install?)")
+        elif _INSTALL_TARGET.fullmatch(value):
+            acc.effects.add("install")  # writes where the build installs, outside the roots
     elif role == "package":
         if kind == LITERAL and (value in (".", "..") or value.startswith(("./", "../", "/"))):
             acc.effects.add("read")
@@ -581,10 +700,128 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
         if kind != LITERAL:
             acc.unknown(f"symlink target {value!r} depends on an expansion")
         acc.effects.add("link")
+        acc.links.append(w)
+    elif role == "list":
+        acc.effects.add("read")
+        acc.reads.append(w)
+        acc.unknown(f"{' '.join(x.names[0] for x in chain)} takes more operands from the file "
+                    f"{value!r}: they are not on the command line")
+    elif role == "filter-regex":
+        globs = _regex_globs(value) if kind == LITERAL else None
+        if globs is None:
+            acc.unknown(f"name pattern {value!r}: what it selects is not judged")
+        else:
+            acc.filters.extend((g, LITERAL) for g in globs)
+    elif role == "filter":
+        if kind == EXPANSION:
+            acc.unknown(f"file-name filter {value!r} depends on an expansion")
+        elif not value.startswith("!"):  # `rg -g '!x'` excludes: it names nothing to read
+            acc.filters.append((value, kind))
     elif role == "unknown":
         acc.unknown(f"argument {value!r} of {' '.join(x.names[0] for x in chain)}")
     if kind == EXPANSION and role in ("script", "git-config", "env"):
         acc.unknown(f"{role} argument {value!r} depends on an expansion")
+
+
+# --------------------------------------------------------------------------- indirection
+
+#: Words that name a pipe from a command (process substitution, its /dev/fd path).
+_PIPED = ("<(", ">(", "/dev/fd/", "/proc/self/fd/")
+_GLOB_CHARS = re.compile(r"[*?\[]")
+#: Runners that run an installed package's program, else fetch the package named like the
+#: command from the npm registry (npx, bunx, pnpx, npm exec): wrapper label -> registry.
+LOCAL_FIRST_RUNNERS: dict[str, str] = {"npx": "npm", "bunx": "npm", "pnpx": "npm", "npm exec": "npm",
+                                       "npm x": "npm"}
+
+
+def _remote_shaped(w: Word) -> bool:
+    """``HOST:PATH`` (``[USER@]HOST:FILE``: a colon before the first slash), GNU tar's and
+    cpio's remote archive (rmt over rsh/ssh). A word that may expand is not known local."""
+    value, kind = w
+    if kind == EXPANSION:
+        return True
+    head, colon, _ = value.partition(":")
+    return bool(colon) and bool(head) and "/" not in head
+
+
+def _indirect(entry: Program, chain: list[Program], words: list[Word], acc: _Acc,
+              cmd: SimpleCommand) -> None:
+    """What the command line names only indirectly (docs/catalogue.md "Unknown sources"):
+    a response file (``gcc @opts``), a remote archive (``tar -cf host:x``), a file-name filter
+    (its matches are read: ``grep --include='.env*' -r .`` reads ``./.env``), hard links, and a
+    package runner that fetches a package named like a catalogue program (``npx ls``)."""
+    if any(p.response_files for p in chain):
+        for w, k in words:
+            if w.startswith("@") or (k == EXPANSION and w[:1] in ("$", "`")):
+                acc.unknown(f"{w!r}: {chain[0].names[0]} reads more arguments from the file it names")
+                break
+    if acc.remote and not any(o is not None and o.forces_local
+                              for o in (_lookup(chain, n) for n in acc.all_names)):
+        acc.effects.add("network")
+        for value, _ in acc.remote:
+            acc.urls.append(f"rsh://{value.partition(':')[0]}")
+        acc.unknown(f"{acc.remote[0][0]!r} names a file on another host (rsh/ssh)")
+    if acc.filters:
+        bases = [w for w in acc.reads if w[1] != FILTER] or [(".", LITERAL)]
+        for f, k in acc.filters:
+            for b, bk in bases:
+                acc.reads.append((_under(b, f), EXPANSION if EXPANSION in (k, bk) else FILTER))
+        acc.effects.add("read")
+    if entry.handler == "ln" and not {"-s", "--symbolic"} & set(acc.all_names) and acc.links:
+        # a hard link: the target's file is the new name's, readable and writable through it
+        acc.effects.add("write")
+        acc.writes.extend(acc.links)
+        acc.links.clear()
+    registry = LOCAL_FIRST_RUNNERS.get(cmd.wrapper)
+    if registry is not None and entry.registry != registry:
+        acc.unknown(f"{cmd.wrapper} runs the {registry} package {cmd.name!r} (fetched when it is not "
+                    f"installed), not the catalogue's {entry.names[0]}")
+
+
+_REGEX_ONLY = re.compile(r"[()|+{}^$\\]")
+
+
+def _regex_globs(pattern: str) -> list[str] | None:
+    """The globs a name pattern that is a regular expression searched in names (``fd``), or a
+    glob with ``-g``, can select: its reading as a glob, and the regex as a glob (``^\\.env$``
+    is ``.env``, ``env`` is ``*env*``, ``.*`` is ``*``) when it is that simple. None when
+    neither reading holds (``\\.(pem|key)$``): the caller makes it unknown."""
+    out = [] if _REGEX_ONLY.search(pattern) else [pattern]
+    core = pattern
+    anchored_start = core.startswith("^")
+    core = core[1:] if anchored_start else core
+    anchored_end = core.endswith("$") and not core.endswith("\\$")
+    core = core[:-1] if anchored_end else core
+    glob: list[str] = []
+    i = 0
+    while i < len(core):
+        c = core[i]
+        if c == "\\" and i + 1 < len(core) and not core[i + 1].isalnum() and core[i + 1] not in "*?[":
+            glob.append(core[i + 1])
+            i += 2
+        elif core.startswith((".*", ".+"), i):
+            glob.append("*")
+            i += 2
+        elif c == ".":
+            glob.append("?")
+            i += 1
+        elif c.isalnum() or c in "_-/ ":
+            glob.append(c)
+            i += 1
+        else:
+            return out or None
+    out.append(("" if anchored_start else "*") + "".join(glob) + ("" if anchored_end else "*"))
+    return out
+
+
+def _under(base: str, pattern: str) -> str:
+    """Where a filter ``pattern`` selects files below ``base``: ``base/pattern`` (a pattern
+    with a directory part, ``find -path './x/*'``, from ``base``; an absolute one as it is)."""
+    if pattern.startswith("/"):
+        return pattern
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    return base.rstrip("/") + "/" + pattern if base not in ("", ".") else "./" + pattern
 
 
 # --------------------------------------------------------------------------- find
@@ -592,14 +829,20 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
 
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _FIND_OPERATORS = frozenset({"(", ")", "!", ",", "-o", "-a", "-or", "-and", "-not"})
+_FIND_BRANCHES = frozenset({"(", "!", ",", "-o", "-or", "-not"})
 
 
 def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
-    """``find [-H -L -P -O -D] START... EXPRESSION``: starting points, then tests and
-    actions looked up in the entry; ``-exec ... ;`` commands are listed by the walk."""
+    """``find [-H -L -P] START... EXPRESSION``: starting points, then tests and actions looked
+    up in the entry; ``-exec ... ;`` commands are listed by the walk. A name filter's matches
+    under each start are read (they are what ``{}``, ``-delete`` and the output name). A
+    ``-delete`` is narrowed to ``START/.../P`` only by ``-name P`` tests before it in an
+    expression of ``-a`` alone (find evaluates left to right: ``-delete -name P`` deletes
+    everything)."""
     i, n = 0, len(words)
     starts: list[Word] = []
     while i < n and words[i][0] in ("-H", "-L", "-P"):
+        acc.follows = words[i][0] == "-L"  # the last of them counts
         i += 1
     while i < n and not (words[i][0].startswith("-") or words[i][0] in _FIND_OPERATORS):
         starts.append(words[i])
@@ -607,6 +850,8 @@ def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
     starts = starts or [(".", LITERAL)]
     for s in starts:
         _role("read", s, entry, [entry], acc)
+    plain = not any(w in _FIND_BRANCHES for w, _ in words[i:])  # no -o, !, (, ","
+    names: list[Word] = []  # -name tests met so far, while narrowing still holds
     while i < n:
         a, k = words[i]
         if a in _FIND_OPERATORS:
@@ -625,15 +870,18 @@ def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
             i += 1
             continue
         acc.effects |= o.effects
+        acc.follows = acc.follows or o.follows_links  # -follow
         if "delete" in o.effects:
-            names = [words[x + 1] for x in range(n - 1)
-                     if words[x][0] in ("-name", "-iname") and words[x + 1][1] == LITERAL]
-            for s in starts:  # -name P narrows what is deleted to START/.../P
-                for t in ([(s[0].rstrip("/") + "/" + nm[0], PATTERN) for nm in names] or [s]):
+            for s in starts:  # -name P before it narrows what is deleted to START/.../P
+                for t in ([(s[0].rstrip("/") + "/" + nm[0], PATTERN) for nm in names] if plain and names
+                          else [s]):
                     acc.writes.append(t)
                     acc.deletes.append(t)
         if o.arity == 1 and i + 1 < n:
-            if o.value != "arg":
+            if a in ("-name", "-iname") and words[i + 1][1] == LITERAL:
+                names.append(words[i + 1])
+            negated = i > 0 and words[i - 1][0] in ("!", "-not")
+            if o.value != "arg" and not (negated and o.value == "filter"):  # `! -name P` selects the rest
                 _role(o.value, words[i + 1], entry, [entry], acc)
             i += 2
         else:
@@ -642,7 +890,33 @@ def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
 
 # --------------------------------------------------------------------------- dd
 
-_DD_DEVICES = frozenset({"/dev/zero", "/dev/urandom", "/dev/random"})
+#: Devices a read of never ends.
+ENDLESS_DEVICES: frozenset[str] = frozenset({"/dev/zero", "/dev/urandom", "/dev/random"})
+_DD_DEVICES = ENDLESS_DEVICES
+#: Seconds a command may wait (``sleep``) before it counts as never ending.
+MAX_WAIT_SECONDS = 3600.0
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGTPEZYRQ]?)(i?B?)", re.I)
+_DURATION = re.compile(r"(\d+(?:\.\d*)?(?:e\+?\d+)?|\.\d+|inf(?:inity)?)([smhd]?)", re.I)
+
+
+def _size(value: str, kind: int) -> int | None:
+    """A GNU size (coreutils: ``10K`` = 10*1024, ``10KB`` = 10*1000, suffixes to Q); None
+    when it is not one or is computed at run time."""
+    m = _SIZE.fullmatch(value) if kind == LITERAL else None
+    if m is None:
+        return None
+    unit = m.group(2).upper()
+    base = 1000 if m.group(3).upper() == "B" else 1024
+    return int(float(m.group(1)) * base ** ("KMGTPEZYRQ".index(unit) + 1 if unit else 0))
+
+
+def _seconds(value: str, kind: int) -> float | None:
+    """A ``sleep`` duration (``1.5``, ``2m``, ``1e9``, ``infinity``); None when unreadable."""
+    m = _DURATION.fullmatch(value) if kind == LITERAL else None
+    if m is None:
+        return None
+    number = float("inf") if m.group(1).lower().startswith("inf") else float(m.group(1))
+    return number * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2).lower()]
 
 
 #: Bytes a ``dd`` from an endless device may write before it counts as filling the disk.
@@ -712,6 +986,15 @@ def _seq(words: list[Word], acc: _Acc) -> None:
         (vals[0], 1.0, vals[1]) if len(vals) == 2 else (vals[0], vals[1], vals[2]))
     if not vals or step == 0 or abs((last - first) / step) > MAX_SEQ_LINES:
         acc.unknown(f"seq prints more than {MAX_SEQ_LINES} lines")
+
+
+def _sed_backup(acc: _Acc) -> None:
+    """``sed -iSUFFIX``: a suffix holding ``/`` or ``*`` names where the backup is written
+    (GNU sed: ``*`` is the file's base name, ``/`` makes it a path: ``-i'/home/u/.bash*'``
+    copies the file to ``~/.bashrc``); one computed at run time may too. Both: unknown."""
+    for name, (value, kind) in acc.values:
+        if name == "-i" and ("/" in value or "*" in value or kind != LITERAL):
+            acc.unknown(f"sed -i backup suffix {value!r} names a file elsewhere")
 
 
 def _script(lang: str, text: str, kind: int, acc: _Acc) -> None:

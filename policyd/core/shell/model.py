@@ -81,6 +81,10 @@ class SimpleCommand:
 
 #: ``SimpleCommand.arg_kinds`` / ``Redirect.kind`` values.
 LITERAL, PATTERN, EXPANSION = 0, 1, 2
+#: A word kind for a file-name *filter* (``find -name P``, ``grep --include=P``, ``rg -g P``, a git
+#: pathspec): a pattern the program matches itself, in which a leading ``.`` is not special
+#: (fnmatch without FNM_PERIOD), so ``*.env`` also selects ``.env``.
+FILTER = 3
 
 
 @record
@@ -93,6 +97,9 @@ class Redirect:
     target: str
     dynamic: bool
     kind: int = field(default=0, compare=False)  # LITERAL, PATTERN or EXPANSION
+    #: index (in ``ShellAnalysis.commands``) of the command it belongs to; -1: a compound
+    #: statement's or not known
+    command: int = field(default=-1, compare=False)
 
 
 @record
@@ -108,7 +115,10 @@ class ShellAnalysis:
     targets (unresolved: ``"~/.ssh/id_rsa"``, ``"../x"``, ``"$HOME/x"``, ``"*"``).
     ``unknown``: why the analysis cannot know what runs (arithmetic evaluating variable
     data, a function definition, a syntax node it does not know...): never empty when
-    something may run that no listed command shows.
+    something may run that no listed command shows. ``assignment_scopes``: per assignment,
+    ``(first, end)`` indices of the commands it reaches (``end`` -1: every command to the
+    end). ``env_reads``: names whose value an expansion takes from the environment (the
+    text did not assign them before; special parameters such as ``$?`` are not names).
     """
 
     commands: tuple[SimpleCommand, ...]
@@ -119,4 +129,6 @@ class ShellAnalysis:
     errors: tuple[str, ...]
     path_args: tuple[str, ...]
     unknown: tuple[str, ...] = field(default=(), compare=False)
+    assignment_scopes: tuple[tuple[int, int], ...] = field(default=(), compare=False)
+    env_reads: tuple[str, ...] = field(default=(), compare=False)
 

@@ -30,7 +30,7 @@ from dataclasses import replace
 from policyd.core import brackets, paths
 from policyd.core.shell.catalogue import Catalogue
 from policyd.core.shell.effects import SYSTEM_DIRS, Judgement, Word, judge
-from policyd.core.shell.model import EXPANSION, LITERAL, PATTERN, ShellAnalysis, SimpleCommand, record
+from policyd.core.shell.model import EXPANSION, FILTER, LITERAL, PATTERN, ShellAnalysis, SimpleCommand, record
 from policyd.core.shell.walk import BRACE_RANGE, analyze
 
 #: Where relative paths point after a ``cd`` known only at run time: outside every root.
@@ -105,11 +105,16 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
     out: list[CommandFacts] = []
     current: list[str] = [cwd]
     found: tuple[Word, ...] = ()  # what the last find starts from: `-exec cmd {}` operands
+    in_exec = ""  # the name of the last command of a find -exec chain (`-exec env rm {} +`)
     for i, (c, j) in enumerate(zip(cmds, judgements, strict=True)):
         if c.name.lower() == "find":
             found = j.reads
-        elif c.wrapper.startswith("find -") and found:
-            j = _placeholders(j, found)
+            in_exec = ""
+        elif (c.wrapper.startswith("find -") or (in_exec and c.wrapper == in_exec)) and found:
+            j = _placeholders(j, found)  # also behind the wrappers -exec runs
+            in_exec = c.name.lower()
+        else:
+            in_exec = ""
         unknown = list(j.reasons)
         own = list(current)
         chdirs: list[str] = []
@@ -121,8 +126,8 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
         deletes = [r for w in j.deletes for r in res.word(w, own)]
         creates = [r for w in j.creates for r in res.word(w, own)]
         if c.stdin_args:
-            fed, option_like = _stdin_words(cmds, judgements, out, c, res, own)
-            if j.stdin_role in ("read", "write", "delete") and not j.risky_options and not option_like:
+            fed, option_like, no_dash = _stdin_words(cmds, judgements, out, c, res, own)
+            if j.stdin_role in ("read", "write", "delete") and (no_dash or not (j.risky_options or option_like)):
                 (reads if j.stdin_role == "read" else writes).extend(fed)
                 if j.stdin_role == "delete":
                     deletes.extend(fed)
@@ -140,6 +145,9 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
                 writes.extend(own)
             elif not j.effects & {"build", "test"}:  # a build tool cleans its own outputs
                 writes.extend(own)
+        if j.links and _links_out(j, own, writes, cwd, res):
+            unknown.append("a symbolic link to a directory that holds the workspace or the home "
+                           "directory (or into the home directory): recursive readers reach everything through it")
         if links and "link" not in j.effects and (reads or writes):
             unknown.append("paths used after a symlink is made in the same command cannot "
                            "be resolved before it runs")
@@ -156,6 +164,22 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
         elif chdirs and _wraps(c, i, cmds):
             current = _bounded([*current, *chdirs])
     return tuple(out)
+
+
+def _links_out(j: Judgement, cwds: list[str], writes: list[str], root: str, res: _Resolver) -> bool:
+    """Whether a symbolic link ``j`` makes points at a directory holding ``root`` or the home
+    directory, or into the home directory (a relative target resolves from the link's own
+    directory: each written directory and each directory the command runs in is tried)."""
+    home = res.home
+    bases = _unique([*cwds, *(posixpath.dirname(w) for w in writes), *writes])
+    for text, kind in j.links:
+        if kind != LITERAL:
+            return True
+        for target in res.word((text, kind), bases):
+            if target == UNKNOWN_PATH or paths.within(root, target) or (home and (
+                    paths.within(home, target) or paths.within(target, home))):
+                return True
+    return False
 
 
 def _placeholders(j: Judgement, starts: tuple[Word, ...]) -> Judgement:
@@ -193,22 +217,33 @@ def _cd_targets(c: SimpleCommand, j: Judgement, res: _Resolver,
 
 def _stdin_words(cmds: Sequence[SimpleCommand], judgements: Sequence[Judgement],
                  done: Sequence[CommandFacts], c: SimpleCommand, res: _Resolver,
-                 cwds: list[str]) -> tuple[list[str], bool]:
-    """(the paths of the words arriving on ``c``'s stdin, whether one may be an option)."""
+                 cwds: list[str]) -> tuple[list[str], bool, bool]:
+    """(the paths of the words arriving on ``c``'s stdin, whether one may be an option, whether
+    none certainly is one)."""
     src = c.stdin_from
     if src < 0 or src >= len(done):
-        return [UNKNOWN_PATH], True
+        return [UNKNOWN_PATH], True, False
     producer, pj = cmds[src], judgements[src]
     if producer.name.lower() == "echo" and all(k == LITERAL for k in producer.arg_kinds):
         args = [a for a in producer.args if a not in ("-n", "-e", "-E")]
         words = " ".join(args).split()
         paths_ = [r for a in words for r in res.word((a, LITERAL), cwds)]
-        return paths_, any(w.startswith("-") for w in words)
+        return paths_, any(w.startswith("-") for w in words), False
     if pj.stdout == "paths" and "unknown" not in pj.effects and not done[src].unknown:
-        # the paths it lists lie under what it read, else under where it ran (a listed name
-        # may start with "-": callers accept these only for programs with harmless options)
-        return list(done[src].reads or done[src].cwds), False
-    return [UNKNOWN_PATH], True
+        # the paths it lists lie under what it read, else under where it ran; a listed name
+        # may start with "-", except find's: each begins with a starting point (`./-rf`), when
+        # none starts with "-" and no -printf/-ls reshapes the output
+        starts = [(w, k) for w, k in pj.reads if k != FILTER]  # -name filters narrow, not start
+        dashed = (producer.name.lower() != "find" or not starts
+                  or any(w.startswith("-") or k != LITERAL for w, k in starts)
+                  or bool(_FIND_REFORMAT & set(producer.args)))
+        return list(done[src].reads or done[src].cwds), False, not dashed
+    return [UNKNOWN_PATH], True, False
+
+
+#: find actions that print something other than the found paths (or whose programs print).
+_FIND_REFORMAT = frozenset({"-printf", "-fprintf", "-ls", "-fls", "-fprint", "-fprint0", "-exec", "-execdir",
+                            "-ok", "-okdir"})
 
 
 def _plain_program(catalogue: Catalogue, j: Judgement) -> bool:
@@ -241,7 +276,9 @@ class _Resolver:
         for base in bases or ["/"]:
             for r in _resolve_braces(text, base, self.home):
                 out.append(r)
-                if kind == PATTERN or _GLOB.search(r):
+                if kind == FILTER:
+                    out.extend(_glob_candidates(r, filter_=True))
+                elif kind == PATTERN or _GLOB.search(r):
                     out.extend(_glob_candidates(r))
         return out
 
@@ -274,8 +311,11 @@ class _Resolver:
         return ok
 
 
-def _glob_candidates(path: str) -> list[str]:
-    """Concrete paths a glob path may name that deny rules care about (see module doc)."""
+def _glob_candidates(path: str, filter_: bool = False) -> list[str]:
+    """Concrete paths a glob path may name that deny rules care about (see module doc). A
+    ``filter_`` (a program's own name pattern: ``find -name``, ``grep --include``) matches
+    names with a leading dot too, and selects names: it never walks up a ``..``, and only its
+    last part is matched against the sensitive names (``*/node_modules/*`` is no ``.ssh``)."""
     parts = path.split("/")
     options: list[list[str]] = []
     globbed = False
@@ -285,13 +325,13 @@ def _glob_candidates(path: str) -> list[str]:
             continue
         globbed = True
         low = part.lower()
-        dot = low.startswith(".")  # bash: a leading "." is matched only by a literal "."
-        if dot and (brackets.component_matches("..", part) or brackets.component_matches(".", part)):
+        dot = filter_ or low.startswith(".")  # bash: a leading "." is matched only by a literal "."
+        if dot and not filter_ and (brackets.component_matches("..", part) or brackets.component_matches(".", part)):
             return [UNKNOWN_PATH]
         # a bare * as the last part is "everything here", like reading the directory: no name
         # in particular; as a directory part (.git/*/pre-commit) it is a step to one of them
         last = i == len(parts) - 1
-        hits = [] if last and not low.strip("*?") else [
+        hits = [] if (last and not low.strip("*?")) or (filter_ and not last) else [
             n for n in SENSITIVE_NAMES if (dot or not n.startswith(".")) and brackets.component_matches(n, part)]
         options.append([part, *hits])
     if not globbed:

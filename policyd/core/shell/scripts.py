@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 _AWK_RISK = re.compile(r"system|getline|\||>|ENVIRON|@include|@load|close|fflush|PROCINFO")
-_JQ_ENV = re.compile(r"\$ENV|\benv\b|\bstrenv\b|\$__loc__|input_filename")
+_JQ_ENV = re.compile(r"\$\s*ENV\b|\benv\b|\bstrenv\b|\benvsubst\b|\$\s*__loc__|input_filename")
 _JQ_FILES = re.compile(r"\b(import|include|load|load_str|load_xml|load_props|load_base64)\b")
 
 
@@ -25,14 +25,32 @@ def judge_script(lang: str, text: str) -> tuple[frozenset[str], str]:
         return frozenset(), ""
     if lang in ("jq", "yq"):
         effects = frozenset({"env-read"}) if _JQ_ENV.search(text) else frozenset()
+        if _jq_endless(text):
+            effects |= {"endless"}
         return effects, (f"{lang} program loads other files" if _JQ_FILES.search(text) else "")
     return frozenset(), ""
+
+
+_JQ_RANGE = re.compile(r"\brange\s*\(([^()]*)\)")
+_JQ_NUMBER = re.compile(r"\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+")
+#: Items a jq ``range`` may produce before it counts as exhausting memory or time.
+MAX_JQ_RANGE = 10_000_000
+
+
+def _jq_endless(text: str) -> bool:
+    """``range(1e10)`` (a literal bound above :data:`MAX_JQ_RANGE`), or ``repeat`` with no
+    ``limit``/``first`` in the program: never ends, or fills memory."""
+    for m in _JQ_RANGE.finditer(text):
+        if any(float(n) > MAX_JQ_RANGE for n in _JQ_NUMBER.findall(m.group(1))):
+            return True
+    return bool(re.search(r"\brepeat\b", text)) and not re.search(r"\b(limit|first)\s*\(", text)
 
 
 _SED_SIMPLE = frozenset("=dDgGhHlnNpPqQxzF")
 _SED_LABEL = frozenset("btT:")
 _SED_TEXT = frozenset("aic")
 _SED_FILE = frozenset("rRwWe")  # read/write a file, or (e) run a command
+_SED_LABEL_NAME = re.compile(r"[A-Za-z0-9_.-]*")
 
 
 def sed_danger(script: str) -> str:
@@ -72,10 +90,19 @@ def sed_danger(script: str) -> str:
                 i += 1
             continue
         if c in _SED_LABEL:
+            # GNU sed 4.9 (compile.c read_label): blanks after the command are skipped, the
+            # label ends at a space, tab, newline or ';', and the next command follows
+            # (`:x w FILE` is a label, then a w command). A label holding anything but
+            # letters, digits, '_', '.' or '-' is not read here (sed differs by version).
             j = i + 1
-            while j < n and s[j] not in ";\n":
+            while j < n and s[j] in " \t":
                 j += 1
-            i = j
+            k = j
+            while k < n and s[k] not in " \t\n;}#":
+                k += 1
+            if not _SED_LABEL_NAME.fullmatch(s[j:k]):
+                return f"has a label this reader does not follow: {s[j:k]!r}"
+            i = k
             continue
         if c in _SED_TEXT:
             j = s.find("\n", i)

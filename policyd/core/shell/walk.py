@@ -137,6 +137,10 @@ _TRACK_PARENT = frozenset({"redirected_statement", "heredoc_redirect", "herestri
 _STDIN_ARGS = frozenset({"xargs", "parallel"})  # wrappers that append stdin words as operands
 
 
+#: The scope of an assignment that reaches every command of the text.
+EVERY_COMMAND = (0, -1)
+
+
 def _kind(w: _Word) -> int:
     return EXPANSION if w.exp else (PATTERN if w.dyn else LITERAL)
 #: Every node kind the walk understands. Another kind (a newer grammar) is reported in
@@ -189,13 +193,16 @@ _HIDDEN_CHECKS = frozenset({"function_definition", "subscript", "compound_statem
 class _State:
     """Accumulates results across the top-level text and nested shell strings."""
 
-    __slots__ = ("assignments", "commands", "dynamic", "errors", "full", "max_depth", "paths",
-                 "redirects", "text_left", "unknown")
+    __slots__ = ("assignments", "commands", "dynamic", "env_reads", "errors", "full", "locals",
+                 "max_depth", "paths", "redirects", "scopes", "text_left", "unknown")
 
     def __init__(self, max_depth: int) -> None:
         self.commands: list[SimpleCommand] = []
         self.redirects: list[Redirect] = []
         self.assignments: list[tuple[str, str]] = []
+        self.scopes: list[tuple[int, int]] = []  # per assignment: the commands it reaches
+        self.env_reads: dict[str, None] = {}  # names expanded that the text did not assign
+        self.locals: set[str] = set()  # names the text assigned before (shell variables)
         self.errors: list[str] = []
         self.paths: dict[str, None] = {}
         self.dynamic = False
@@ -239,7 +246,20 @@ class _State:
             errors=tuple(self.errors),
             path_args=tuple(self.paths),
             unknown=tuple(self.unknown),
+            assignment_scopes=tuple(self.scopes),
+            env_reads=tuple(self.env_reads),
         )
+
+    def assign(self, name: str, value: str, local: bool = False) -> None:
+        """An assignment reaching every command (a bare ``A=b``, ``export``, ``declare``:
+        a name already in the environment is exported by it); :meth:`_Walker.command` and
+        :meth:`_Walker.emit` narrow the scope of ``A=b cmd`` and ``env A=b cmd``. ``local``:
+        later ``$NAME`` expansions read this value, not the environment's (a top-level
+        statement of the text itself; not ``A=b cmd``, a subshell, a nested shell)."""
+        self.assignments.append((name, value))
+        self.scopes.append(EVERY_COMMAND)
+        if local:
+            self.locals.add(name.split("[", 1)[0])
 
 
 def _analyze_text(st: _State, text: str, depth: int, label: str) -> None:
@@ -518,7 +538,9 @@ class _Walker:
             else:
                 if t in _DYNAMIC_NODES:
                     st.dynamic = True
-                    if t in _ARITH_CONTEXTS:
+                    if t in ("simple_expansion", "expansion"):
+                        self.env_read(node)
+                    elif t in _ARITH_CONTEXTS:
                         self.arithmetic(node)
                     elif t == "brace_expression":
                         self.brace_size(node)
@@ -529,6 +551,9 @@ class _Walker:
                 elif t == "while_statement":
                     self.endless(node)
                 elif t == "for_statement":
+                    var = node.child_by_field_name("variable")
+                    if var is not None and self.depth == 0 and self.toplevel(node):
+                        st.locals.add(self.text(var))
                     values = node.children_by_field_name("value")
                     st.dynamic = st.dynamic or any(_word(v, src).dyn for v in values)
                     self.bind_loop(node, values)
@@ -554,6 +579,28 @@ class _Walker:
                     if b"$" not in seg and b"`" not in seg and b"(" not in seg:
                         continue  # cannot hold a command or an expansion
                 stack.append((k, kt))
+
+    def env_read(self, node: Node) -> None:
+        """``$NAME``/``${NAME...}`` of a name the text did not assign before reads the
+        environment (``${!REF}`` reads a name known only at run time: ``!REF``)."""
+        indirect = named = substring = False
+        for k in node.children:
+            if k.type == "!" and not named:
+                indirect = True
+            elif k.type in ("variable_name", "special_variable_name", "subscript") and not named:
+                named = True
+                if k.type == "subscript":
+                    k = k.child_by_field_name("name") or k
+                name = self.text(k)
+                if indirect:
+                    name = "!" + name
+                if name not in self.st.locals:
+                    self.st.env_reads[name] = None
+            elif k.type == ":" and named:
+                substring = True  # ${s:OFFSET:LENGTH}: both are arithmetic
+            elif substring and k.is_named and k.type != "number":
+                self.st.cannot_know(f"arithmetic evaluates variable data: {self.text(node)[:60]!r}")
+                return
 
     def bind_loop(self, node: Node, values: list[Node]) -> None:
         """``for f in src/*.py; do ... "$f" ...; done``: inside the body, ``$f`` is one of the
@@ -674,17 +721,21 @@ class _Walker:
         _analyze_text(self.st, body, self.depth + 1, "`...`")
         return []
 
-    def assignment(self, node: Node) -> list[Node]:
+    def assignment(self, node: Node, local: bool | None = None) -> list[Node]:
+        """``NAME=value``; ``local`` (default: a top-level statement of the top-level text)
+        says whether later ``$NAME`` reads this value (:meth:`_State.assign`)."""
         name_node = node.child_by_field_name("name")
         value_node = node.child_by_field_name("value")
         name = self.text(name_node) if name_node is not None else ""
+        if local is None:
+            local = self.depth == 0 and self.toplevel(node)
         if value_node is None:
-            self.st.assignments.append((name, ""))
+            self.st.assign(name, "", local)
             return [name_node] if name_node is not None and name_node.type == "subscript" else []
         w = _word(value_node, self.src)
         if w.dyn:
             self.st.dynamic = True
-        self.st.assignments.append((name, w.value))
+        self.st.assign(name, w.value, local)
         kids = [value_node] if w.exp or value_node.type not in _WORDISH else []
         if name_node is not None and name_node.type == "subscript":
             kids.append(name_node)
@@ -697,9 +748,10 @@ class _Walker:
         keyword = self.text(kids[0])
         words: list[_Word] = [_Word(keyword, False, kids[0].start_byte, kids[0].end_byte)]
         more: list[Node] = []
+        local = self.depth == 0 and self.toplevel(node)
         for ch in node.named_children:
             if ch.type == "variable_assignment":
-                more.extend(self.assignment(ch))
+                more.extend(self.assignment(ch, local))
                 name_node = ch.child_by_field_name("name")
                 nm = self.text(name_node) if name_node is not None else ""
                 words.append(_Word(f"{nm}={self.st.assignments[-1][1]}", False,
@@ -722,6 +774,7 @@ class _Walker:
         problem = self._gap_problem(node)
         if problem:
             self.st.error(f"{problem} at {self.label or 'top level'!r}")
+        first_assignment = len(self.st.assignments)
         for ch in node.children:
             ct = ch.type
             if not ch.is_named:  # a lone `$` (or `=~`): a literal word to bash
@@ -736,7 +789,7 @@ class _Walker:
                 words.append(w)
                 continue
             if ct == "variable_assignment":
-                more.extend(self.assignment(ch))
+                more.extend(self.assignment(ch, local=False))  # `X=1 echo $X`: the environment's X
             elif ct == "command_name":
                 name_node = ch
                 inner = ch.named_children
@@ -782,7 +835,12 @@ class _Walker:
         for group in self._redirect_args(node):
             words.append(_group_word(group, src))
             args.append(group[-1])
+        last_assignment = len(self.st.assignments)
+        first_command = len(self.st.commands)
         stdin, name = self.emit(words, _dec(src[node.start_byte : cut]).rstrip(), node)
+        scope = (first_command, len(self.st.commands))  # `A=b cmd`: cmd and what it wraps
+        for k in range(first_assignment, last_assignment):
+            self.st.scopes[k] = scope
         key = name.lower()
         if key in _RUNS_ARG and args:
             self._note_runs_output(args[-1])
@@ -930,6 +988,7 @@ class _Walker:
         work: list[tuple[list[_Word], str, str] | tuple[str, str]] = [(words, text, self.label)]
         unwrapped = 0
         stdin_args = False
+        wrapped: list[tuple[int, int]] = []  # (assignment, first command it reaches)
         while work:
             item = work.pop()
             if len(item) == 2:
@@ -968,8 +1027,10 @@ class _Walker:
             )
             if not st.add(cmd):
                 break
-            if out.assigns:
-                st.assignments.extend(out.assigns)
+            if out.assigns:  # `env A=b cmd`: reaches what the wrapper runs
+                for var, v in out.assigns:
+                    st.assign(var, v)
+                    wrapped.append((len(st.assignments) - 1, len(st.commands)))
             for p in out.paths:
                 st.paths[p] = None
             if out.stdin:
@@ -987,6 +1048,8 @@ class _Walker:
                         pending.append((sub, stext, lab))
                 pending.extend(out.shells)
                 work.extend(reversed(pending))
+        for index, first in wrapped:  # a wrapper's assignment reaches what it runs
+            st.scopes[index] = (first, len(st.commands))
         return stdin, first_name
 
     def redirect(self, node: Node) -> list[Node]:
@@ -1038,7 +1101,9 @@ class _Walker:
         else:
             op = self.text(node).strip()
             w = _Word("", False, 0, 0)
-        st.redirects.append(Redirect(op, w.value, w.dyn, _kind(w)))
+        owner_node = self.parent.get(node.id)
+        owner_index = self.first_cmd.get(owner_node.id, -1) if owner_node is not None else -1
+        st.redirects.append(Redirect(op, w.value, w.dyn, _kind(w), owner_index))
         if w.dyn:
             st.dynamic = True
         fd_dup = op.endswith("&") and (w.value.isdigit() or w.value.endswith("-"))
@@ -1130,9 +1195,17 @@ class _Walker:
         if label:
             _analyze_text(self.st, body, self.depth + 1, label)
         elif not quoted:
+            for m in _VAR_REF.finditer(_ESCAPED.sub("", body)):  # it expands $NAME, ${NAME}
+                name = (m.group(1) or "") + (m.group(2) or m.group(3) or "")
+                if name not in self.st.locals:
+                    self.st.env_reads[name] = None
             for sub in _substitutions(body):
                 _analyze_text(self.st, sub, self.depth + 1, "heredoc $(..)")
         return []
+
+
+_VAR_REF = re.compile(r"\$\{(!?)([A-Za-z_][A-Za-z0-9_]*)|\$([A-Za-z_][A-Za-z0-9_]*)")
+_ESCAPED = re.compile(r"\\.", re.S)  # `\$X` is a literal dollar, `\\$X` an expansion
 
 
 def _substitutions(text: str) -> list[str]:

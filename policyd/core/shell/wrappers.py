@@ -7,32 +7,22 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from policyd.core.shell.catalogue import Program, slots_for, takes
 from policyd.core.shell.options import (
-    _ALL_POS_FILES,
     _CHMOD_MODE,
-    _CONDA_SPEC,
     _DEFAULT,
-    _FILE_SPECS,
     _GIT_BANG_KEYS,
     _GIT_SHELL_KEYS,
-    _PATH_OPTS,
-    _PATTERN_FIRST,
-    _PATTERN_GIVEN,
-    _PNPM_SPEC,
-    _POETRY_SPEC,
     _PROC_SUBST,
     _SHELLS,
-    _SSH,
     _SSH_CMD_OPTS,
-    _SUBPROGS,
-    _TAR,
-    _UV_SPEC,
-    _WRAPPER_SPECS,
+    PATH_ROLES,
     _flags,
     _getopt,
-    _mk,
     _Opts,
     _Spec,
+    entry,
+    spec_of,
 )
 
 # --------------------------------------------------------------------------- per-argv analysis
@@ -54,6 +44,11 @@ class _Out:
         self.positionals: list[str] = []
         self.subcommand = ""
         self.paths: list[str] = []
+
+
+def _spec(name: str) -> _Spec:
+    """The getopt spec of the shipped catalogue's entry for ``name`` (no entry: no options)."""
+    return spec_of(entry(name))
 
 
 def _is_env_assign(v: str) -> bool:
@@ -89,7 +84,7 @@ def _optval(opts: _Opts, *names: str) -> str | None:
 
 
 def _h_sudo(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
-    out, opts = _wrapper_out(vals, _WRAPPER_SPECS["sudo"], "sudo", assign=True)
+    out, opts = _wrapper_out(vals, _spec("sudo"), "sudo", assign=True)
     if _has(opts, "e", "edit"):
         out.inners.clear()
     elif not out.inners and _has(opts, "s", "shell", "i", "login"):
@@ -98,14 +93,14 @@ def _h_sudo(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
 
 
 def _h_doas(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
-    out, opts = _wrapper_out(vals, _WRAPPER_SPECS["doas"], "doas")
+    out, opts = _wrapper_out(vals, _spec("doas"), "doas")
     if not out.inners and _has(opts, "s"):
         out.stdin = "doas"
     return out, opts
 
 
 def _h_env(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
-    out, opts = _wrapper_out(vals, _WRAPPER_SPECS["env"], "env", assign=True)
+    out, opts = _wrapper_out(vals, _spec("env"), "env", assign=True)
     split = _optval(opts, "S", "split-string")
     if split is not None:
         rest = " ".join(vals[out.opt_end :])
@@ -116,7 +111,7 @@ def _h_env(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
 
 def _skip_n(n: int, label: str) -> Callable[[str, Sequence[str]], tuple[_Out, _Opts]]:
     def handler(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
-        out, opts = _wrapper_out(vals, _WRAPPER_SPECS[label], label, skip=n)
+        out, opts = _wrapper_out(vals, _spec(label), label, skip=n)
         if _has(opts, "p", "pid") and label in ("chrt", "taskset", "ionice"):
             out.inners.clear()
         return out, opts
@@ -126,11 +121,19 @@ def _skip_n(n: int, label: str) -> Callable[[str, Sequence[str]], tuple[_Out, _O
 
 def _h_plain(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
     key = name.lower()
-    return _wrapper_out(vals, _WRAPPER_SPECS.get(key, _DEFAULT), key)
+    return _wrapper_out(vals, _spec(key), key)
+
+
+def _h_command(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
+    """``command [-p] CMD ARGS`` runs CMD; ``command -v/-V NAME`` only describes it."""
+    out, opts = _wrapper_out(vals, _spec("command"), "command")
+    if _has(opts, "v", "V"):
+        out.inners.clear()
+    return out, opts
 
 
 def _h_flock(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
-    spec = _WRAPPER_SPECS["flock"]
+    spec = _spec("flock")
     opts, _, i = _getopt(vals, 0, len(vals), spec, stop_first=True)
     out = _Out(opt_end=min(len(vals), i + 1))
     cmd = _optval(opts, "c", "command")
@@ -147,14 +150,14 @@ def _h_flock(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
 
 
 def _h_xargs(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
-    return _wrapper_out(vals, _WRAPPER_SPECS["xargs"], "xargs")
+    return _wrapper_out(vals, _spec("xargs"), "xargs")
 
 
 _PARALLEL_SEPS = frozenset({":::", "::::", ":::+", "::::+"})
 
 
 def _h_parallel(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
-    opts, _, i = _getopt(vals, 0, len(vals), _WRAPPER_SPECS["parallel"], stop_first=True)
+    opts, _, i = _getopt(vals, 0, len(vals), _spec("parallel"), stop_first=True)
     out = _Out(opt_end=i)
     k = i
     while k < len(vals) and vals[k] not in _PARALLEL_SEPS:
@@ -171,7 +174,7 @@ def _h_parallel(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
 
 
 def _h_watch(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
-    opts, _, i = _getopt(vals, 0, len(vals), _WRAPPER_SPECS["watch"], stop_first=True)
+    opts, _, i = _getopt(vals, 0, len(vals), _spec("watch"), stop_first=True)
     out = _Out(opt_end=i)
     if i < len(vals):
         if _has(opts, "x", "exec"):
@@ -201,7 +204,7 @@ def _h_find(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
 
 
 def _h_ssh(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
-    opts, _, i = _getopt(vals, 0, len(vals), _SSH, stop_first=True)
+    opts, _, i = _getopt(vals, 0, len(vals), _spec("ssh"), stop_first=True)
     out = _Out(opt_end=min(len(vals), i + 1))
     for n, v in opts:
         if n == "o" and v:
@@ -209,7 +212,7 @@ def _h_ssh(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
             if m:
                 out.shells.append((m.group(2), "ssh -o"))
     if i < len(vals):
-        more, _, j = _getopt(vals, i + 1, len(vals), _SSH, stop_first=True)  # ssh host -t -- cmd
+        more, _, j = _getopt(vals, i + 1, len(vals), _spec("ssh"), stop_first=True)  # ssh host -t -- cmd
         opts = opts + more
         out.opt_end = j
         rest = vals[j:]
@@ -222,7 +225,7 @@ def _h_ssh(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
 
 def _h_su(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
     key = name.lower()
-    spec = _WRAPPER_SPECS[key]
+    spec = _spec(key)
     opts, _, _ = _getopt(vals, 0, len(vals), spec)
     if key == "runuser" and _has(opts, "u", "user") and not _has(opts, "c", "command"):
         return _wrapper_out(vals, spec, "runuser")  # runuser -u USER [--] CMD ARGS
@@ -284,7 +287,7 @@ def _h_trap(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
 
 
 def _h_script(name: str, vals: Sequence[str]) -> tuple[_Out, _Opts]:
-    opts, _, _ = _getopt(vals, 0, len(vals), _WRAPPER_SPECS["script"])
+    opts, _, _ = _getopt(vals, 0, len(vals), _spec("script"))
     out = _Out(opt_end=len(vals))
     cmd = _optval(opts, "c", "command")
     if cmd is not None:
@@ -308,7 +311,7 @@ _WRAPPERS: dict[str, Callable[[str, Sequence[str]], tuple[_Out, _Opts]]] = {
     "timeout": _skip_n(1, "timeout"),
     "time": _h_plain,
     "stdbuf": _h_plain,
-    "command": _h_plain,
+    "command": _h_command,
     "builtin": _h_plain,
     "exec": _h_plain,
     "xargs": _h_xargs,
@@ -347,32 +350,28 @@ _WRAPPERS: dict[str, Callable[[str, Sequence[str]], tuple[_Out, _Opts]]] = {
 for _sh in _SHELLS:
     _WRAPPERS[_sh] = _h_shell
 
-# Subcommands that run a command given as the following words: (program, subcommand).
-_RUNNERS: dict[tuple[str, str], _Spec] = {
-    ("uv", "run"): _UV_SPEC,
-    ("poetry", "run"): _POETRY_SPEC,
-    ("pipenv", "run"): _mk(),
-    ("pdm", "run"): _mk(vs="p", vl="project"),
-    ("conda", "run"): _CONDA_SPEC,
-    ("mamba", "run"): _CONDA_SPEC,
-    ("bundle", "exec"): _mk(vl="gemfile"),
-    ("npm", "exec"): _mk(vs="c", vl="package call", al="y yes|c call"),
-    ("npm", "x"): _mk(vs="c", vl="package call", al="y yes|c call"),
-    ("pnpm", "exec"): _PNPM_SPEC,
-    ("pnpm", "dlx"): _PNPM_SPEC,
-    ("yarn", "exec"): _mk(),
-    ("yarn", "dlx"): _mk(vs="p", vl="package"),
-}
-_NPX = _mk(vs="pc", vl="package call", al="y yes|q quiet|c call|p package")
+# Subcommands that run a command given as the following words: (program, subcommand); their
+# options are the catalogue's entry for the subcommand.
+_RUNNERS: frozenset[tuple[str, str]] = frozenset({
+    ("uv", "run"), ("poetry", "run"), ("pipenv", "run"), ("pdm", "run"), ("conda", "run"),
+    ("mamba", "run"), ("bundle", "exec"), ("npm", "exec"), ("npm", "x"), ("pnpm", "exec"),
+    ("pnpm", "dlx"), ("yarn", "exec"), ("yarn", "dlx"),
+})
+#: How the subcommand is found: "aws" (service and operation), "make" (the first operand that
+#: is not VAR=value); else the first operand after the global options.
+_SUB_MODES = {"aws": "aws", "make": "make", "gmake": "make"}
+#: Programs taking a +TOOLCHAIN word before the subcommand (cargo +nightly build).
+_PLUS_TOOLCHAIN = frozenset({"cargo", "rustup"})
 
 
-def _parse_program(key: str, vals: Sequence[str], out: _Out) -> None:
-    """Fill flags, subcommand and positionals of a non-wrapper program (or a runner)."""
-    sp = _SUBPROGS.get(key)
+def _parse_program(key: str, prog: Program | None, vals: Sequence[str], out: _Out) -> None:
+    """Fill flags, subcommand and positionals of a non-wrapper program (or a runner), reading
+    its options as its catalogue entry spells them."""
     end = out.opt_end
     if key in _NPX_NAMES:
-        opts, pos, i = _getopt(vals, 0, end, _NPX, stop_first=True)
-        out.flags = _flags(opts, _NPX)
+        npx = spec_of(prog)
+        opts, pos, i = _getopt(vals, 0, end, npx, stop_first=True)
+        out.flags = _flags(opts, npx)
         call = _optval(opts, "c", "call")
         if call is not None:
             out.shells.append((call, f"{key} -c"))
@@ -384,8 +383,9 @@ def _parse_program(key: str, vals: Sequence[str], out: _Out) -> None:
     if key == "tar" and vals and _TAR_OLD_STYLE.fullmatch(vals[0]):
         vals = _tar_old_style(vals)
         end = len(vals)
-    if sp is None:
-        spec = _FILE_SPECS.get(key) or _WRAPPER_SPECS.get(key) or _DEFAULT
+    mode = _SUB_MODES.get(key, "first")
+    if mode == "make" or prog is None or not (prog.subcommands or prog.unlisted_subcommand):
+        spec = spec_of(prog)
         opts, pos, _ = _getopt(vals, 0, end, spec)
         out.flags = _flags(opts, spec)
         if key == "chmod":
@@ -395,43 +395,43 @@ def _parse_program(key: str, vals: Sequence[str], out: _Out) -> None:
             if pos[:1] and pos[0] == "--":
                 pos = pos[1:]
         out.positionals = pos
-        _paths(key, opts, pos, out)
+        if mode == "make":
+            # the first target: not VAR=value, nor the job count of a separate `-j N`
+            out.subcommand = next((p for p in pos if "=" not in p and not p.isdigit()), "")
+        else:
+            _paths(key, prog, opts, pos, out)
         return
+    glob = spec_of(prog)
     i = 0
     g_opts: _Opts = []
     while True:
-        more, _, i = _getopt(vals, i, end, sp.glob, stop_first=True)
+        more, _, i = _getopt(vals, i, end, glob, stop_first=True)
         g_opts.extend(more)
-        if sp.plus_toolchain and i < end and vals[i].startswith("+"):
+        if key in _PLUS_TOOLCHAIN and i < end and vals[i].startswith("+"):
             i += 1
             continue
         break
-    flags = _flags(g_opts, sp.glob)
+    flags = _flags(g_opts, glob)
     positionals: list[str] = []
     sub = ""
-    if sp.mode == "make":
-        opts, pos, _ = _getopt(vals, 0, end, sp.base)
-        out.flags = _flags(opts, sp.base)
-        out.positionals = pos
-        out.subcommand = next((p for p in pos if "=" not in p), "")
-        return
     if i < end:
         sub = vals[i]
         positionals.append(sub)
         i += 1
-        if sp.mode == "aws" and i < end:
-            more, _, j = _getopt(vals, i, end, sp.base, stop_first=True)
+        if mode == "aws" and i < end:
+            more, _, j = _getopt(vals, i, end, glob, stop_first=True)
             g_opts.extend(more)
-            flags |= _flags(more, sp.base)
+            flags |= _flags(more, glob)
             if j < end:
                 sub = f"{sub} {vals[j]}"
                 positionals.append(vals[j])
                 i = j + 1
     sub_key = sub.lower()
-    runner = _RUNNERS.get((key, sub_key))
-    if runner is not None:
-        opts, _, j = _getopt(vals, i, end, runner, stop_first=True)
-        flags |= _flags(opts, runner)
+    sub_entry = prog.subcommands.get(sub_key.split(" ", 1)[0])
+    spec = spec_of(sub_entry, prog) if sub_entry is not None else glob
+    if (key, sub_key) in _RUNNERS:
+        opts, _, j = _getopt(vals, i, end, spec, stop_first=True)
+        flags |= _flags(opts, spec)
         call = _optval(opts, "c", "call") if key == "npm" else None
         if call is not None:
             out.shells.append((call, f"{key} {sub_key} -c"))
@@ -442,7 +442,6 @@ def _parse_program(key: str, vals: Sequence[str], out: _Out) -> None:
         out.subcommand = sub
         out.positionals = positionals + list(vals[j:])
         return
-    spec = sp.subs.get(sub_key, sp.base)
     opts, pos, _ = _getopt(vals, i, end, spec)
     flags |= _flags(opts, spec)
     out.flags = flags
@@ -467,7 +466,7 @@ def _tar_old_style(vals: Sequence[str]) -> list[str]:
     rest = list(vals[1:])
     for c in vals[0]:
         out.append("-" + c)
-        if c in _TAR.val_short and rest:
+        if c in _spec("tar").val_short and rest:
             out.append(rest.pop(0))
     return out + rest
 
@@ -496,48 +495,77 @@ def _chmod_flags(vals: Sequence[str], spec: _Spec) -> set[str]:
     return _flags(opts, spec)
 
 
-def _paths(key: str, opts: _Opts, pos: list[str], out: _Out) -> None:
-    """Path-like operands of file commands (raw, unresolved)."""
+def _paths(key: str, prog: Program | None, opts: _Opts, pos: list[str], out: _Out) -> None:
+    """Path operands and option values of a program (raw, unresolved): those whose catalogue
+    role names a file (``read``, ``write``, ``delete``, ``create``, ``chdir``)."""
+    if prog is None:
+        return
+    spec = spec_of(prog)
     found: list[str] = []
-    path_opts = _PATH_OPTS.get(key, frozenset())
+    replaced: list[str] = []
+    operands_as = ""
     for n, v in opts:
-        if not v:
-            continue
-        if n in path_opts:
+        shape = spec.shaping.get(n)
+        if shape is not None:
+            if shape[0]:
+                replaced.append(shape[0])
+            operands_as = shape[1] or operands_as
+        if v and n in spec.path_values:
             found.append(v)
-        elif key != "curl":
-            continue
-        elif n in ("d", "data", "data-binary", "data-ascii", "json"):
-            if v.startswith("@") and v[1:] != "-":
-                found.append(v[1:])
-        elif n == "data-urlencode":
-            head, at, tail = v.partition("@")
-            if at and "=" not in head and tail != "-":
-                found.append(tail)
-        elif n in ("F", "form"):
-            _, eq, fv = v.partition("=")
-            if eq and fv[:1] in ("@", "<") and fv[1:] != "-":
-                found.append(fv[1:].split(";", 1)[0])
-    if key in _ALL_POS_FILES:
-        found.extend(pos)
-    elif key in ("chmod", "chown", "chgrp"):
-        found.extend(pos if _has(opts, "reference") else pos[1:])
-    elif key in _PATTERN_FIRST:
-        given = any(n in _PATTERN_GIVEN for n, _ in opts) or (key == "rg" and _has(opts, "files"))
-        found.extend(pos if given else pos[1:])
-    elif key == "dd":
+        elif v and key == "curl":
+            found.extend(_curl_files(n, v))
+    if pos:
+        at = 0
+        for take, is_path in _plan(prog, tuple(replaced), operands_as, len(pos)):
+            if is_path:
+                found.extend(pos[at : at + take])
+            at += take
+    if key == "dd":
         found.extend(p[3:] for p in pos if p.startswith(("if=", "of=")) and len(p) > 3)
-    elif key in ("source", "."):
-        found.extend(pos[:1])
-    elif key == "tar" and _has(opts, "c", "create", "r", "append", "u", "update"):
-        found.extend(pos)  # files being archived
     out.paths.extend(p for p in found if p and p not in ("-", "{}") and p[:2] not in _PROC_SUBST)
+
+
+_PLANS: dict[tuple[int, tuple[str, ...], str, int], tuple[Program, tuple[tuple[int, bool], ...]]] = {}
+
+
+def _plan(prog: Program, replaced: tuple[str, ...], operands_as: str, n: int) -> tuple[tuple[int, bool], ...]:
+    """For ``n`` operands of ``prog``: (how many each slot takes, whether they are paths),
+    slots assigned as the effects reader assigns them (kept per program and shape)."""
+    key = (id(prog), replaced, operands_as, n)
+    known = _PLANS.get(key)
+    if known is not None and known[0] is prog:
+        return known[1]
+    slots = slots_for(prog, replaced)
+    plan = tuple(
+        (take, (operands_as if operands_as and s.count in ("*", "+") else s.role) in PATH_ROLES
+         or s.last_is in PATH_ROLES)
+        for s, take in zip(slots, takes(slots, n), strict=True))
+    if len(_PLANS) >= 4096:
+        _PLANS.clear()
+    _PLANS[key] = (prog, plan)  # the program is kept, so its id is not reused
+    return plan
+
+
+def _curl_files(n: str, v: str) -> list[str]:
+    """Files curl reads from a data or form value (``-d @FILE``, ``-F name=@FILE``)."""
+    if n in ("d", "data", "data-binary", "data-ascii", "json"):
+        return [v[1:]] if v.startswith("@") and v[1:] != "-" else []
+    if n == "data-urlencode":
+        head, at, tail = v.partition("@")
+        return [tail] if at and "=" not in head and tail != "-" else []
+    if n in ("F", "form"):
+        _, eq, fv = v.partition("=")
+        return [fv[1:].split(";", 1)[0]] if eq and fv[:1] in ("@", "<") and fv[1:] != "-" else []
+    return []
 
 
 def _analyse_argv(vals: Sequence[str], name: str) -> _Out:
     """Flags, positionals, paths, inner commands and shell strings of one argv."""
     key = name.lower()
-    if key not in _KNOWN:  # fast path: a program the tables know nothing about
+    prog = entry(key)
+    plain = prog is not None and prog.syntax == "none" and not prog.subcommands  # echo: all operands
+    if (prog is None or plain) and key not in _WRAPPERS and key not in _NPX_NAMES:
+        # a program the catalogue knows nothing about, or one whose words are all operands
         out = _Out(len(vals))
         if any(v[:1] == "-" for v in vals):
             opts, out.positionals, _ = _getopt(vals, 0, len(vals), _DEFAULT)
@@ -551,18 +579,18 @@ def _analyse_argv(vals: Sequence[str], name: str) -> _Out:
         if key == "find":
             _find_program(vals, out)
             return out
-        spec = _WRAPPER_SPECS.get(key, _SSH if key == "ssh" else _DEFAULT)
+        spec = _spec(key)
         out.flags = _flags(opts, spec)
         out.positionals = [v for v in _getopt(vals, 0, out.opt_end, spec)[1]] + list(
             vals[out.opt_end :]
         )
         if key == "ssh":
-            _paths(key, opts, [], out)
+            _paths(key, prog, opts, [], out)
         return out
     out = _Out(opt_end=len(vals))
-    _parse_program(key, vals, out)
+    _parse_program(key, prog, vals, out)
     if key in ("rsync", "scp", "sftp"):
-        opts, _, _ = _getopt(vals, 0, len(vals), _FILE_SPECS[key])
+        opts, _, _ = _getopt(vals, 0, len(vals), _spec(key))
         for n, v in opts:
             if n in ("e", "rsh") and v:
                 out.shells.append((v, f"{key} -e"))
@@ -574,7 +602,6 @@ def _analyse_argv(vals: Sequence[str], name: str) -> _Out:
 
 
 _NPX_NAMES = frozenset({"npx", "bunx", "pnpx", "uvx"})
-_KNOWN = frozenset(_WRAPPERS) | frozenset(_SUBPROGS) | frozenset(_FILE_SPECS) | _NPX_NAMES
 
 
 def _find_program(vals: Sequence[str], out: _Out) -> None:

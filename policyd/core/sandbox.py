@@ -1,0 +1,384 @@
+"""The ``[sandbox]`` table of policy files: parsing, validation, combining, and the plan of
+the agent's operating-system view derived from it (pure; :mod:`policyd.sandbox` does the I/O).
+
+Rules this module owns:
+
+- Keys (every one optional, each a list of strings; any other key is a load error naming
+  the file and key):
+
+  ``hide``          paths or globs the agent can neither read nor list (``~`` allowed; a
+                    relative pattern such as ``**/.env`` is inside every session root)
+  ``writable``      paths made writable beside the session roots, ``/tmp`` and the agent's
+                    own state directories
+  ``readonly``      persistence targets kept read-only inside whatever is writable
+                    (``~/.bashrc``; relative: inside every root, ``.git/hooks``)
+  ``network``       ``host:port`` patterns the agent may reach (``*.example.com:443``,
+                    ``127.0.0.1:8080``, ``*:*``); the egress proxy enforces them
+  ``network_deny``  ``host:port`` patterns never reachable, whatever ``network`` says
+  ``env``           variable names or globs (``LC_*``) passed to the agent
+
+- Combining across files, so that no file loosens another: ``hide``, ``readonly`` and
+  ``network_deny`` are unions; ``writable``, ``network`` and ``env`` grant only what every
+  file that declares the key grants (an entry of one file passes when it is covered by an
+  entry of each other declaring file). A key no file declares grants nothing, except ``env``,
+  which then is :data:`DEFAULT_ENV`.
+- Paths are absolute, ``~``/``~/...``, or relative to each session root; ``..`` components
+  are refused (a pattern must not climb out of a root).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from policyd.core import paths
+
+#: The keys of a ``[sandbox]`` table.
+KEYS = ("hide", "writable", "readonly", "network", "network_deny", "env")
+#: Entries per key per file (a policy is text written by people; more is a mistake).
+MAX_ENTRIES = 1024
+#: Variables passed when no file declares ``env``: what a shell and the agents need, no secret.
+DEFAULT_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TERM", "USER", "LOGNAME", "SHELL", "TZ", "TMPDIR",
+               "NO_COLOR")
+#: ``sandbox`` setting values: off (decisions only), auto (sandbox when possible), required.
+MODES = ("off", "auto", "required")
+#: The agent's own state directories (writable inside), by a word of its command line:
+#: ``$NAME`` entries are the directory that variable names in policyd's environment.
+AGENT_STATE: Mapping[str, tuple[str, ...]] = {
+    "claude": ("~/.claude", "~/.claude.json", "$CLAUDE_CONFIG_DIR"),
+    "gemini": ("~/.gemini",),
+    "codex": ("~/.codex", "$CODEX_HOME"),
+    "npx": ("~/.npm",),
+    "npm": ("~/.npm",),
+}
+
+_ENV_NAME = re.compile(r"^[A-Za-z_*?][A-Za-z0-9_*?]*$")
+_HOST = re.compile(r"^(\*|(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*"
+                   r"|\d{1,3}(\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\])$")
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxTable:
+    """One file's ``[sandbox]``; a key the file does not declare is None."""
+
+    file: str
+    hide: tuple[str, ...] | None = None
+    writable: tuple[str, ...] | None = None
+    readonly: tuple[str, ...] | None = None
+    network: tuple[str, ...] | None = None
+    network_deny: tuple[str, ...] | None = None
+    env: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxConfig:
+    """The combined ``[sandbox]`` of a policy set (see the module doc for how)."""
+
+    hide: tuple[str, ...] = ()
+    writable: tuple[str, ...] = ()
+    readonly: tuple[str, ...] = ()
+    network: tuple[str, ...] = ()
+    network_deny: tuple[str, ...] = ()
+    env: tuple[str, ...] = DEFAULT_ENV
+    #: The files that declared a ``[sandbox]`` table, in load order.
+    files: tuple[str, ...] = ()
+
+    @property
+    def network_unrestricted(self) -> bool:
+        """Every host and port is reachable (``*:*`` passed every declaring file) and none denied."""
+        return "*:*" in self.network and not self.network_deny
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _check_path(entry: str) -> str:
+    if "\0" in entry:
+        return "a NUL byte"
+    if entry.startswith("~") and not (entry == "~" or entry.startswith("~/")):
+        return "only ~ and ~/... name a home (not ~user)"
+    if ".." in entry.split("/"):
+        return "'..' components are not allowed"
+    if entry.rstrip("/") == "":
+        return "the whole file system cannot be named"
+    return ""
+
+
+def _check_network(entry: str) -> str:
+    host, sep, port = entry.rpartition(":")
+    if not sep or not host:
+        return "expected host:port (e.g. api.example.com:443, *.example.com:443, 127.0.0.1:8080, *:*)"
+    if port != "*" and not (port.isdigit() and 0 < int(port) < 65536):
+        return f"port {port!r} must be 1-65535 or *"
+    if not _HOST.match(host):
+        return f"host {host!r} must be a name, *.name, an IPv4 address, [IPv6] or *"
+    if host == "*" and port != "*":
+        return "a bare * host only as '*:*' (the whole network, without the egress proxy)"
+    return ""
+
+
+def _check_env(entry: str) -> str:
+    return "" if _ENV_NAME.match(entry) else "a variable name or glob of letters, digits, _, * and ?"
+
+
+_CHECKS = {"hide": _check_path, "writable": _check_path, "readonly": _check_path,
+           "network": _check_network, "network_deny": _check_network, "env": _check_env}
+
+
+def parse_table(raw: object, file: str) -> tuple[SandboxTable | None, list[str]]:
+    """``[sandbox]`` of ``file`` -> a SandboxTable and error messages (each naming the key,
+    as ``sandbox.KEY``; the caller adds the file and line)."""
+    if not isinstance(raw, dict):
+        return None, ["[sandbox] must be a table"]
+    errors = [f"unknown key sandbox.{k} (expected {', '.join(KEYS)})" for k in raw if k not in KEYS]
+    values: dict[str, tuple[str, ...]] = {}
+    for key in KEYS:
+        if key not in raw:
+            continue
+        items = raw[key]
+        if not isinstance(items, list) or not all(isinstance(i, str) and i for i in items):
+            errors.append(f"sandbox.{key} must be a list of non-empty strings")
+            continue
+        if len(items) > MAX_ENTRIES:
+            errors.append(f"sandbox.{key} has {len(items)} entries; at most {MAX_ENTRIES}")
+            continue
+        for item in items:
+            why = _CHECKS[key](item)
+            if why:
+                errors.append(f"sandbox.{key}: {item!r}: {why}")
+        values[key] = tuple(dict.fromkeys(items))
+    if errors:
+        return None, errors
+    return SandboxTable(file, **values), []
+
+
+# --------------------------------------------------------------------------- combining
+
+
+def path_covers(entry: str, pattern: str) -> bool:
+    """Does ``pattern`` (a path or glob of the table) grant ``entry``? Equal, ``entry`` within
+    the directory ``pattern``, or matched by it as a glob."""
+    return entry == pattern or paths.within(entry, pattern) or paths.glob(entry, pattern)
+
+
+def host_covers(entry: str, pattern: str) -> bool:
+    """Does ``pattern`` (``host:port``) grant ``entry``? Host and port each equal, or matched
+    by ``*`` / ``*.suffix`` (``*.example.com`` is any name below example.com, not itself)."""
+    e_host, _, e_port = entry.rpartition(":")
+    p_host, _, p_port = pattern.rpartition(":")
+    if p_port != "*" and p_port != e_port:
+        return False
+    return host_matches(e_host.lower(), p_host.lower())
+
+
+def host_matches(host: str, pattern: str) -> bool:
+    """``pattern`` (``*``, ``*.suffix`` or a name) matches the host name or address ``host``."""
+    if pattern == "*":
+        return True
+    if pattern.startswith("*."):
+        return host.endswith(pattern[1:]) and host != pattern[2:] and not host.startswith("*")
+    return host == pattern
+
+
+def env_covers(entry: str, pattern: str) -> bool:
+    return fnmatch.fnmatchcase(entry, pattern)
+
+
+def _every(tables: Sequence[SandboxTable], key: str, covers: Any) -> tuple[str, ...] | None:
+    """Entries of ``key`` granted by every table that declares it (None: nobody declares it)."""
+    declared = [getattr(t, key) for t in tables if getattr(t, key) is not None]
+    if not declared:
+        return None
+    candidates = dict.fromkeys(e for entries in declared for e in entries)
+    return tuple(e for e in candidates if all(any(covers(e, p) for p in entries) for entries in declared))
+
+
+def _union(tables: Sequence[SandboxTable], key: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(e for t in tables for e in (getattr(t, key) or ())))
+
+
+def combine(tables: Sequence[SandboxTable]) -> SandboxConfig:
+    """The set's SandboxConfig from each file's table, in load order (module doc)."""
+    env = _every(tables, "env", env_covers)
+    return SandboxConfig(
+        hide=_union(tables, "hide"),
+        writable=_every(tables, "writable", path_covers) or (),
+        readonly=_union(tables, "readonly"),
+        network=_every(tables, "network", host_covers) or (),
+        network_deny=_union(tables, "network_deny"),
+        env=DEFAULT_ENV if env is None else env,
+        files=tuple(t.file for t in tables),
+    )
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def expand(entry: str, home: str, root: str) -> str:
+    """``entry`` as an absolute pattern: ``~`` is ``home``, a relative one is inside ``root``."""
+    if entry == "~" or entry.startswith("~/"):
+        return paths.resolve(entry, "/", home)
+    if entry.startswith("/"):
+        return paths.resolve(entry, "/", "") if not _is_glob(entry) else entry
+    return root.rstrip("/") + "/" + entry
+
+
+def _is_glob(entry: str) -> bool:
+    return any(c in entry for c in "*?[")
+
+
+def is_glob(entry: str) -> bool:
+    """Whether ``entry`` holds glob characters (``*``, ``?``, ``[``)."""
+    return _is_glob(entry)
+
+
+def agent_state(argv: Sequence[str], environ: Mapping[str, str], home: str) -> tuple[str, ...]:
+    """The state directories of the agent started by ``argv`` (:data:`AGENT_STATE`, matched
+    on the words of its command line), absolute; ``$NAME`` entries from ``environ``. A
+    directory that is ``/``, the home itself or above it is dropped (never made writable)."""
+    words = " ".join(argv).lower()
+    found: list[str] = []
+    for word, entries in AGENT_STATE.items():
+        if word not in words:
+            continue
+        for entry in entries:
+            if entry.startswith("$"):
+                value = environ.get(entry[1:], "")
+                if not value.startswith("/"):
+                    continue
+                entry = value
+            resolved = paths.resolve(entry, "/", home)
+            if resolved != "/" and not paths.within(home, resolved):
+                found.append(resolved)
+    return tuple(dict.fromkeys(found))
+
+
+def loopback_endpoints(network: Iterable[str]) -> tuple[tuple[str, int], ...]:
+    """The ``network`` entries that name a loopback address and one port (``127.0.0.1:8080``,
+    ``[::1]:8080``, ``localhost:8080``): reachable inside the sandbox at the same address."""
+    found: list[tuple[str, int]] = []
+    for entry in network:
+        host, _, port = entry.rpartition(":")
+        host = host[1:-1] if host.startswith("[") else host
+        if port.isdigit() and (host in ("::1", "localhost") or re.fullmatch(r"127(\.\d{1,3}){3}", host)):
+            found.append(("127.0.0.1" if host == "localhost" else host, int(port)))
+    return tuple(dict.fromkeys(found))
+
+
+def denied_by(network_deny: Iterable[str], host: str, addresses: Iterable[str], port: int) -> str:
+    """The ``network_deny`` entry naming ``host`` or one of its ``addresses`` on ``port``, or ""."""
+    names = [host.lower(), *(f"[{a}]" if ":" in a else a for a in addresses)]
+    for pattern in network_deny:
+        if any(host_covers(f"{n}:{port}", pattern.lower()) for n in names):
+            return pattern
+    return ""
+
+
+def filter_env(environ: Mapping[str, str], patterns: Iterable[str]) -> dict[str, str]:
+    """The variables of ``environ`` whose names match one of ``patterns``."""
+    pats = tuple(patterns)
+    return {k: v for k, v in environ.items() if any(fnmatch.fnmatchcase(k, p) for p in pats)}
+
+
+def outside_view(dirs: Iterable[str], writable_roots: Sequence[str]) -> list[str]:
+    """The directories of ``dirs`` (absolute, normalised) not within a writable root."""
+    return [d for d in dirs if not any(paths.within(d, r) for r in writable_roots)]
+
+
+#: JSON-RPC error code of a session refused because its roots are outside the sandbox's view
+#: (-32602: invalid params, as the client's request asks for what cannot be given).
+SESSION_OUTSIDE_VIEW = -32602
+
+
+def session_roots(method: str, params: object) -> list[str] | None:
+    """The roots a client request asks the agent to work in (``cwd`` and
+    ``additionalDirectories`` of ``session/new``, ``session/load``, ``session/resume``,
+    ``session/fork``), normalised; None for any other request or without a cwd."""
+    if method not in ("session/new", "session/load", "session/resume", "session/fork"):
+        return None
+    if not isinstance(params, Mapping):
+        return None
+    found: list[str] = []
+    cwd = params.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        found.append(cwd)
+    extra = params.get("additionalDirectories")
+    if isinstance(extra, list):
+        found.extend(d for d in extra if isinstance(d, str) and d)
+    return [paths.resolve(d, "/", "") for d in found] if found else None
+
+
+def refusal(outside: Sequence[str], writable_roots: Sequence[str]) -> str:
+    """The error message of a session refused for ``outside`` roots."""
+    return (f"policyd sandbox: {', '.join(outside)} is outside the agent's writable view "
+            f"({', '.join(writable_roots)}), which is fixed when the agent starts; start policyd in that "
+            "directory or add it with --sandbox-root DIR (setting sandbox_roots)")
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """One bind of the view, in order: ``kind`` is ``rw`` (writable bind), ``ro`` (read-only
+    bind over what is writable), ``hide-dir`` (an empty read-only tmpfs) or ``hide-file``
+    (``/dev/null`` over it); ``path`` absolute."""
+
+    kind: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class ViewPlan:
+    """The filesystem view, before globs are expanded and existence is known (the I/O
+    layer does both): writable roots, writable extras and state, read-only persistence
+    targets, hidden patterns (absolute)."""
+
+    roots: tuple[str, ...]
+    writable: tuple[str, ...]
+    readonly: tuple[str, ...]
+    hide: tuple[str, ...]
+    env: tuple[str, ...] = field(default=())
+
+
+def plan_view(config: SandboxConfig, roots: Sequence[str], home: str, state: Sequence[str]) -> ViewPlan:
+    """Expand ``config``'s paths for ``roots`` (normalised, absolute) and ``home``: relative
+    entries once per root, ``~`` entries once."""
+
+    def each(entries: Iterable[str]) -> tuple[str, ...]:
+        out: list[str] = []
+        for e in entries:
+            if e.startswith(("/", "~")):
+                out.append(expand(e, home, "/"))
+            else:
+                out.extend(expand(e, home, r) for r in roots)
+        return tuple(dict.fromkeys(out))
+
+    return ViewPlan(roots=tuple(dict.fromkeys(roots)), writable=tuple(dict.fromkeys([*each(config.writable), *state])),
+                    readonly=each(config.readonly), hide=each(config.hide), env=config.env)
+
+
+def from_sources(sources: Sequence[tuple[str, str]]) -> tuple[SandboxConfig, list[str]]:
+    """The combined ``[sandbox]`` of policy sources ``[(path, text)]`` without compiling
+    their rules (the sandbox is set up before the full load finishes): the config and
+    ``path: message`` errors (a file that is not TOML is an error here too; command
+    catalogue files are skipped)."""
+    import tomllib
+
+    tables: list[SandboxTable] = []
+    errors: list[str] = []
+    for path, text in sources:
+        if path.endswith(".catalogue.toml"):
+            continue
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            errors.append(f"{path}: invalid TOML: {exc}")
+            continue
+        if "sandbox" not in data:
+            continue
+        table, problems = parse_table(data["sandbox"], path)
+        errors.extend(f"{path}: {p}" for p in problems)
+        if table is not None:
+            tables.append(table)
+    return combine(tables), errors

@@ -1,0 +1,566 @@
+"""The agent's operating-system sandbox (``policyd proxy --sandbox auto|required``): probing,
+the bubblewrap command line built from the policy's ``[sandbox]``, and the sandboxed spawn.
+
+What the agent and everything it starts see (docs/sandbox.md):
+
+- the whole file system read-only (``--ro-bind / /``), a private ``/tmp`` (tmpfs, also
+  ``TMPDIR``), a fresh ``/dev`` and ``/proc`` (its own PID namespace);
+- writable: the roots (policyd's working directory and ``--sandbox-root``), the agent's
+  own state directories (:data:`policyd.core.sandbox.AGENT_STATE`) and ``writable``;
+- ``readonly`` targets bound read-only over whatever is writable; ``hide`` paths replaced
+  by an empty read-only directory or ``/dev/null``; the home stays visible (read-only)
+  also when it lies under ``/tmp``;
+- no network of its own (``--unshare-all``): every connection goes through policyd's egress
+  (:mod:`policyd.egress`, run here on its own thread: :class:`EgressThread`), which decides
+  it by ``network``, ``network_deny`` and the rules; the loopback endpoints ``network``
+  names are reachable at the same address inside. Only when every file that declares
+  ``network`` grants ``*:*`` does the agent get the host's network (``--share-net``, no
+  egress);
+- only the variables ``env`` names (the model API key too when named: see docs).
+
+The view is fixed when the agent starts: a ``session/new`` (``load``, ``resume``, ``fork``)
+whose ``cwd`` or ``additionalDirectories`` lie outside the writable roots is refused with a
+JSON-RPC error naming the fix (:func:`refuse_session`), never run read-only in silence.
+
+Setting up: ``bwrap`` must be on ``PATH`` and able to create user namespaces. Failure is
+found by bwrap's ``--json-status-fd`` (no ``child-pid`` line: the agent never ran) and
+explained by :func:`diagnose` (the package to install, the sysctl or AppArmor setting).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from policyd.core import paths as core_paths
+from policyd.core import sandbox as core
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    from policyd.spawn import Spawned
+
+    class Settings(Protocol):
+        """What the sandbox reads of the settings (:class:`policyd.settings.Settings`, or
+        :class:`policyd.sandbox_early.EarlySettings` before they are loaded)."""
+
+        @property
+        def sandbox(self) -> str: ...
+        @property
+        def sandbox_roots(self) -> list[str]: ...
+        @property
+        def policy(self) -> list[str]: ...
+        @property
+        def search_path(self) -> list[str]: ...
+        @property
+        def home(self) -> str: ...
+
+#: Exit code when ``--sandbox required`` cannot set up the sandbox (a usage error: the agent never ran).
+SANDBOX_UNAVAILABLE = 2
+#: Directories a ``**`` hide pattern does not descend into (dependencies, history: huge, not the project's).
+WALK_SKIP = frozenset({"node_modules", ".git", ".venv", "venv", "__pycache__", "target", ".tox", ".mypy_cache"})
+#: Directory entries a hide pattern's walk looks at, per root (bounded start-up cost).
+MAX_WALK = 20000
+#: Depth of that walk below a root.
+MAX_WALK_DEPTH = 12
+#: Seconds to wait for bwrap to report the sandbox set up (or failed).
+SETUP_TIMEOUT_S = 30.0
+
+FIX_BWRAP = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)"
+FIX_USERNS = ("allow unprivileged user namespaces: sysctl -w user.max_user_namespaces=15000 "
+              "(0 turns them off)")
+FIX_APPARMOR = ("allow unprivileged user namespaces under AppArmor: sysctl -w "
+                "kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile granting "
+                "'userns' to /usr/bin/bwrap (Ubuntu 24.04: /etc/apparmor.d/bwrap-userns-restrict)")
+FIX_CLONE = "allow unprivileged user namespaces: sysctl -w kernel.unprivileged_userns_clone=1"
+
+
+class Unavailable(RuntimeError):
+    """The sandbox cannot be set up here; the message says what is missing and the fix."""
+
+
+@dataclass
+class Plan:
+    """A sandboxed start: ``argv`` runs bwrap (which runs the agent), ``env`` its environment,
+    ``pass_fds`` the descriptors it keeps (bwrap's status pipe), ``roots`` the writable roots
+    (real paths) sessions must stay in; ``notes`` what the set-up decided (logged)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    roots: tuple[str, ...]
+    status_fd: int = -1
+    pass_fds: tuple[int, ...] = ()
+    notes: dict[str, object] = field(default_factory=dict)
+    egress: EgressThread | None = None
+    #: The combined ``[sandbox]`` the view was built from.
+    config: core.SandboxConfig = field(default_factory=core.SandboxConfig)
+    #: The agent's command line as bwrap runs it (after the egress bridge, when there is one).
+    inner: list[str] = field(default_factory=list)
+    #: The settings read before policyd's own (``policyd.sandbox_early``), when the agent was
+    #: spawned that early; the loaded settings must agree.
+    early: Any = None
+
+    def close(self) -> None:
+        """Stop the egress (at the proxy's exit, or when the agent did not start)."""
+        if self.egress is not None:
+            self.egress.close()
+            self.egress = None
+
+
+class EgressThread:
+    """:class:`policyd.egress.Egress` on an event loop of its own thread, listening before
+    the agent starts (the proxy's loop runs only later). Its decisions wait for
+    :meth:`set_decider` (the engine, once loaded; the egress denies after its own decision
+    timeout); ``network_deny`` is decided here, before the rules."""
+
+    def __init__(self, config: core.SandboxConfig) -> None:
+        import asyncio
+        import tempfile
+        import threading
+
+        from policyd import egress
+
+        self.config = config
+        self.loop = asyncio.new_event_loop()
+        self._decider: Any = None
+        self._ready: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self.loop.run_forever, name="policyd-egress", daemon=True)
+        self._thread.start()
+        network = [n for n in config.network if n != "*:*"]
+        forwards = [f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in core.loopback_endpoints(network)]
+        started = asyncio.run_coroutine_threadsafe(
+            egress.Egress.start(tempfile.gettempdir(), self._decide, network=network, forwards=forwards), self.loop)
+        try:
+            self.egress = started.result(SETUP_TIMEOUT_S)
+        except Exception as exc:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            raise Unavailable(f"the egress proxy did not start: {exc}") from exc
+
+    def set_decider(self, decide: Any) -> None:
+        """Decide connections with ``decide(query) -> Resolution`` from now on (thread-safe)."""
+        self.loop.call_soon_threadsafe(self._set, decide)
+
+    def _set(self, decide: Any) -> None:
+        import asyncio
+
+        self._decider = decide
+        if self._ready is None:
+            self._ready = asyncio.Event()
+        self._ready.set()
+
+    async def _decide(self, query: Any) -> Any:
+        import asyncio
+
+        from policyd.core.model import Decision
+        from policyd.core.relay import Resolution
+
+        c = query.connection
+        denied = core.denied_by(self.config.network_deny, c.host, c.addresses, c.port)
+        if denied:
+            return Resolution(Decision.DENY, {"reason": f"[sandbox] network_deny: {denied}",
+                                              "rules": [{"id": "[sandbox] network_deny", "decision": "deny"}]})
+        if self._ready is None:
+            self._ready = asyncio.Event()
+        await self._ready.wait()
+        result = self._decider(query)
+        return await result if asyncio.iscoroutine(result) else result
+
+    def close(self) -> None:
+        """Stop listening and end the relayed connections (at the proxy's exit)."""
+        import asyncio
+        import concurrent.futures
+
+        with contextlib.suppress(concurrent.futures.TimeoutError, RuntimeError):
+            asyncio.run_coroutine_threadsafe(self.egress.close(), self.loop).result(5.0)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+# --------------------------------------------------------------------------- probing
+
+
+def find_bwrap(environ: Mapping[str, str]) -> str:
+    """The bwrap on ``PATH``; raises Unavailable naming the fix."""
+    found = shutil.which("bwrap", path=environ.get("PATH", os.defpath))
+    if not found:
+        raise Unavailable(f"bubblewrap (bwrap) is not on PATH: {FIX_BWRAP}")
+    return found
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return ""
+
+
+def diagnose(bwrap: str, stderr: str = "") -> str:
+    """Why bwrap could not set up a sandbox here, and the fix: the kernel settings that
+    turn unprivileged user namespaces off, else bwrap's own message."""
+    if _read("/proc/sys/user/max_user_namespaces") == "0":
+        return f"user namespaces are disabled (user.max_user_namespaces = 0): {FIX_USERNS}"
+    if _read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+        return f"unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone = 0): {FIX_CLONE}"
+    if _read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
+        return f"AppArmor restricts unprivileged user namespaces: {FIX_APPARMOR}"
+    said = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
+    if "ENOSPC" in said or "max_" in said:
+        return f"no user namespace can be created ({said}): {FIX_USERNS}"
+    if "EPERM" in said or "Operation not permitted" in said:
+        return f"creating a user namespace is not permitted ({said}): {FIX_APPARMOR}; {FIX_USERNS}"
+    return (f"{bwrap} could not create the sandbox ({said}); user namespaces may be unavailable here "
+            f"(a container without them, seccomp): {FIX_USERNS}; {FIX_APPARMOR}")
+
+
+def probe(environ: Mapping[str, str] | None = None) -> str:
+    """Run an empty sandbox (``bwrap ... true``) and return "" when it works, else why not
+    and the fix. (The proxy does not probe first: its spawn reports failure itself.)"""
+    import subprocess
+
+    env = dict(os.environ if environ is None else environ)
+    try:
+        bwrap = find_bwrap(env)
+    except Unavailable as exc:
+        return str(exc)
+    argv = [bwrap, "--die-with-parent", "--unshare-all", "--ro-bind", "/", "/", "--proc", "/proc",
+            "--dev", "/dev", "--", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=SETUP_TIMEOUT_S, env=env, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{bwrap} did not run: {exc}"
+    return "" if done.returncode == 0 else diagnose(bwrap, done.stderr)
+
+
+# --------------------------------------------------------------------------- the view
+
+
+def _exists(path: str) -> bool:
+    return os.path.lexists(path)
+
+
+def _glob(pattern: str, limit: int = MAX_WALK) -> list[str]:
+    """Existing paths matching the absolute ``pattern`` (``policyd.core.paths.glob``
+    semantics), found by walking from its longest plain prefix (bounded, see
+    :data:`WALK_SKIP`)."""
+    if not core.is_glob(pattern):
+        return [pattern] if _exists(pattern) else []
+    parts = pattern.split("/")
+    plain = []
+    for part in parts:
+        if core.is_glob(part):
+            break
+        plain.append(part)
+    base = "/".join(plain) or "/"
+    found: list[str] = []
+    seen = 0
+    base_depth = base.rstrip("/").count("/")
+    for top, dirs, files in os.walk(base, followlinks=False):
+        depth = top.rstrip("/").count("/") - base_depth
+        dirs[:] = [d for d in dirs if d not in WALK_SKIP] if depth < MAX_WALK_DEPTH else []
+        for name in [*dirs, *files]:
+            seen += 1
+            full = os.path.join(top, name)
+            if core_paths.glob(full, pattern):
+                found.append(full)
+        if seen > limit:
+            break
+    return found
+
+
+def _covered(path: str, dirs: Sequence[str]) -> bool:
+    return any(core_paths.within(path, d) for d in dirs)
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _mkdirs(path: str) -> bool:
+    try:
+        os.makedirs(path, exist_ok=True)
+        return True
+    except OSError:
+        return False
+
+
+def _under_tmp(paths: Sequence[str]) -> list[str]:
+    """The directories right below ``/tmp`` holding ``paths`` (what runs the agent: policyd's
+    package, this Python, the agent's files): kept visible, read-only, under the private /tmp."""
+    found: list[str] = []
+    for p in paths:
+        real = _real(p) if p.startswith("/") else ""
+        for path in {p, real}:
+            parts = path.split("/")
+            if len(parts) > 2 and parts[1] == "tmp" and parts[2] and os.path.exists("/tmp/" + parts[2]):
+                found.append("/tmp/" + parts[2])
+    return sorted(dict.fromkeys(found))
+
+
+def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state: Sequence[str],
+              notes: dict[str, object], needed: Sequence[str] = ()) -> list[str]:
+    """The bwrap options of the file-system view (order matters: later mounts win)."""
+    plan = core.plan_view(config, roots, home, state)
+    args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    if home and core_paths.within(home, "/tmp") and os.path.isdir(home):
+        args += ["--ro-bind", home, home]  # the home stays visible (read-only) under the private /tmp
+    for visible in _under_tmp(needed):
+        args += ["--ro-bind", visible, visible]
+    writable: list[str] = []
+    for root in plan.roots:
+        args += ["--bind", root, root]
+        writable.append(root)
+    skipped: list[str] = []
+    for extra in plan.writable:
+        if extra in state and not _exists(extra) and not extra.endswith(".json"):
+            _mkdirs(extra)  # the agent would create its state directory itself
+        found = _glob(extra)
+        if not found:
+            skipped.append(extra)
+        for path in found:
+            args += ["--bind", _real(path), path]
+            writable.append(path)
+    if skipped:
+        notes["writable_missing"] = skipped
+    readonly: list[str] = []
+    for pattern in plan.readonly:
+        for path in _glob(pattern):
+            if _covered(path, writable):
+                args += ["--ro-bind", _real(path), path]
+                readonly.append(path)
+        base = pattern.rstrip("/")
+        if (not core.is_glob(base) and base.endswith("/.git/hooks") and os.path.isdir(os.path.dirname(base))
+                and not _exists(base) and _covered(base, writable) and _mkdirs(base)):
+            args += ["--ro-bind", base, base]  # a missing hooks directory would be created writable
+            readonly.append(base)
+    notes["readonly"] = len(readonly)
+    hidden: list[str] = []
+    for pattern in plan.hide:
+        hidden.extend(_glob(pattern))
+    hidden = sorted(dict.fromkeys(hidden), key=len)
+    kept: list[str] = []
+    for path in hidden:
+        if _covered(path, kept):
+            continue
+        kept.append(path)
+        if os.path.isdir(path) and not os.path.islink(path):
+            args += ["--perms", "0000", "--tmpfs", path, "--remount-ro", path]
+        else:
+            args += ["--ro-bind", "/dev/null", path]
+    notes["hidden"] = len(kept)
+    return args
+
+
+def agent_env(environ: Mapping[str, str], config: core.SandboxConfig) -> dict[str, str]:
+    """The agent's environment: the variables ``env`` names; ``TMPDIR`` is the private ``/tmp``."""
+    env = core.filter_env(environ, config.env)
+    if "TMPDIR" in env:
+        env["TMPDIR"] = "/tmp"
+    return env
+
+
+def _policy_files(settings: Settings) -> list[str]:
+    """The policy files the full load reads, in its order (:func:`policyd.loader.collect`:
+    search-path directories' ``*.toml``, then each ``--policy`` file or directory), without
+    importing the loader (it imports the CEL stack: ~100 ms before the agent could start).
+    A path that cannot be read raises Unavailable; the full load then agrees or fails, and
+    the proxy compares its ``[sandbox]`` with this one (:func:`check_loaded`)."""
+
+    def toml_files(directory: str) -> list[str]:
+        try:
+            names = sorted(e.name for e in os.scandir(directory) if e.name.endswith(".toml") and e.is_file())
+        except OSError as exc:
+            raise Unavailable(f"policy directory {directory}: {exc.strerror or exc}") from None
+        return [os.path.join(directory, n) for n in names]
+
+    files: list[str] = []
+    for entry in settings.search_path:
+        if os.path.isdir(entry):
+            files.extend(toml_files(entry))
+    for entry in settings.policy:
+        if os.path.isdir(entry):
+            files.extend(toml_files(entry))
+        elif os.path.exists(entry):
+            files.append(entry)
+        else:
+            raise Unavailable(f"policy path {entry} does not exist")
+    return files
+
+
+def sandbox_config(settings: Settings) -> core.SandboxConfig:
+    """The combined ``[sandbox]`` of the policy files this proxy loads (the shipped ones when
+    none is found), read without compiling their rules; raises Unavailable for a file that
+    cannot be read or a table that does not validate (the full load reports it too)."""
+    sources: list[tuple[str, str]] = []
+    files = _policy_files(settings)
+    if not files:
+        shipped = Path(__file__).resolve().parent / "policies"
+        files = sorted(str(p) for p in shipped.glob("*.toml"))
+    for path in files:
+        try:
+            sources.append((path, Path(path).read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise Unavailable(f"policy file {path} cannot be read: {exc}") from None
+    config, bad = core.from_sources(sources)
+    if bad:
+        raise Unavailable("the [sandbox] table does not load: " + "; ".join(bad))
+    return config
+
+
+def check_loaded(box: Plan, loaded: core.SandboxConfig) -> str:
+    """"" when the policy set loaded in full has the ``[sandbox]`` the view was built from,
+    else why not (the proxy then stops the agent: the view must be the policy's)."""
+    mine = dataclasses.replace(box.config, files=())
+    theirs = dataclasses.replace(loaded, files=())
+    if mine == theirs:
+        return ""
+    return ("the policy set loaded has another [sandbox] than the one the sandbox was built from "
+            f"(built from {list(box.config.files)}, loaded {list(loaded.files)})")
+
+
+def writable_roots(settings: Settings, cwd: str) -> tuple[str, ...]:
+    """policyd's working directory and ``sandbox_roots``, real paths; raises Unavailable for
+    a root that is missing or the whole file system."""
+    roots: list[str] = []
+    for raw in [cwd, *settings.sandbox_roots]:
+        real = _real(os.path.join(cwd, os.path.expanduser(raw)))
+        if not os.path.isdir(real):
+            raise Unavailable(f"sandbox root {raw!r} is not a directory")
+        if real == "/":
+            raise Unavailable("the sandbox cannot make / writable: start policyd in the project directory "
+                              "or name it with --sandbox-root DIR")
+        roots.append(real)
+    return tuple(dict.fromkeys(roots))
+
+
+def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], cwd: str,
+         config: core.SandboxConfig, gateway_env: Mapping[str, str] | None = None,
+         forwards: Sequence[tuple[str, int, str]] = (), secrets: Sequence[str] = ()) -> Plan:
+    """The sandboxed start of ``agent``; raises Unavailable (bwrap missing, a bad root).
+    ``gateway_env``: the model gateway's variables (placeholder key, base URL: no secret),
+    set past the allow-list; ``forwards``: ``(host, port, unix socket)`` the egress bridge
+    makes reachable inside (the gateway's listener); ``secrets``: paths hidden besides the
+    policy's ``hide`` (the gateway's key file or credentials directory)."""
+    bwrap = find_bwrap(environ)
+    home = environ.get("HOME", "") or settings.home
+    roots = writable_roots(settings, cwd)
+    state = core.agent_state(agent, environ, home) if home else ()
+    notes: dict[str, object] = {"roots": list(roots), "state": list(state), "spawn": "after the settings"}
+    args = [bwrap, "--die-with-parent", "--unshare-all", "--new-session"]
+    needed = [os.path.dirname(os.path.abspath(__file__)), sys.executable, *(a for a in agent if a.startswith("/"))]
+    view = dataclasses.replace(config, hide=(*config.hide, *secrets)) if secrets else config
+    args += view_args(view, roots, home, state, notes, needed)
+    env = agent_env(environ, config)
+    env.update(gateway_env or {})
+    box = Plan(args, env, roots, notes=notes, inner=list(agent), config=config)
+    if config.network_unrestricted:
+        args.append("--share-net")
+        notes["network"] = "unrestricted ([sandbox] network = ['*:*'] in every file that declares it; no egress)"
+    else:
+        box.egress = EgressThread(config)
+        for host, port, unix_path in forwards:
+            box.egress.egress.add_forward(host, port, unix_path)
+        args += box.egress.egress.bwrap_args()  # after the view: its socket directory may be under /tmp
+        box.inner = box.egress.egress.wrap_argv(agent)
+        env.update(box.egress.egress.agent_env())
+        notes["network"] = {"egress": box.egress.egress.socket_path, "listed": list(config.network),
+                            "denied": list(config.network_deny)}
+    args += ["--chdir", cwd]
+    return box
+
+
+def start(settings: Settings, agent: Sequence[str], fallback: bool = True, environ: Mapping[str, str] | None = None,
+          gateway_env: Mapping[str, str] | None = None, forwards: Sequence[tuple[str, int, str]] = (),
+          secrets: Sequence[str] = ()) -> tuple[Spawned | None, Plan | None, str]:
+    """Start ``agent`` as ``settings.sandbox`` says: ``(spawned, plan, problem)``. ``plan``
+    is None when the agent runs without a sandbox (``auto`` that could not set one up;
+    ``problem`` says why); ``spawned`` is None when it must not run (``required``: ``problem``
+    names what is missing and the fix). ``fallback`` False: never start it unsandboxed
+    (the early spawn: the proxy's own start-up then decides, and warns). ``environ``: the
+    agent's environment before the allow-list (default policyd's); ``gateway_env``,
+    ``forwards``, ``secrets``: the model gateway's, see :func:`plan`."""
+    from policyd.spawn import spawn
+
+    environ = dict(os.environ if environ is None else environ)
+    cwd = os.getcwd()
+    try:
+        config = sandbox_config(settings)
+        box = plan(settings, agent, environ, cwd, config, gateway_env, forwards, secrets)
+    except Unavailable as exc:
+        return _fallback(settings, agent, str(exc), fallback, environ)
+    read_fd, write_fd = os.pipe()
+    argv = [*box.argv, "--json-status-fd", str(write_fd), "--", *box.inner]
+    spawned = spawn(argv, env=box.env, pass_fds=(write_fd,))
+    os.close(write_fd)
+    if spawned.error_code:
+        os.close(read_fd)
+        box.close()
+        return _fallback(settings, agent, f"bwrap did not start: {spawned.error}", fallback, environ)
+    if not _child_started(read_fd):
+        os.close(read_fd)
+        spawned.stop(0.5)  # (bwrap failed before running the agent: it has exited)
+        box.close()
+        return _fallback(settings, agent, probe(environ) or diagnose(box.argv[0]), fallback, environ)
+    box.status_fd = read_fd  # kept open: bwrap writes the exit code there at the end (else SIGPIPE)
+    spawned.argv = list(agent)
+    return spawned, box, ""
+
+
+def _child_started(fd: int) -> bool:
+    """Read bwrap's ``--json-status-fd`` until its ``child-pid`` line (the sandbox is set up
+    and the agent exec'd next) or its end (set-up failed)."""
+    import select
+
+    data = b""
+    while b"child-pid" not in data:
+        ready = select.select([fd], [], [], SETUP_TIMEOUT_S)[0]
+        if not ready:
+            return False
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return False
+        data += chunk
+    return True
+
+
+def _fallback(settings: Settings, agent: Sequence[str], problem: str, fallback: bool = True,
+              environ: Mapping[str, str] | None = None) -> tuple[Spawned | None, Plan | None, str]:
+    if settings.sandbox == "required" or not fallback:
+        return None, None, problem
+    from policyd.spawn import spawn
+
+    print(f"policyd: WARNING: the agent runs WITHOUT a sandbox (--sandbox auto): {problem}", file=sys.stderr)
+    return spawn(agent, env=environ), None, problem
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def refuse_session(line: bytes, roots: Sequence[str]) -> bytes | None:
+    """The error answer to a client's ``line`` asking for a session outside the writable
+    ``roots`` (``session/new`` & co., :func:`policyd.core.sandbox.session_roots`), or None
+    to relay it. Directories are compared as real paths (symlinks resolved)."""
+    if b'"session/' not in line:
+        return None
+    from policyd.core import jsonline
+
+    try:
+        msg = jsonline.parse(line)
+    except ValueError:
+        return None
+    if not isinstance(msg, dict) or "id" not in msg or not isinstance(msg.get("method"), str):
+        return None
+    asked = core.session_roots(msg["method"], msg.get("params"))
+    if not asked:
+        return None
+    outside = core.outside_view([_real(d) for d in asked], roots)
+    if not outside:
+        return None
+    error = {"code": core.SESSION_OUTSIDE_VIEW, "message": core.refusal(outside, roots),
+             "data": {"outside": outside, "writable_roots": list(roots)}}
+    return jsonline.response(msg["id"], error=error)
