@@ -6,8 +6,8 @@ policies), medians over many rounds with same-run ratios:
    ``session/set_mode`` sent, the agent's answer, the rewritten answer released — vs the
    same answer through an ungoverned relay (relayed as is); "first" with the policy's
    verdict cache empty (each mode's ``accept`` evaluated), "later" with it filled.
-2. A side request: ``fs/read_text_file`` of a workspace file decided by the engine and
-   forwarded, vs the equivalent ``session/request_permission`` (kind read, same path).
+2. A side request: ``fs/read_text_file`` of a workspace file (each under its own id)
+   decided by the engine and forwarded, vs the equivalent ``session/request_permission`` (kind read, same path).
 3. The hot path: a ``session/update`` notification through a governed relay vs an
    ungoverned one (the mode and side-channel checks must not slow plain traffic).
 
@@ -16,6 +16,7 @@ Run: ``python benchmarks/bench_session.py`` (~15 s).
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 import sys
@@ -94,15 +95,21 @@ def cold_session_start() -> None:
     session_start(True)()
 
 
-def decided(line: bytes) -> Callable[[], None]:
+def decided(line: bytes, fresh_ids: bool = False) -> Callable[[], None]:
+    """``line`` decided by the engine, repeatedly; ``fresh_ids``: each time under a new id,
+    as an agent numbers its requests (a forwarded side request stays unanswered here, and an
+    id the client still owes an answer under would go to it under a fresh id, re-encoded)."""
     relay = started(True)
     relay.from_client(NEW)
     for action in relay.from_agent(NEW_ANSWER):
         if isinstance(action, SendToAgent):
             relay.from_agent(enc({"jsonrpc": "2.0", "id": json.loads(action.data)["id"], "result": {}}))
 
+    lines = itertools.cycle([line.replace(b'"id": 5,', b'"id": %d,' % (1000 + i)) for i in range(8192)]
+                            if fresh_ids else [line])
+
     def run() -> None:
-        for action in relay.from_agent(line, 1.0):
+        for action in relay.from_agent(next(lines), 1.0):
             if isinstance(action, Consult) and action.query is not None:
                 relay.resolve(action.key, ENGINE.decide(action.query))
     return run
@@ -129,7 +136,8 @@ def main() -> None:
     rows = [
         ("session start (session/new answer), first", cold_session_start, session_start(False), "ungoverned"),
         ("session start (session/new answer), later", session_start(True), session_start(False), "ungoverned"),
-        ("fs/read_text_file decided vs permission request", decided(READ), decided(PERMISSION), "permission"),
+        ("fs/read_text_file decided vs permission request", decided(READ, fresh_ids=True), decided(PERMISSION),
+         "permission"),
         ("session/update notification (1 KiB)", notification(True), notification(False), "ungoverned"),
     ]
     print(f"{'what':<52}{'governed µs':>14}{'baseline µs':>14}{'ratio':>8}  baseline")

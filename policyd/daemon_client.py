@@ -6,6 +6,13 @@ recovers by itself when the daemon comes back; a kept connection found closed by
 again, once, within the same deadline. Every call has a deadline
 (:data:`DEFAULT_TIMEOUT_S`); a failure raises :class:`DaemonError` and the caller fails
 closed (forward to the human, or the headless fallback — never an allow).
+
+A daemon is trusted only when its socket's directory and the socket itself belong to this
+user (or to root: the system socket), nobody else may write the directory (nor, for this
+user's own socket, the socket), and the process serving it (``SO_PEERCRED``) runs as the
+socket's owner (:func:`untrusted`, :func:`peer_untrusted`): without ``XDG_RUNTIME_DIR``
+the default socket is under world-writable ``/tmp``, where another user could create the
+directory first and answer ``allow``. An untrusted daemon is never consulted.
 """
 
 from __future__ import annotations
@@ -14,6 +21,10 @@ import asyncio
 import dataclasses
 import itertools
 import json
+import os
+import socket
+import stat
+import struct
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +47,53 @@ class DaemonError(RuntimeError):
     """The daemon could not be reached, was too slow, or answered with an error."""
 
 
+class UntrustedDaemon(DaemonError):
+    """The socket or the process serving it belongs to another user (see the module doc)."""
+
+
+def untrusted(path: str | Path) -> str:
+    """Why the daemon socket at ``path`` must not be consulted, or ``""`` when its directory
+    and the socket belong to this user (or root) and nobody else may write the directory
+    (nor, unless root owns it, the socket: the system socket is ``0660`` for its group).
+    A path that does not exist is not judged here (connecting to it fails)."""
+    uid = os.geteuid()
+    where = Path(path)
+    try:
+        directory, sock = os.lstat(where.parent), os.lstat(where)
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        return f"{where}: {exc.strerror}"
+    owners = {uid, 0}
+    if not stat.S_ISDIR(directory.st_mode):
+        return f"{where.parent} is not a directory"
+    if directory.st_uid not in owners:
+        return f"{where.parent} belongs to uid {directory.st_uid}, not to this user (uid {uid}) or root"
+    if directory.st_mode & 0o022:
+        return f"{where.parent} may be written by others (mode {stat.S_IMODE(directory.st_mode):o})"
+    if not stat.S_ISSOCK(sock.st_mode):
+        return f"{where} is not a socket"
+    if sock.st_uid not in owners:
+        return f"{where} belongs to uid {sock.st_uid}, not to this user (uid {uid}) or root"
+    if sock.st_mode & (0o002 if sock.st_uid == 0 else 0o022):
+        return f"{where} may be written by others (mode {stat.S_IMODE(sock.st_mode):o})"
+    return ""
+
+
+def peer_untrusted(sock: socket.socket, path: str | Path) -> str:
+    """Why the process serving the connected ``sock`` must not be trusted (``""``: it runs
+    as the owner of the socket file at ``path``, this user or root; ``SO_PEERCRED``)."""
+    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _, peer_uid, _ = struct.unpack("3i", raw)
+    try:
+        owner = os.stat(path).st_uid
+    except OSError as exc:
+        return f"{path}: {exc.strerror}"
+    if peer_uid != owner or peer_uid not in (os.geteuid(), 0):
+        return f"the daemon at {path} runs as uid {peer_uid}; the socket belongs to uid {owner}"
+    return ""
+
+
 class DaemonClient:
     """Calls ``policyd serve`` at ``path``; ``timeout_s`` bounds each call."""
 
@@ -56,6 +114,13 @@ class DaemonClient:
             try:
                 async with asyncio.timeout(self.timeout_s):  # no task per call, as wait_for makes
                     return await self._call(method, params)
+            except UntrustedDaemon as exc:
+                self._drop()
+                if self._healthy:
+                    logs.get().error("daemon.untrusted", socket=self.path, reason=str(exc),
+                                     effect="not consulted: decisions fail closed")
+                self._healthy = False
+                raise
             except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
                 self._drop()
                 if self._healthy:
@@ -90,8 +155,15 @@ class DaemonClient:
     async def _exchange(self, request: bytes) -> bytes:
         """Write ``request`` on the kept connection (opened when there is none); its answer line."""
         if self._writer is None:
+            why = untrusted(self.path)
+            if why:
+                raise UntrustedDaemon(why)
             self._reader, self._writer = await asyncio.open_unix_connection(self.path, limit=MAX_LINE_BYTES)
-        assert self._reader is not None
+            why = peer_untrusted(self._writer.get_extra_info("socket"), self.path)
+            if why:
+                self._drop()
+                raise UntrustedDaemon(why)
+        assert self._reader is not None and self._writer is not None
         self._writer.write(request)
         await self._writer.drain()
         return await self._reader.readuntil(b"\n")

@@ -21,14 +21,12 @@ from policyd.core.decide import decide
 from policyd.core.facts import Facts
 from policyd.core.model import Decision, PermissionQuery, RuleMatch, Verdict
 from policyd.core.policy import PolicySet
-from policyd.core.record import decision_record
+from policyd.core.record import action_fields, decision_record
 from policyd.core.relay import RememberChoice, Resolution
 from policyd.core.remember import RememberSpec, combine, explain_spec, spec_for
 from policyd.memory import Memory
 from policyd.realpaths import Resolver
 
-#: Characters of a command kept in a decision-log line.
-LOG_COMMAND_CHARS = 2000
 #: Time one decision's rule evaluation may take before it answers ask (seconds).
 EVAL_BUDGET_S = 0.1
 
@@ -181,14 +179,9 @@ def log_fields(verdict: Verdict, facts: Facts, eval_us: int, policy: PolicySet |
     """The decision-log fields for one verdict; each rule's ``at`` (``file:line``) comes
     from ``policy`` when given."""
     where = rule_locations(policy) if verdict.matches else {}
-    name = facts.call.get("name")
     fields: dict[str, Any] = {
-        "tool_call_id": str(facts.call.get("toolCallId", "")),
-        "tool_name": name if isinstance(name, str) and name else facts.kind,
-        "kind": facts.kind,
-        "title": facts.title,
+        **action_fields(facts.query, facts),
         "paths": list(facts.paths),
-        "command": facts.command[:LOG_COMMAND_CHARS],
         "rules": [_match_fields(m, where) for m in verdict.matches],
         "reason": verdict.reason,
         "defaulted": verdict.defaulted,

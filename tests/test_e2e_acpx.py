@@ -187,6 +187,26 @@ def _whitespace_agent(workdir: Path, deep: bool) -> list[str]:
     return agent.argv
 
 
+def _same_id_agent(workdir: Path) -> list[str]:
+    """A Python ACP agent sending two permission requests with the same id 7 (``make test``,
+    then ``git push origin main``) before either is answered; it records the answers
+    (issue 33, item 5)."""
+    steps: list[list[Any]] = [
+        ["respond", {"protocolVersion": 1, "agentCapabilities": {"loadSession": False}}],
+        ["respond", {"sessionId": "sess_dup"}],
+        ["hold", "prompt"],
+    ]
+    for call, title in (("call_a", "make test"), ("call_b", "git push origin main")):
+        msg = {"jsonrpc": "2.0", "id": 7, "method": "session/request_permission", "params": {
+            "sessionId": "sess_dup", "toolCall": {"toolCallId": call, "kind": "execute", "title": title,
+                                                  "status": "pending", "rawInput": {"command": title}},
+            "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                        {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]}}
+        steps.append(["send", json.dumps(msg)])
+    steps += [["recv", 2], ["reply", ["prompt", {"stopReason": "end_turn"}]], ["recv_eof", None]]
+    return write_agent(workdir, steps, name="same-id").argv
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     """Start every acpx scenario at once, wait for all, return their results by name."""
@@ -200,7 +220,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     bypass_dir = base / "bypass-agent"
     bypass_dir.mkdir()
     deny_exec = write_policy(policies, "deny-exec", "ask", [make_rule("no-exec", ["execute"], "deny")])
-    for sub in ("ws-headless-agent", "ws-interactive-agent"):
+    for sub in ("ws-headless-agent", "ws-interactive-agent", "same-id-agent"):
         (base / sub).mkdir()
     scenarios = [
         Scenario("deny", "--approve-all", deny_edits, node_agent),
@@ -212,6 +232,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
                  headless=True),
         Scenario("ws-interactive", "--approve-all", deny_exec,
                  _whitespace_agent(base / "ws-interactive-agent", True)),
+        Scenario("same-id", "--approve-all", ask_all, _same_id_agent(base / "same-id-agent")),
     ]
     started = []
     for sc in scenarios:
@@ -342,3 +363,20 @@ def test_scenarios_ran_through_policyd(runs: dict[str, Run]) -> None:
             m["method"] for m in run.messages if m.get("method") in ("initialize", "session/new", "session/prompt")
         ], run.describe()
         assert run.decisions or name == "headless-unparseable", f"{name}: no decision log"
+
+
+def test_same_id_twice_each_acpx_answer_reaches_its_own_request(runs: dict[str, Run]) -> None:
+    """Two requests with id 7 forwarded at once: acpx gets them under two ids, answers each,
+    and each answer is credited to its own request (the decision log names ``call_a`` then
+    ``call_b``) and reaches the agent: two answers for id 7, not one answer credited to the
+    wrong request and one dropped (issue 33, item 5)."""
+    run = runs["same-id"]
+    assert 0 == run.code, run.describe()
+    seen = run.requests_seen()
+    assert ["call_a", "call_b"] == [m["params"]["toolCall"]["toolCallId"] for m in seen]
+    assert 7 == seen[0]["id"] and 7 != seen[1]["id"]
+    answered = [d for d in run.decisions if d.get("event") == "permission.answered_by_client"]
+    assert [("call_a", "allow"), ("call_b", "allow")] == [(d["tool_call_id"], d["answer"]) for d in answered]
+    record = run.workdir.parent / "same-id-agent" / "same-id.received"
+    answers = [json.loads(x) for x in split_lines(record.read_bytes()) if b'"result"' in x and b'"method"' not in x]
+    assert [7, 7] == [m["id"] for m in answers]

@@ -523,18 +523,20 @@ def test_decision_log_has_one_line_per_request(tmp_path: Path, start_proxy: Any)
 
 
 def test_session_cancel_is_relayed(tmp_path: Path, start_proxy: Any) -> None:
-    """The client's session/cancel reaches the agent byte-identical; for a forwarded request
-    the client's own cancelled answer is the only answer the agent gets."""
+    """The client's session/cancel reaches the agent byte-identical; a forwarded request is
+    answered ``cancelled`` by policyd right after it (ACP: every pending request of the
+    session), and the client's own later answer is dropped: the agent gets exactly one."""
     request = json.dumps(permission_request(0, kind="execute", title="make"))
     agent = write_agent(tmp_path, [["send", request], ["recv", 2], ["recv_eof", None]])
     proxy = start_proxy(["--policy", str(ask_policy(tmp_path))], agent.argv)
     assert request.encode() + b"\n" == proxy.read_line()
     cancel = b'{"jsonrpc":"2.0", "method":"session/cancel","params":{ "sessionId":"sess_1"}}\n'
     proxy.send(cancel)
-    answer = proxy.send_json({"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"outcome": "cancelled"}}})
+    proxy.send_json({"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"outcome": "cancelled"}}})
     proxy.close_stdin()
     assert 0 == proxy.wait()
-    assert [cancel, answer] == agent.received_lines()
+    policyd_cancelled = b'{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled"}}}\n'
+    assert [cancel, policyd_cancelled] == agent.received_lines()
 
 
 # ----------------------------------------------------------------------------- start-up failures

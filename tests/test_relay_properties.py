@@ -21,8 +21,11 @@ step are:
 - the client's answers reach the agent only for a request the client was given and has not
   answered (duplicates and unsolicited answers are dropped), and an answer selecting an
   option that was not offered reaches the agent as ``cancelled``;
-- after ``session/cancel`` for a session with an open ``session/prompt``, every permission
-  request of that session read until the agent answers the prompt is answered ``cancelled``.
+- after ``session/cancel`` for a session, every permission request of that session pending
+  (being decided, forwarded and unanswered) or read until the agent answers the prompt (or,
+  with no prompt open, until the client starts a new one) is answered ``cancelled``;
+- an agent request goes to the client under its own id unless the client still owes an
+  answer under that id: then under a fresh one, and the answer comes back under the agent's.
 
 Every generated line carries a unique counter, so a relayed line can never be mistaken for one
 of policyd's own answers.
@@ -241,6 +244,14 @@ class Perm:
     key: int = -1
     state: str = "open"  # open | resolved | cancelled
     forwarded: bool = False
+    client_id: Any = None  # the id the client got it under (a fresh one when the agent's collided)
+    cancelled_at_client: bool = False  # forwarded and sent, then answered cancelled at session/cancel
+
+    def client_view(self) -> bytes | dict[str, Any]:
+        """What the client receives: the exact bytes, or (id rewritten) the message."""
+        if self.client_id is None or id_key(self.client_id) == id_key(self.rid):
+            return self.raw
+        return {**parse_like_js(self.raw), "id": self.client_id}
 
 
 @dataclass
@@ -248,6 +259,7 @@ class AgentLine:
     raw: bytes
     perm: Perm | None = None
     swallowed: bool = False  # a $/cancel_request policyd answered itself
+    client_msg: dict[str, Any] | None = None  # a request passed under a fresh id: what the client gets
 
 
 @dataclass
@@ -359,8 +371,9 @@ class Harness:
     perms: list[Perm] = field(default_factory=list)
     by_key: dict[int, Perm] = field(default_factory=dict)
     open_keys: list[int] = field(default_factory=list)
-    forwarded: dict[str, Perm] = field(default_factory=dict)  # awaiting the client's answer
-    outstanding: dict[str, int] = field(default_factory=dict)  # agent requests the client may answer
+    forwarded: dict[str, Perm] = field(default_factory=dict)  # client id -> request awaiting its answer
+    outstanding: dict[str, Any] = field(default_factory=dict)  # client id -> agent id of a passed request
+    fresh_ids: int = 0
     prompts: dict[str, str] = field(default_factory=dict)  # open session/prompt id -> session
     cancelled_sessions: set[str] = field(default_factory=set)
     refusals_to_client: list[Blocked] = field(default_factory=list)
@@ -404,6 +417,22 @@ class Harness:
             body = {"jsonrpc": "2.0", "id": perm.rid, "result": {"outcome": outcome}}
             self.expected_to_agent.append(Answer(perm, source, body))
 
+    def _client_id(self, rid: Any) -> Any:
+        """The relay's rule: the agent's own id unless the client owes an answer under it."""
+        while id_key(rid) in self.forwarded or id_key(rid) in self.outstanding:
+            self.fresh_ids += 1
+            rid = f"policyd-to-client-{self.fresh_ids}"
+        return rid
+
+    def _sent(self, perm: Perm) -> bool:
+        """Whether the forwarded ``perm`` has reached the client (no open request before it)."""
+        for entry in self.agent_lines:
+            if entry.perm is perm:
+                return True
+            if entry.perm is not None and entry.perm.state == "open":
+                return False
+        return False
+
     # -- steps
     def client(self, spec: tuple[Any, ...]) -> None:
         line, cancels = client_message(spec, self._next())
@@ -416,32 +445,49 @@ class Harness:
                 self.refusals_to_client.extend(blocked)
         elif spec[0] == "response" and id_key(spec[1]) in self.forwarded:
             perm = self.forwarded.pop(id_key(spec[1]))
+            if id_key(perm.client_id) != id_key(perm.rid):  # relayed under the agent's own id
+                expected = Answer(perm, "client", {**parse_like_js(line), "id": perm.rid})
             chosen = next((o for o in perm.options or [] if o["optionId"] == spec[2]), None)
             if perm.options is not None and spec[2] is not None and chosen is None:  # not offered
-                expected = Answer(perm, "client", {"jsonrpc": "2.0", "id": spec[1], "result": {"outcome": CANCELLED}})
+                expected = Answer(perm, "client", {"jsonrpc": "2.0", "id": perm.rid, "result": {"outcome": CANCELLED}})
             if chosen is not None and chosen["kind"] in ("allow_always", "reject_always"):
                 decision = Decision.ALLOW if chosen["kind"] == "allow_always" else Decision.DENY
                 self.expected_remembered.append((decision, chosen["optionId"]))
                 once = first_option(perm.options or [], chosen["kind"].replace("always", "once"))
                 if once is not None and not self.pass_always:
-                    expected = Answer(perm, "client", {"jsonrpc": "2.0", "id": spec[1], "result": {"outcome": once}})
+                    expected = Answer(perm, "client", {"jsonrpc": "2.0", "id": perm.rid, "result": {"outcome": once}})
         elif spec[0] == "response":  # answers an agent request the client was given, or dropped
-            count = self.outstanding.get(id_key(spec[1]), 0)
-            if count:
-                self.outstanding[id_key(spec[1])] = count - 1
+            if id_key(spec[1]) in self.outstanding:
+                rid = self.outstanding.pop(id_key(spec[1]))
+                if id_key(rid) != id_key(spec[1]):
+                    expected = Answer(Perm(b"", rid, "", None, None), "client", {**parse_like_js(line), "id": rid})
             else:
                 expected = None
+        elif spec[0] == "request" and spec[2] == "session/close":
+            self.cancelled_sessions.discard(spec[3])  # a closed session is forgotten
         elif spec[0] == "request" and spec[2] == "session/prompt":
+            if spec[3] not in self.prompts.values():
+                self.cancelled_sessions.discard(spec[3])  # a new turn
             self.prompts[id_key(spec[1])] = spec[3]
         if expected is not None:
             self.expected_to_agent.append(expected)
-        if cancels is not None:
-            if cancels in self.prompts.values():
-                self.cancelled_sessions.add(cancels)
-            for p in self.perms:
-                if p.state == "open" and p.session == cancels:
+        if cancels:  # every pending permission request of the session is cancelled
+            self.cancelled_sessions.add(cancels)
+            # the relay's order: those it still holds (being decided, or forwarded but not
+            # yet sent), then those the client has
+            mine = [p for p in self.perms if p.session == cancels]
+            held = [p for p in mine if p.state == "open" or (p.forwarded and not self._sent(p))]
+            at_client = [p for p in mine if p.forwarded and self._sent(p)]
+            for p in [*held, *at_client]:
+                if p.state == "open":
                     p.state = "cancelled"
-                    self._answer(p, CANCELLED, "cancel")
+                elif id_key(p.client_id) in self.forwarded:
+                    del self.forwarded[id_key(p.client_id)]
+                    p.cancelled_at_client = p.forwarded = self._sent(p)
+                    p.state = "cancelled"
+                else:
+                    continue
+                self._answer(p, CANCELLED, "cancel")
         assert [] == self._collect(self.relay.from_client(line))
         self.check_progress()
 
@@ -486,7 +532,10 @@ class Harness:
             _, rid, method, style = spec
             entry = AgentLine(render({"jsonrpc": "2.0", "id": rid, "method": method,
                                       "params": {"sessionId": "s1", "path": "/w/a"}, "n": n}, style))
-            self.outstanding[id_key(rid)] = self.outstanding.get(id_key(rid), 0) + 1
+            cid = self._client_id(rid)
+            if id_key(cid) != id_key(rid):
+                entry.client_msg = {**parse_like_js(entry.raw), "id": cid}
+            self.outstanding[id_key(cid)] = rid
         elif kind == "perm_notification":  # no id: not a request, relayed like any notification
             _, sid, style = spec
             entry = AgentLine(render({"jsonrpc": "2.0", "method": "session/request_permission",
@@ -527,7 +576,7 @@ class Harness:
             self.resolve_pick(pick)
         if self.forwarded:
             perm = list(self.forwarded.values())[pick % len(self.forwarded)]
-            self.client(("response", perm.rid, option_id, style))
+            self.client(("response", perm.client_id, option_id, style))
 
     def resolve_pick(self, pick: int) -> None:
         if self.open_keys:
@@ -543,7 +592,8 @@ class Harness:
         outcome = predicted_outcome(perm, self.headless, self.fallback)
         if outcome is None:
             perm.forwarded = True
-            self.forwarded[id_key(perm.rid)] = perm
+            perm.client_id = self._client_id(perm.rid)
+            self.forwarded[id_key(perm.client_id)] = perm
         else:
             self._answer(perm, outcome, "policy")
         assert [] == self._collect(actions)
@@ -551,22 +601,33 @@ class Harness:
         self.check_progress()
 
     # -- properties
-    def expected_to_client(self) -> list[bytes]:
-        """The agent's lines up to the first request still open, answered ones left out."""
-        out = []
+    def expected_to_client(self) -> list[bytes | dict[str, Any]]:
+        """The agent's lines up to the first request still open, answered ones left out (a
+        request passed under a fresh id: the message the client should read)."""
+        out: list[bytes | dict[str, Any]] = []
         for entry in self.agent_lines:
             if entry.perm is not None:
                 if entry.perm.state == "open":
                     break
                 if entry.perm.forwarded:
-                    out.append(entry.raw)
+                    out.append(entry.perm.client_view())
             elif not entry.swallowed:
-                out.append(entry.raw)
+                out.append(entry.raw if entry.client_msg is None else entry.client_msg)
         return out
 
+    def sent_count(self, p: Perm) -> int:
+        view = p.client_view()
+        if isinstance(view, bytes):
+            return self.to_client.count(view)
+        return sum(1 for line in self.to_client if line.lstrip()[:1] == b"{" and parse_like_js(line) == view)
+
     def check_progress(self) -> None:
-        # agent -> client: exact bytes, in order, held back only behind an open request
-        assert self.expected_to_client() == self.to_client
+        # agent -> client: exact bytes (or, id rewritten, the same message), in order, held
+        # back only behind an open request
+        expected = self.expected_to_client()
+        assert len(expected) == len(self.to_client)
+        for want, got in zip(expected, self.to_client, strict=True):
+            assert want == (got if isinstance(want, bytes) else parse_like_js(got))
         # client -> agent: the client's lines (exact bytes, in order) and policyd's answers
         assert len(self.expected_to_agent) == len(self.to_agent)
         for want, got in zip(self.expected_to_agent, self.to_agent, strict=True):
@@ -585,9 +646,12 @@ class Harness:
             assert p.state != "open"
             answers = [a for a in self.expected_to_agent if isinstance(a, Answer) and a.perm is p
                        and a.source != "client"]
-            # exactly one answer: forwarded once to the client, or one response to the agent
-            assert (1, 0) == ((self.to_client.count(p.raw), len(answers)) if p.forwarded
-                              else (len(answers), self.to_client.count(p.raw)))
+            # exactly one answer: forwarded once to the client (and, when the client's turn
+            # was cancelled before it answered, policyd's cancelled), or one response to the agent
+            if p.forwarded:
+                assert (1, int(p.cancelled_at_client)) == (self.sent_count(p), len(answers))
+            else:
+                assert (1, 0) == (len(answers), self.sent_count(p))
         # safety, from what was actually sent: policyd selects an allow option only for a
         # well-formed request the policy allowed
         for want, got in zip(self.expected_to_agent, self.to_agent, strict=True):
@@ -644,7 +708,7 @@ def test_relay_interleavings(
         h.resolve(key)
     for perm in list(h.forwarded.values()):  # the client answers what is still forwarded
         option_id = data.draw(st.sampled_from(["o0", "o1", "o2", "o3", None]), label=f"answer to {perm.rid!r}")
-        h.client(("response", perm.rid, option_id, ((",", ":"), True, False, "", "", "\n")))
+        h.client(("response", perm.client_id, option_id, ((",", ":"), True, False, "", "", "\n")))
     h.check_final()
 
 

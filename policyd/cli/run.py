@@ -33,7 +33,8 @@ def daemon_path(settings: Settings, own_policy: bool = False) -> Path | None:
     (default socket when not given), failing closed when it is unreachable. ``auto``: the
     default socket when a daemon answers there — unless this proxy was given its own
     ``--policy`` or ``--decision-log`` (``own_policy``), which it then honours embedded; a
-    socket left by a daemon that died is not a daemon.
+    socket left by a daemon that died is not a daemon, and one of another user (see
+    :func:`policyd.daemon_client.untrusted`) is not consulted (``daemon.untrusted``, once).
     """
     from policyd.server import default_socket_path
 
@@ -46,15 +47,25 @@ def daemon_path(settings: Settings, own_policy: bool = False) -> Path | None:
         return default
     if own_policy or not default.exists():
         return None
+    from policyd.daemon_client import peer_untrusted, untrusted
+
+    why = untrusted(default)
+    if why:
+        logs.get().warning("daemon.untrusted", socket=str(default), reason=why, effect="not consulted: engine embedded")
+        return None
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         probe.settimeout(0.5)
         probe.connect(str(default))
+        why = peer_untrusted(probe, default)
     except OSError as exc:
         logs.get().warning("daemon.stale_socket", socket=str(default), error=str(exc), effect="engine embedded")
         return None
     finally:
         probe.close()
+    if why:
+        logs.get().warning("daemon.untrusted", socket=str(default), reason=why, effect="not consulted: engine embedded")
+        return None
     return default
 
 

@@ -26,10 +26,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policyd.core.model import PermissionQuery
 from policyd.core.wire import query_from_wire
+
+if TYPE_CHECKING:
+    from policyd.core.facts import Facts
 
 #: Version of the request fields of a decision record.
 RECORD_VERSION = 1
@@ -41,6 +44,8 @@ REDACT_KEYS: frozenset[str] = frozenset(
     {"content", "contents", "new_string", "old_string", "newText", "oldText", "new_str", "old_str",
      "text", "file_text", "new_source", "patch", "diff", "body", "data"}
 )
+#: Characters of a command kept in a decision record (a longer one is cut).
+LOG_COMMAND_CHARS = 2000
 #: Keys of ``toolCall.content[]`` items that are content.
 _CONTENT_ITEM_KEYS = frozenset({"oldText", "newText", "text"})
 
@@ -92,6 +97,24 @@ def redact_tool_call(call: Mapping[str, Any]) -> dict[str, Any]:
                 items.append(item)
         out["content"] = items
     return out
+
+
+def action_fields(query: PermissionQuery, facts: Facts | None = None) -> dict[str, Any]:
+    """Which action a record is about, whatever decided it (the engine, or nobody: a
+    daemon time-out's fallback, a cancel): ``tool_call_id``, ``tool_name``, ``kind``,
+    ``title`` and ``command`` (cut to :data:`LOG_COMMAND_CHARS`)."""
+    if facts is None:
+        from policyd.core.facts import Facts  # the shell stack loads with the policy
+
+        facts = Facts(query)
+    name = facts.call.get("name")
+    return {
+        "tool_call_id": str(facts.call.get("toolCallId", "")),
+        "tool_name": name if isinstance(name, str) and name else facts.kind,
+        "kind": facts.kind,
+        "title": facts.title,
+        "command": facts.command[:LOG_COMMAND_CHARS],
+    }
 
 
 def request_fields(query: PermissionQuery, redact: bool = False) -> dict[str, Any]:

@@ -13,8 +13,11 @@ https://agentclientprotocol.com/protocol/transports):
   still deciding is answered by policyd, not passed on; a line that looks like JSON but
   cannot be parsed here (nesting deeper than Python's json reads), or a JSON-RPC batch, is
   not passed on in either direction but answered with an error to its sender — a peer could
-  read a permission request, or an answer to one, in it; and the client's answers are
-  relayed only to requests it was given and has not answered (below).
+  read a permission request, or an answer to one, in it; the client's answers are
+  relayed only to requests it was given and has not answered (below); and an agent request
+  whose id the client still owes an answer under goes to the client under a fresh id
+  (``<id_prefix>-to-client-N``), its answer back under the agent's id: two requests with
+  one id (two sessions) never share an answer.
 - Messages are classified by direction, never by id alone: both peers number their own
   requests from 0. Ids are compared as a JavaScript peer would (``1`` equals ``1.0``) and
   answered exactly as sent (``1e400`` stays ``1e400``).
@@ -31,8 +34,13 @@ https://agentclientprotocol.com/protocol/transports):
   otherwise it is treated as ask.
 - Exactly one answer per request: a client answer to no request the client was given (a
   duplicate, an answer to a request policyd answered itself, an unknown id) is dropped
-  (``relay.client_answer_dropped``); one that selects an option the request did not offer
-  reaches the agent as ``cancelled`` (``permission.answer_refused``).
+  (``relay.client_answer_dropped``); one that selects an option the request did not offer,
+  or carries both ``result`` and ``error``, reaches the agent as ``cancelled``
+  (``permission.answer_refused``). An ``optionId`` a request names twice is ambiguous:
+  never selected, and a client answer naming it is refused.
+- ``session/cancel``: every permission request of the session without an answer yet
+  (being decided, forwarded and unanswered) is answered ``cancelled``, and so are those
+  read until the turn ends (see :meth:`Relay._cancel_session`).
 - The client's ``session/cancel`` is relayed, and policyd answers ``cancelled`` for that
   session's requests it is still deciding and — until the agent answers the session's open
   ``session/prompt`` — for every request of that session it reads later (sent before the
@@ -61,10 +69,10 @@ from policyd.core.decide import choose_outcome
 from policyd.core.model import Decision, PeerInfo, PermissionOption, PermissionQuery, SessionInfo
 from policyd.core.modes import ModePolicy
 from policyd.core.modeswitch import SWITCH_TIMEOUT_S, ModeGovernor
+from policyd.core.record import action_fields
 from policyd.core.sidechannel import (
     REFUSED_CODE,
     SIDE_KINDS,
-    TERMINAL_FOLLOW_UPS,
     Coverage,
     Terminals,
     log_event,
@@ -186,6 +194,19 @@ class _Pending:
     resolved: bool = False
     forward: bool = False  # resolved by forwarding ``raw`` to the client
     side: str = ""  # the side-channel method (fs/..., terminal/create), "" for a permission request
+    msg: Mapping[str, Any] | None = None  # the request as parsed (to rewrite its id)
+    client_id: Any = None  # the id it was forwarded to the client under
+
+
+@dataclass(frozen=True, slots=True)
+class _Passed:
+    """An agent request other than a permission request passed to the client: its own id
+    (``raw_id``, as sent) and whether the client got it under another id."""
+
+    raw_id: Any
+    session_id: str
+    method: str
+    rewritten: bool
 
 
 @dataclass(slots=True)
@@ -256,12 +277,15 @@ class Relay:
         self._forwarded: OrderedDict[Hashable, _Pending] = OrderedDict()
         self._traces: OrderedDict[str, str] = OrderedDict()  # sessionId -> traceparent
         self._next_key = 0
-        # agent requests passed to the client, unanswered: id key -> (id as sent, count)
-        self._outstanding: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        # agent requests passed to the client, unanswered: the client's id key -> request
+        self._outstanding: OrderedDict[Hashable, _Passed] = OrderedDict()
+        self._id_prefix = id_prefix
+        self._fresh_ids = 0  # ids minted for agent requests whose own id the client still owes
         # the client's session/prompt requests the agent has not answered: id key -> session
         self._prompts: OrderedDict[Hashable, str] = OrderedDict()
         # sessions the client cancelled whose prompt turn has not ended yet
-        self._cancelled_sessions: set[str] = set()
+        # (a dict as an ordered set: the oldest is forgotten past MAX_OUTSTANDING)
+        self._cancelled_sessions: dict[str, None] = {}
         self._client_gone = False
         #: Writes an allow's decision-log record *before* the allow is sent; False when it
         #: could not be written, and the allow is then not given (treated as ask). None:
@@ -337,30 +361,40 @@ class Relay:
 
     def _client_response(self, msg: Mapping[str, Any], line: bytes) -> list[Action]:
         """A response from the client: relayed only when it answers an agent request the
-        client was given and has not answered yet; anything else is dropped (logged), so the
-        agent sees exactly one answer per request."""
+        client was given and has not answered yet, under the agent's own id; anything else
+        is dropped (logged), so the agent sees exactly one answer per request."""
         key = jsonline.id_key(msg["id"])
         forwarded = self._forwarded.pop(key, None)
         if forwarded is not None:
             return self._client_answer(forwarded, msg, line)
-        entry = self._outstanding.get(key)
-        if entry is not None:
-            self.terminals.answered(_id_key(msg["id"]), msg.get("result"))
-            raw_id, count = entry
-            if count > 1:
-                self._outstanding[key] = (raw_id, count - 1)
-            else:
-                del self._outstanding[key]
-            return [SendToAgent(line)]
+        passed = self._outstanding.pop(key, None)
+        if passed is not None:
+            return self._passed_answer(passed, key, msg, line)
         why = "no request of the agent with this id is waiting for the client's answer"
         return [Log("relay.client_answer_dropped", {"id": jsonline.loggable(msg["id"]), "reason": why})]
 
+    def _passed_answer(self, passed: _Passed, key: Hashable, msg: Mapping[str, Any], line: bytes) -> list[Action]:
+        """The client answered an agent request policyd passed on (fs/*, terminal/*, an
+        extension method): relayed under the agent's id; an answer that is both a result
+        and an error (or neither) is not: the agent gets an error."""
+        malformed = _malformed(msg)
+        data = line if not passed.rewritten or malformed else _with_id(msg, passed.raw_id)
+        self.terminals.answered(key, None if malformed else msg.get("result"))
+        if malformed or data is None:
+            why = malformed or "the client's answer cannot be written back"
+            error = {"code": INTERNAL_ERROR, "message": f"policyd: {passed.method}: {why}"}
+            fields = {"request_id": jsonline.loggable(passed.raw_id), "session_id": passed.session_id,
+                      "method": passed.method, "reason": why}
+            return [SendToAgent(jsonline.response(passed.raw_id, error=error)),
+                    Log("relay.client_answer_refused", fields)]
+        return [SendToAgent(data)]
 
     def _client_answer(self, p: _Pending, msg: Mapping[str, Any], line: bytes) -> list[Action]:
         """The client answered a request we forwarded: remember an "always" choice, and
-        relay it to the agent as the matching ``*_once`` option unless configured not to.
-        An answer that selects an option the request did not offer (or has no readable
-        outcome) reaches the agent as ``cancelled``: never an option the agent did not offer."""
+        relay it to the agent (under the agent's own id) as the matching ``*_once`` option
+        unless configured not to. An answer that selects an option the request did not offer
+        (or has no readable outcome, or is both a result and an error) reaches the agent as
+        ``cancelled``: never an option the agent did not offer."""
         fields: dict[str, Any] = {"request_id": jsonline.loggable(p.request_id), "session_id": p.session_id}
         result = msg.get("result")
         outcome = result.get("outcome") if isinstance(result, Mapping) else None
@@ -372,26 +406,34 @@ class Relay:
         if chosen is not None:
             fields["answer_kind"] = chosen.kind
         if query is not None:
-            fields["tool_call_id"] = query.tool_call.get("toolCallId", "")
+            fields.update(action_fields(query))
             fields.update(query.context_fields())
-        if query is not None and "error" not in msg and kind != "cancelled" and chosen is None:
-            fields["refused"] = f"the answer selects {option_id!r}, not an option the agent offered"
-            cancelled = jsonline.response(msg["id"], result=_CANCELLED)
+        malformed = _malformed(msg)
+        if not malformed and query is not None and "result" in msg:
+            if kind == "cancelled":
+                if isinstance(outcome, Mapping) and "optionId" in outcome:  # no option rides a cancel
+                    malformed = "the answer is cancelled but names an option"
+            elif kind != "selected" or chosen is None:
+                malformed = f"the answer selects {option_id!r}, not an option the agent offered"
+        data = line if p.client_id is p.request_id else _with_id(msg, p.request_id)
+        if malformed or data is None:
+            fields["refused"] = malformed or "the client's answer cannot be written back"
+            cancelled = jsonline.response(p.request_id, result=_CANCELLED)
             return [SendToAgent(cancelled), Log("permission.answer_refused", fields)]
         if query is not None and chosen is not None and chosen.kind.startswith("allow"):
             self.coverage.allowed(query)
         if query is None or chosen is None or chosen.kind not in _ALWAYS:
-            return [SendToAgent(line), Log("permission.answered_by_client", fields)]
+            return [SendToAgent(data), Log("permission.answered_by_client", fields)]
         decision = Decision.ALLOW if chosen.kind == "allow_always" else Decision.DENY
-        actions: list[Action] = [SendToAgent(line), RememberChoice(query, decision, chosen)]
+        actions: list[Action] = [SendToAgent(data), RememberChoice(query, decision, chosen)]
         once = next((o for o in query.options if o.kind == _ALWAYS[chosen.kind]), None)
         if once is not None and not self.pass_always_to_agent:
             new_outcome = {"outcome": "selected", "optionId": once.option_id}
             try:
                 extra = result if isinstance(result, Mapping) else {}
-                rewritten = jsonline.response(msg["id"], result={**extra, "outcome": new_outcome})
+                rewritten = jsonline.response(p.request_id, result={**extra, "outcome": new_outcome})
             except (ValueError, RecursionError):  # the client's extra fields cannot be written back
-                rewritten = jsonline.response(msg["id"], result={"outcome": new_outcome})
+                rewritten = jsonline.response(p.request_id, result={"outcome": new_outcome})
             actions[0] = SendToAgent(rewritten)
             fields["relayed_as"] = once.option_id
         # stored before the agent has the answer: its next request must find the choice
@@ -401,6 +443,8 @@ class Relay:
     def _track_client_request(self, request_id: Any, method: str, params: Mapping[str, Any]) -> None:
         self._record_trace(params.get("sessionId"), params)
         if method == "session/prompt" and isinstance(params.get("sessionId"), str):
+            if params["sessionId"] not in self._prompts.values():
+                self._cancelled_sessions.pop(params["sessionId"], None)  # a new turn: decided again
             self._prompts[jsonline.id_key(request_id)] = params["sessionId"]
             while len(self._prompts) > MAX_OUTSTANDING:
                 self._prompts.popitem(last=False)
@@ -416,6 +460,7 @@ class Relay:
                 self.tracker.end_session(sid)
                 self.modes.forget(sid)
                 self.coverage.end_session(sid)
+                self._cancelled_sessions.pop(sid, None)
             return
         elif method not in ("session/new", "session/fork", "session/set_config_option"):
             return
@@ -474,10 +519,12 @@ class Relay:
                         Log(log_event(str(method)), {**fields, "method": method, "answer": "refused"})]
             if method == PERMISSION_METHOD and "id" in msg:
                 return actions + self._intercept(line, msg, now_s)
-            if method in SIDE_KINDS and "id" in msg:
-                return actions + self._intercept(line, msg, now_s, side=str(method))
-            if method in TERMINAL_FOLLOW_UPS and "id" in msg:
-                refused = self._terminal_follow_up(str(method), msg)
+            if method in SIDE_KINDS:
+                if "id" in msg:
+                    return actions + self._intercept(line, msg, now_s, side=str(method))
+                return actions + self._side_notification(str(method), "a notification cannot be decided or answered")
+            if isinstance(method, str) and method.startswith("terminal/"):
+                refused = self._terminal_follow_up(method, msg)
                 if refused:
                     return actions + refused
             if method == "$/cancel_request":
@@ -506,7 +553,16 @@ class Relay:
             elif isinstance(method, str) and "id" in msg:
                 if self._client_gone:
                     return [*actions, SendToAgent(jsonline.response(msg["id"], error=_GONE_ERROR))]
-                self._expect_client_answer(msg["id"])
+                params = msg.get("params")
+                sid = params.get("sessionId") if isinstance(params, Mapping) else None
+                cid = self._client_id(msg["id"])
+                if cid is not msg["id"]:
+                    rewritten = _with_id(msg, cid)
+                    if rewritten is None:
+                        error = {"code": INTERNAL_ERROR, "message": "policyd: the request cannot be relayed"}
+                        return [*actions, SendToAgent(jsonline.response(msg["id"], error=error))]
+                    line = rewritten
+                self._pass(cid, msg["id"], sid if isinstance(sid, str) else "", method)
         actions.extend(self._to_client(line, session))
         return actions
 
@@ -535,10 +591,22 @@ class Relay:
             return ""
         return self._msg_session(msg) if isinstance(msg, dict) and "method" in msg else ""
 
-    def _expect_client_answer(self, request_id: Any) -> None:
+    def _client_id(self, request_id: Any) -> Any:
+        """The id an agent request goes to the client under: its own (the same object),
+        unless the client still owes an answer under that id — two sessions' requests may
+        share an id, and each client answer must map back to exactly one agent request —
+        then a fresh one (``<id_prefix>-to-client-N``)."""
         key = jsonline.id_key(request_id)
-        _, count = self._outstanding.get(key, (request_id, 0))
-        self._outstanding[key] = (request_id, count + 1)
+        while key in self._forwarded or key in self._outstanding:
+            self._fresh_ids += 1
+            request_id = f"{self._id_prefix}-to-client-{self._fresh_ids}"
+            key = ("str", request_id)
+        return request_id
+
+    def _pass(self, client_id: Any, raw_id: Any, session_id: str, method: str) -> None:
+        """An agent request passed to the client under ``client_id``: its answer is expected."""
+        passed = _Passed(raw_id, session_id, method, client_id is not raw_id)
+        self._outstanding[jsonline.id_key(client_id)] = passed
         while len(self._outstanding) > MAX_OUTSTANDING:
             self._outstanding.popitem(last=False)
 
@@ -576,7 +644,11 @@ class Relay:
         return actions
 
     def _terminal_follow_up(self, method: str, msg: Mapping[str, Any]) -> list[Action]:
-        """A ``terminal/*`` follow-up naming a terminal policyd did not let through: refused."""
+        """A ``terminal/*`` request other than create: refused unless it names a terminal
+        policyd let through, from the session that created it; as a notification (no id)
+        it is dropped, never relayed unexamined."""
+        if "id" not in msg:
+            return self._side_notification(method, "a notification cannot be examined or answered")
         why = self.terminals.refusal(msg.get("params"))
         if not why:
             if method == "terminal/release":
@@ -585,6 +657,11 @@ class Relay:
         error = {"code": REFUSED_CODE, "message": f"policyd: {method} refused: {why}"}
         return [SendToAgent(jsonline.response(msg["id"], error=error)),
                 Log("terminal.refused", {"request_id": jsonline.loggable(msg["id"]), "method": method, "reason": why})]
+
+    def _side_notification(self, method: str, why: str) -> list[Action]:
+        """A side-channel method sent without an id: not relayed (logged)."""
+        area = method.split("/", 1)[0]
+        return [Log(f"{area}.refused", {"method": method, "reason": why, "answer": "dropped"})]
 
     def _refuse_unexamined(self, parsed: list[Any] | None, line: bytes, sender: str) -> list[Action]:
         """A line the relay cannot examine (JSON-looking but unparseable here, or a batch) is
@@ -609,7 +686,7 @@ class Relay:
         key = jsonline.id_key(msg.get("id"))
         turn = self._prompts.pop(key, None)
         if turn is not None and turn not in self._prompts.values():
-            self._cancelled_sessions.discard(turn)  # the cancelled turn has ended
+            self._cancelled_sessions.pop(turn, None)  # the cancelled turn has ended
         entry = self._client_requests.pop(key, None)
         if entry is None:
             return None
@@ -669,16 +746,14 @@ class Relay:
                                         traceparent=_traceparent(params) or self._traces.get(session_id, ""))
         else:
             query, problem, session_id = self._query(msg.get("params"), now_s)
-            if session_id in self._cancelled_sessions:
-                # The client cancelled this session's turn and the agent has not ended it: the
-                # request was sent before the agent saw the cancel (ACP cancellation).
-                fields = {"request_id": jsonline.loggable(msg["id"]), "session_id": session_id,
-                          "reason": "session/cancel received; the prompt turn has not ended"}
-                return [SendToAgent(jsonline.response(msg["id"], result=_CANCELLED)),
-                        Log("permission.cancelled", fields)]
+        if not side and session_id in self._cancelled_sessions:
+            # The client cancelled this session's turn and the agent has not ended it (or no
+            # new turn began): the request was sent before the agent saw the cancel.
+            cancelled = _Pending(-1, line, msg["id"], session_id, query, problem, side=side)
+            return self._cancelled(cancelled, "session/cancel received; the prompt turn has not ended")
         key = self._next_key
         self._next_key += 1
-        pending = _Pending(key, line, msg["id"], session_id, query, problem, side=side)
+        pending = _Pending(key, line, msg["id"], session_id, query, problem, side=side, msg=msg)
         self._queue.append(pending)
         self._by_key[key] = pending
         return [Consult(key, query, problem)]
@@ -706,6 +781,12 @@ class Relay:
             if not isinstance(oid, str) or not isinstance(kind, str):
                 return None, f"params.options[{i}] needs string optionId and kind", session_id
             options.append(PermissionOption(oid, name if isinstance(name, str) else "", kind))
+        if len({o.option_id for o in options}) < len(options):
+            # an optionId named twice is ambiguous (a deny could select an id that also names
+            # an allow): such options are never selected (none left: a deny is cancelled, an
+            # allow asks), and a client answer naming one is refused (cancelled)
+            seen = [o.option_id for o in options]
+            options = [o for o in options if seen.count(o.option_id) == 1]
         session = self.sessions.get(session_id) or SessionInfo(session_id, "", sandboxed=self.sandboxed)
         merged = self.tracker.merged(session_id, tool_call)
         query = PermissionQuery(
@@ -738,6 +819,8 @@ class Relay:
         fields: dict[str, Any] = {"request_id": jsonline.loggable(p.request_id), "session_id": p.session_id,
                                   **res.fields}
         if p.query is not None:
+            if "tool_call_id" not in fields:  # nobody decided (a daemon failed): say which action
+                fields.update(action_fields(p.query))
             fields.update(p.query.context_fields())
         if p.query is None:
             fields["problem"] = p.problem
@@ -789,6 +872,9 @@ class Relay:
             fields.update(problem=p.problem, decision="error", answer="refused")
             error = {"code": INVALID_PARAMS, "message": f"policyd: invalid {p.side}: {p.problem}"}
             return [SendToAgent(jsonline.response(p.request_id, error=error)), Log(log_event(p.side), fields)]
+        if "tool_call_id" not in fields:  # nobody decided (a daemon failed): say which action
+            fields.update(action_fields(p.query))
+            fields["method"] = p.side
         fields.update(p.query.context_fields())
         decision = res.decision
         fields["decision"] = decision.value if decision else "error"
@@ -801,16 +887,24 @@ class Relay:
                 fields["headless"] = self.headless
         if forward and self._client_gone:
             forward, fields["note"] = False, "the client has closed its end"
+        cid = self._client_id(p.request_id) if forward else p.request_id
+        if cid is not p.request_id:
+            assert p.msg is not None
+            rewritten = _with_id(p.msg, cid)
+            if rewritten is None:
+                forward, fields["note"] = False, "the request cannot be relayed under a fresh id"
+            else:
+                p.raw, fields["client_id"] = rewritten, cid
         if not forward:
             fields["answer"] = "refused"
             reason = fields.get("reason") or ("headless: no human to ask" if decision is not Decision.DENY else "")
             error = {"code": REFUSED_CODE, "message": f"policyd: {p.side} refused by policy ({reason})"}
             return [SendToAgent(jsonline.response(p.request_id, error=error)), Log(log_event(p.side), fields)]
-        p.forward = True
-        self._expect_client_answer(p.request_id)
+        p.forward, p.client_id = True, cid
+        self._pass(cid, p.request_id, p.session_id, p.side)
         fields["answer"] = "forwarded"
         if p.side == "terminal/create":
-            self.terminals.forwarded(_id_key(p.request_id), p.session_id)
+            self.terminals.forwarded(jsonline.id_key(cid), p.session_id)
         return [Log(log_event(p.side), fields)]
 
     def _forward(self, p: _Pending, log: Log) -> list[Action]:
@@ -819,8 +913,16 @@ class Relay:
         if self._client_gone:
             fields = {**log.fields, "answer": "cancelled", "note": "the client has closed its end"}
             return [SendToAgent(jsonline.response(p.request_id, result=_CANCELLED)), Log(log.event, fields)]
-        p.forward = True
-        self._forwarded[jsonline.id_key(p.request_id)] = p
+        cid = self._client_id(p.request_id)
+        if cid is not p.request_id:
+            rewritten = _with_id(p.msg, cid) if p.msg is not None else None
+            if rewritten is None:
+                fields = {**log.fields, "answer": "cancelled", "note": "the request cannot be relayed under a fresh id"}
+                return [SendToAgent(jsonline.response(p.request_id, result=_CANCELLED)), Log(log.event, fields)]
+            p.raw = rewritten
+            log = Log(log.event, {**log.fields, "client_id": cid})
+        p.forward, p.client_id = True, cid
+        self._forwarded[jsonline.id_key(cid)] = p
         while len(self._forwarded) > MAX_FORWARDED:
             self._forwarded.popitem(last=False)
         return [log]
@@ -858,24 +960,49 @@ class Relay:
         return actions
 
     def _cancel_session(self, session_id: str) -> list[Action]:
-        """The client's ``session/cancel``: answer ``cancelled`` to the session's requests
-        being decided now, and — until the agent answers the session's open
-        ``session/prompt`` (the turn ends) — to every request of the session read later:
-        they were sent before the agent saw the cancel (still in the pipe, or behind a slow
-        decision), and are indistinguishable by their bytes from requests sent after it."""
-        if session_id in self._prompts.values():
-            self._cancelled_sessions.add(session_id)
+        """The client's ``session/cancel`` (ACP: every pending request of the session is
+        answered ``cancelled``): the session's requests being decided now, those forwarded
+        and not yet sent to the client (behind an open consult or a held answer), and
+        permission requests the client was given and has not answered — its later answer is
+        dropped; and, until the agent answers the session's open ``session/prompt`` (or,
+        with no turn open, until the client starts a new one), every request of the session
+        read later: they were sent before the agent saw the cancel (still in the pipe, or
+        behind a slow decision), and are indistinguishable by their bytes from later ones.
+        Side requests (``fs/*``, ``terminal/create``) are not permission requests: they keep
+        their policy decision."""
+        if not session_id:
+            return []
+        self._cancelled_sessions[session_id] = None
+        while len(self._cancelled_sessions) > MAX_OUTSTANDING:
+            del self._cancelled_sessions[next(iter(self._cancelled_sessions))]
         actions: list[Action] = []
         for p in list(self._queue):
-            if isinstance(p, _Pending) and p.session_id == session_id and not p.resolved and not p.side:
+            if not isinstance(p, _Pending) or p.session_id != session_id or p.side:
+                continue
+            if not p.resolved:
                 p.resolved = True
                 self._by_key.pop(p.key, None)
-                actions.append(SendToAgent(jsonline.response(p.request_id, result=_CANCELLED)))
-                fields = {"request_id": jsonline.loggable(p.request_id), "session_id": session_id}
-                actions.append(Log("permission.cancelled", fields))
+            elif p.forward and self._forwarded.pop(jsonline.id_key(p.client_id), None) is p:
+                p.forward = False  # forwarded, but not yet sent (nor answered): it never will be
+            else:
+                continue
+            actions.extend(self._cancelled(p, "session/cancel received"))
+        for key, p in list(self._forwarded.items()):
+            if p.session_id == session_id:
+                del self._forwarded[key]
+                actions.extend(self._cancelled(p, "session/cancel received; the client's answer will not be relayed"))
         if actions:
             actions.extend(self._release())
         return actions
+
+    def _cancelled(self, p: _Pending, reason: str) -> list[Action]:
+        """Answer permission request ``p`` ``cancelled``, with a record saying which action
+        it was."""
+        fields: dict[str, Any] = {"request_id": jsonline.loggable(p.request_id), "session_id": p.session_id,
+                                  "reason": reason}
+        if p.query is not None:
+            fields.update(action_fields(p.query))
+        return [SendToAgent(jsonline.response(p.request_id, result=_CANCELLED)), Log("permission.cancelled", fields)]
 
     def _cancel_request(self, params: object) -> list[Action]:
         """The agent cancels its own permission request that we are still deciding."""
@@ -908,8 +1035,8 @@ class Relay:
                       "reason": "the client has closed its end"}
             actions.append(Log("permission.cancelled", fields))
         self._forwarded.clear()
-        for raw_id, count in self._outstanding.values():
-            actions.extend(SendToAgent(jsonline.response(raw_id, error=_GONE_ERROR)) for _ in range(count))
+        for passed in self._outstanding.values():
+            actions.append(SendToAgent(jsonline.response(passed.raw_id, error=_GONE_ERROR)))
         self._outstanding.clear()
         return actions + self._release()
 
@@ -964,9 +1091,21 @@ def _traceparent(params: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _id_key(request_id: Any) -> str:
-    """A key for ``core.sidechannel.Terminals``: keeps ``7`` and ``"7"`` apart."""
-    return json.dumps(request_id, sort_keys=True)
+def _with_id(msg: Mapping[str, Any], new_id: Any) -> bytes | None:
+    """``msg`` written again with ``new_id`` (numbers keep their spelling), or None when it
+    cannot be written back."""
+    try:
+        return jsonline.encode({**msg, "id": new_id}).encode("ascii") + b"\n"
+    except (ValueError, RecursionError):
+        return None
+
+
+def _malformed(msg: Mapping[str, Any]) -> str:
+    """Why a response is not one JSON-RPC response ("" when it is): exactly one of
+    ``result`` and ``error`` (a peer reading ``result`` first would act on it)."""
+    if ("result" in msg) == ("error" in msg):
+        return "the answer carries both result and error" if "result" in msg else "the answer has no result or error"
+    return ""
 
 
 def _peer(info: object) -> PeerInfo:
