@@ -476,14 +476,18 @@ class Harness:
             # the relay's order: those it still holds (being decided, or forwarded but not
             # yet sent), then those the client has
             mine = [p for p in self.perms if p.session == cancels]
-            held = [p for p in mine if p.state == "open" or (p.forwarded and not self._sent(p))]
-            at_client = [p for p in mine if p.forwarded and self._sent(p)]
+            # whether each had reached the client when the cancel arrived: taken before any
+            # is cancelled here (cancelling an open one ahead of a held one would make the
+            # held one look sent, though the relay cancels it unsent)
+            sent = {id(p): p.forwarded and self._sent(p) for p in mine}
+            held = [p for p in mine if p.state == "open" or (p.forwarded and not sent[id(p)])]
+            at_client = [p for p in mine if sent[id(p)]]
             for p in [*held, *at_client]:
                 if p.state == "open":
                     p.state = "cancelled"
                 elif id_key(p.client_id) in self.forwarded:
                     del self.forwarded[id_key(p.client_id)]
-                    p.cancelled_at_client = p.forwarded = self._sent(p)
+                    p.cancelled_at_client = p.forwarded = sent[id(p)]
                     p.state = "cancelled"
                 else:
                     continue
