@@ -6,8 +6,9 @@ set (``--policy``: files or directories; the search path is not used), compares 
 logged policy decision (``policy_decision`` when remembered choices answered, else
 ``decision``), and prints the
 differences grouped by transition (``core.replay``); ``--json`` prints the report as one
-JSON object. Identical requests are decided once (``core.replay.replay_key``); the distinct
-ones are decided in ``--jobs`` processes (default: one per CPU).
+JSON object. The logs are streamed in chunks replayed in ``--jobs`` processes (default: one
+per CPU), in order; identical requests are decided once per process
+(``core.replay.replay_key``). A progress line (rate, ETA) shows on a terminal's stderr.
 
 Exit codes: 0; 1 with ``--fail-on allow-widening`` when any decision moved toward allow,
 or ``--fail-on any-change`` when any changed; 2 when the draft does not load, no log entry
@@ -16,7 +17,9 @@ could be replayed, or a file cannot be read.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
+import itertools
 import json
 import multiprocessing
 import os
@@ -26,7 +29,8 @@ from typing import Any
 
 from policyd import loader
 from policyd.cli.common import USAGE_ERROR, report_load_error
-from policyd.cli.logfile import read_entries
+from policyd.cli.logfile import parse_line, read_lines
+from policyd.cli.progress import Progress
 from policyd.core.decide import decide
 from policyd.core.facts import Facts
 from policyd.core.model import Decision, PermissionQuery, Verdict
@@ -35,17 +39,18 @@ from policyd.core.record import PERMISSION_METHOD, query_from_entry
 from policyd.core.replay import Replayed, Report, group, replay_key, volatile_facts
 from policyd.realpaths import Resolver
 
-#: Distinct requests below which replay decides in this process (a pool costs more).
-PARALLEL_FROM = 400
-#: Distinct requests per task handed to a worker process.
-CHUNK = 200
+#: Lines handed to a worker process at once; a log shorter than this is replayed in this
+#: process (a pool costs more).
+CHUNK = 500
+PARALLEL_FROM = CHUNK
+#: Chunks in flight per worker (bounds memory: the log is streamed, never held).
+AHEAD = 4
+#: Distinct requests a process remembers the decision of (then it forgets them all).
+MEMO_MAX = 100_000
 
-_DRAFT: list[PolicySet] = []  # the draft, inherited by forked workers
-
-
-def _decide_chunk(queries: list[PermissionQuery]) -> list[tuple[str, tuple[str, ...]]]:
-    """Decision and deciding rule ids of each query under the draft (in a worker process)."""
-    return [_outcome(decide(_DRAFT[0], _facts(q, _DRAFT[0]))) for q in queries]
+_Line = tuple[str, int, str]
+_DRAFT: list[tuple[PolicySet, bool, str]] = []  # draft, volatile, home: inherited by forked workers
+_MEMO: dict[str, tuple[Decision, tuple[str, ...]] | str] = {}  # replay_key -> outcome or the error
 
 
 def _facts(query: PermissionQuery, policy: PolicySet) -> Facts:
@@ -54,31 +59,20 @@ def _facts(query: PermissionQuery, policy: PolicySet) -> Facts:
     return Facts(query, realpath=resolver, catalogue=policy.catalogue, links_below=resolver.links_below)
 
 
-def _outcome(verdict: Verdict) -> tuple[str, tuple[str, ...]]:
-    return verdict.decision.value, tuple(m.rule_id for m in verdict.matches if m.decision is verdict.decision)
+def _outcome(verdict: Verdict) -> tuple[Decision, tuple[str, ...]]:
+    return verdict.decision, tuple(m.rule_id for m in verdict.matches if m.decision is verdict.decision)
 
 
-def _decide_all(policy: PolicySet, queries: list[PermissionQuery], jobs: int) -> list[tuple[str, tuple[str, ...]]]:
-    """Every query decided under ``policy``: in ``jobs`` forked worker processes when there
-    are many (each decision is independent: pure CEL over the request's facts), in order."""
-    if jobs <= 1 or len(queries) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
-        return [_outcome(decide(policy, _facts(q, policy))) for q in queries]
-    _DRAFT[:] = [policy]
-    chunks = [queries[i : i + CHUNK] for i in range(0, len(queries), CHUNK)]
-    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-        return [o for chunk in pool.map(_decide_chunk, chunks) for o in chunk]
-
-
-def replayed(policy: PolicySet, logs: Sequence[str], home: str, skipped: list[str],
-             jobs: int = 1) -> Iterator[Replayed]:
-    """Every replayable entry of ``logs`` decided under ``policy``, in log order; the rest
-    goes to ``skipped`` as ``file:line: reason``. The logs are read first (identical
-    requests are decided once), then the distinct requests are decided (``jobs`` processes)."""
-    volatile = volatile_facts(policy)
-    index: dict[str, int] = {}
-    queries: list[PermissionQuery] = []
-    pending: list[tuple[int, str, Decision, tuple[str, ...], str, str, str, bool]] = []
-    for entry in read_entries(logs, skipped):
+def _replay_lines(lines: list[_Line]) -> tuple[list[Replayed], list[str]]:
+    """The replayed entries of ``lines`` under the draft (``_DRAFT``), in order, and what was
+    skipped, in order. Identical requests are decided once per process (``_MEMO``)."""
+    policy, volatile, home = _DRAFT[0]
+    out: list[Replayed] = []
+    skipped: list[str] = []
+    for name, lineno, line in lines:
+        entry = parse_line(name, lineno, line, skipped)
+        if entry is None:
+            continue
         item = entry.fields
         event = item.get("event")
         if not isinstance(event, str) or not event.endswith(".decided"):
@@ -95,23 +89,87 @@ def replayed(policy: PolicySet, logs: Sequence[str], home: str, skipped: list[st
             skipped.append(f"{entry.where}: logged decision {item.get('decision')!r} cannot be compared")
             continue
         key = replay_key(item, volatile)
-        slot = index.get(key)
-        if slot is None:
+        known = _MEMO.get(key)
+        if known is None:
             try:
                 query = query_from_entry(item, home, 0.0)
             except ValueError as exc:
-                skipped.append(f"{entry.where}: {exc}")
-                continue
-            slot = index[key] = len(queries)
-            queries.append(query)
+                known = str(exc)
+            else:
+                known = _outcome(decide(policy, _facts(query, policy)))
+            if len(_MEMO) >= MEMO_MAX:
+                _MEMO.clear()
+            _MEMO[key] = known
+        if isinstance(known, str):
+            skipped.append(f"{entry.where}: {known}")
+            continue
         logged_rules = tuple(r.get("id", "?") for r in item.get("rules", []) if isinstance(r, dict)
                              and r.get("decision") == logged.value)
-        pending.append((slot, entry.where, logged, logged_rules, str(item.get("kind", "")),
-                        str(item.get("title", "")), str(item.get("command", "")), bool(item.get("redacted"))))
-    outcomes = _decide_all(policy, queries, jobs)
-    for slot, where, logged, logged_rules, kind, title, command, redacted in pending:
-        decision, deciding = outcomes[slot]
-        yield Replayed(where, logged, Decision(decision), deciding, logged_rules, kind, title, command, redacted)
+        out.append(Replayed(entry.where, logged, known[0], known[1], logged_rules, str(item.get("kind", "")),
+                            str(item.get("title", "")), str(item.get("command", "")), bool(item.get("redacted"))))
+    return out, skipped
+
+
+def _chunks(logs: Sequence[str], sizes: list[int]) -> Iterator[list[_Line]]:
+    """The logs' non-blank lines, :data:`CHUNK` at a time; ``sizes[0]`` counts the
+    characters read (for the progress line)."""
+    chunk: list[_Line] = []
+    for entry in read_lines(logs):
+        chunk.append(entry)
+        sizes[0] += len(entry[2])
+        if len(chunk) >= CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _results(chunks: Iterator[list[_Line]], jobs: int) -> Iterator[tuple[list[Replayed], list[str]]]:
+    """Each chunk replayed, in order: here, or in ``jobs`` forked worker processes (each
+    decision is pure CEL over the request's facts) with a bounded number in flight."""
+    first = next(chunks, None)
+    if first is None:
+        return
+    second = next(chunks, None)
+    if second is None or jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        yield _replay_lines(first)
+        if second is not None:
+            yield _replay_lines(second)
+        for chunk in chunks:
+            yield _replay_lines(chunk)
+        return
+    todo = itertools.chain((first, second), chunks)
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        flight: collections.deque[concurrent.futures.Future[tuple[list[Replayed], list[str]]]] = collections.deque()
+        for chunk in todo:
+            flight.append(pool.submit(_replay_lines, chunk))
+            if len(flight) >= jobs * AHEAD:
+                yield flight.popleft().result()
+        while flight:
+            yield flight.popleft().result()
+
+
+def replayed(policy: PolicySet, logs: Sequence[str], home: str, skipped: list[str],
+             jobs: int = 1, progress: Progress | None = None) -> Iterator[Replayed]:
+    """Every replayable entry of ``logs`` decided under ``policy``, in log order; the rest
+    goes to ``skipped`` as ``file:line: reason``. The logs are streamed in chunks, replayed
+    in ``jobs`` processes; identical requests are decided once per process."""
+    _DRAFT[:] = [(policy, volatile_facts(policy), home)]
+    _MEMO.clear()
+    sizes = [0]
+    total = 0
+    for path in logs:
+        try:
+            total += os.path.getsize(path) if path != "-" else 0
+        except OSError:
+            pass
+    done = 0
+    for items, skips in _results(_chunks(logs, sizes), jobs):
+        skipped.extend(skips)
+        yield from items
+        done += len(items)
+        if progress is not None:
+            progress.update(done, sizes[0] / total if total and "-" not in logs else None)
 
 
 def render(report: Report, draft: PolicySet) -> str:
@@ -148,11 +206,14 @@ def run(drafts: Sequence[str] | None, logs: Sequence[str], home: str, as_json: b
     except PolicyError as exc:
         return report_load_error(exc)
     skipped: list[str] = []
+    progress = Progress("replayed")
     try:
-        report = group(replayed(draft, logs, home, skipped, jobs or os.cpu_count() or 1))
+        report = group(replayed(draft, logs, home, skipped, jobs or os.cpu_count() or 1, progress))
     except OSError as exc:
         print(f"policyd replay: {exc}", file=sys.stderr)
         return USAGE_ERROR
+    finally:
+        progress.close()
     report.skipped = skipped
     if as_json:
         doc: dict[str, Any] = {"draft_policy_hash": draft.short_hash, **report.as_dict()}
