@@ -119,6 +119,20 @@ def test_replay_key_ignores_ids_unless_rules_read_them() -> None:
     assert (False, True, True) == (volatile_facts(plain), volatile_facts(timed), volatile_facts(by_id))
 
 
+def test_replay_key_tells_sandboxed_sessions_apart() -> None:
+    """A rule on ``session.sandboxed`` leaves requests decidable once (not volatile), and a
+    sandboxed entry never shares a key with the same request outside the sandbox."""
+    a = json.loads(json.dumps(decision_record(_query({"kind": "read"}), {})))
+    b = {**a, "sandboxed": True}
+    assert replay_key(a, False) != replay_key(b, False)
+    big = [json.loads(json.dumps(a)) for _ in range(2)]
+    for i, e in enumerate(big):  # past orjson's 64 bits: the standard library's text
+        e["request"]["toolCall"]["rawInput"] = {"n": 2**70 + i}
+    assert replay_key(big[0], False) != replay_key(big[1], False)
+    boxed = build_set([("p.toml", "[policy]\n[[rule]]\nid='r'\nwhen='session.sandboxed'\ndecision='allow'\n")])
+    assert not volatile_facts(boxed)
+
+
 def test_explain_reports_errors_and_operands() -> None:
     policy = build_set([("p.toml", "[policy]\ndefault = 'ask'\n"
                                    "[[rule]]\nid='bad'\nwhen='tool.raw_input.n > 1 || tool.kind == \"read\"'\n"

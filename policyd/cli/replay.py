@@ -50,7 +50,7 @@ MEMO_MAX = 100_000
 
 _Line = tuple[str, int, str]
 _DRAFT: list[tuple[PolicySet, bool, str]] = []  # draft, volatile, home: inherited by forked workers
-_MEMO: dict[str, tuple[Decision, tuple[str, ...]] | str] = {}  # replay_key -> outcome or the error
+_MEMO: dict[bytes, tuple[Decision, tuple[str, ...]] | str] = {}  # replay_key -> outcome or the error
 
 
 def _facts(query: PermissionQuery, policy: PolicySet) -> Facts:

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from policyd.core.model import Decision
 from policyd.core.policy import PolicySet
 
@@ -29,7 +31,7 @@ from policyd.core.policy import PolicySet
 MAX_EXAMPLES = 3
 
 _NOW = re.compile(r"\bnow\b")
-_SESSION_OTHER = re.compile(r"\bsession\b(?!\s*\.\s*(?:cwd|roots|real_roots)\b)")
+_SESSION_OTHER = re.compile(r"\bsession\b(?!\s*\.\s*(?:cwd|roots|real_roots|sandboxed)\b)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,15 +128,16 @@ def group(items: Iterable[Replayed], skipped: list[str] | None = None) -> Report
 
 def volatile_facts(policy: PolicySet) -> bool:
     """True when some rule reads the tool call id, the session id or the time (then no two
-    requests are known to decide alike)."""
+    requests are known to decide alike). ``session.sandboxed`` is logged with the entry
+    and part of :func:`replay_key`, so it is not volatile."""
     for rule in policy.rules:
         if "id" in rule.needs or _NOW.search(rule.when) or _SESSION_OTHER.search(rule.when):
             return True
     return False
 
 
-def replay_key(entry: Mapping[str, Any], volatile: bool) -> str:
-    """A text equal for two entries that any policy decides alike (see :func:`volatile_facts`)."""
+def replay_key(entry: Mapping[str, Any], volatile: bool) -> bytes:
+    """Bytes equal for two entries that any policy decides alike (see :func:`volatile_facts`)."""
     request = entry.get("request")
     request = request if isinstance(request, Mapping) else {}
     call = request.get("toolCall")
@@ -143,6 +146,7 @@ def replay_key(entry: Mapping[str, Any], volatile: bool) -> str:
         "options": request.get("options"),
         "cwd": entry.get("cwd"),
         "dirs": entry.get("additionalDirectories"),
+        "sandboxed": entry.get("sandboxed"),
         "agent": entry.get("agent"),
         "client": entry.get("client"),
         "home": entry.get("home"),
@@ -152,4 +156,7 @@ def replay_key(entry: Mapping[str, Any], volatile: bool) -> str:
     else:
         call.pop("toolCallId", None)
     keep["call"] = call
-    return json.dumps(keep, default=str)  # key order as logged: a reordering only costs a re-evaluation
+    try:  # key order as logged: a reordering only costs a re-evaluation
+        return orjson.dumps(keep, default=str)
+    except (orjson.JSONEncodeError, TypeError):  # integers past 64 bits: the standard library's text
+        return json.dumps(keep, default=str).encode()
