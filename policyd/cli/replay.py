@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import contextlib
 import itertools
 import json
 import multiprocessing
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from policyd import loader
 from policyd.cli.common import USAGE_ERROR, report_load_error
@@ -36,7 +37,7 @@ from policyd.core.facts import Facts
 from policyd.core.model import Decision, PermissionQuery, Verdict
 from policyd.core.policy import PolicyError, PolicySet
 from policyd.core.record import PERMISSION_METHOD, query_from_entry
-from policyd.core.replay import Replayed, Report, group, replay_key, volatile_facts
+from policyd.core.replay import Replayed, Report, group, merge, replay_key, volatile_facts
 from policyd.realpaths import Resolver
 
 #: Lines handed to a worker process at once; a log shorter than this is replayed in this
@@ -49,6 +50,7 @@ AHEAD = 4
 MEMO_MAX = 100_000
 
 _Line = tuple[str, int, str]
+_T = TypeVar("_T")
 _DRAFT: list[tuple[PolicySet, bool, str]] = []  # draft, volatile, home: inherited by forked workers
 _MEMO: dict[bytes, tuple[Decision, tuple[str, ...]] | str] = {}  # replay_key -> outcome or the error
 
@@ -124,7 +126,13 @@ def _chunks(logs: Sequence[str], sizes: list[int]) -> Iterator[list[_Line]]:
         yield chunk
 
 
-def _results(chunks: Iterator[list[_Line]], jobs: int) -> Iterator[tuple[list[Replayed], list[str]]]:
+def _report_lines(lines: list[_Line]) -> Report:
+    """:func:`_replay_lines` grouped (``core.replay.group``): what a worker sends back."""
+    items, skipped = _replay_lines(lines)
+    return group(items, skipped)
+
+
+def _results(chunks: Iterator[list[_Line]], jobs: int, work: Callable[[list[_Line]], _T]) -> Iterator[_T]:
     """Each chunk replayed, in order: here, or in ``jobs`` forked worker processes (each
     decision is pure CEL over the request's facts) with a bounded number in flight."""
     first = next(chunks, None)
@@ -132,44 +140,61 @@ def _results(chunks: Iterator[list[_Line]], jobs: int) -> Iterator[tuple[list[Re
         return
     second = next(chunks, None)
     if second is None or jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        yield _replay_lines(first)
+        yield work(first)
         if second is not None:
-            yield _replay_lines(second)
+            yield work(second)
         for chunk in chunks:
-            yield _replay_lines(chunk)
+            yield work(chunk)
         return
     todo = itertools.chain((first, second), chunks)
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-        flight: collections.deque[concurrent.futures.Future[tuple[list[Replayed], list[str]]]] = collections.deque()
+        flight: collections.deque[concurrent.futures.Future[_T]] = collections.deque()
         for chunk in todo:
-            flight.append(pool.submit(_replay_lines, chunk))
+            flight.append(pool.submit(work, chunk))
             if len(flight) >= jobs * AHEAD:
                 yield flight.popleft().result()
         while flight:
             yield flight.popleft().result()
 
 
+def _start(policy: PolicySet, logs: Sequence[str], home: str) -> int:
+    """Set the draft for this process and its workers; the logs' total size (0: unknown)."""
+    _DRAFT[:] = [(policy, volatile_facts(policy), home)]
+    _MEMO.clear()
+    total = 0
+    for path in logs:
+        if path == "-":
+            return 0
+        with contextlib.suppress(OSError):
+            total += os.path.getsize(path)
+    return total
+
+
 def replayed(policy: PolicySet, logs: Sequence[str], home: str, skipped: list[str],
-             jobs: int = 1, progress: Progress | None = None) -> Iterator[Replayed]:
+             jobs: int = 1) -> Iterator[Replayed]:
     """Every replayable entry of ``logs`` decided under ``policy``, in log order; the rest
     goes to ``skipped`` as ``file:line: reason``. The logs are streamed in chunks, replayed
     in ``jobs`` processes; identical requests are decided once per process."""
-    _DRAFT[:] = [(policy, volatile_facts(policy), home)]
-    _MEMO.clear()
-    sizes = [0]
-    total = 0
-    for path in logs:
-        try:
-            total += os.path.getsize(path) if path != "-" else 0
-        except OSError:
-            pass
-    done = 0
-    for items, skips in _results(_chunks(logs, sizes), jobs):
+    _start(policy, logs, home)
+    for items, skips in _results(_chunks(logs, [0]), jobs, _replay_lines):
         skipped.extend(skips)
         yield from items
-        done += len(items)
+
+
+def replay_report(policy: PolicySet, logs: Sequence[str], home: str, jobs: int = 1,
+                  progress: Progress | None = None) -> Report:
+    """``group(replayed(...))`` with what was skipped, each worker grouping its own chunks
+    (``core.replay.merge``): only the groups cross between processes."""
+    total = _start(policy, logs, home)
+    read = [0]
+    parts: list[Report] = []
+    done = 0
+    for part in _results(_chunks(logs, read), jobs, _report_lines):
+        parts = [merge([*parts, part])]
+        done += part.total
         if progress is not None:
-            progress.update(done, sizes[0] / total if total and "-" not in logs else None)
+            progress.update(done, read[0] / total if total else None)
+    return merge(parts)
 
 
 def render(report: Report, draft: PolicySet) -> str:
@@ -205,16 +230,14 @@ def run(drafts: Sequence[str] | None, logs: Sequence[str], home: str, as_json: b
         draft = loader.load(list(drafts), []).policy
     except PolicyError as exc:
         return report_load_error(exc)
-    skipped: list[str] = []
     progress = Progress("replayed")
     try:
-        report = group(replayed(draft, logs, home, skipped, jobs or os.cpu_count() or 1, progress))
+        report = replay_report(draft, logs, home, jobs or os.cpu_count() or 1, progress)
     except OSError as exc:
         print(f"policyd replay: {exc}", file=sys.stderr)
         return USAGE_ERROR
     finally:
         progress.close()
-    report.skipped = skipped
     if as_json:
         doc: dict[str, Any] = {"draft_policy_hash": draft.short_hash, **report.as_dict()}
         sys.stdout.write(json.dumps(doc) + "\n")

@@ -126,6 +126,25 @@ def group(items: Iterable[Replayed], skipped: list[str] | None = None) -> Report
     return Report(ordered, same, total, list(skipped or []))
 
 
+def merge(reports: Iterable[Report]) -> Report:
+    """One report of consecutive parts of a log, as :func:`group` would make of the whole:
+    counts added, rules counted in order of first appearance, the first examples kept."""
+    groups: dict[tuple[Decision, Decision], Group] = {}
+    same = total = 0
+    skipped: list[str] = []
+    for part in reports:
+        same += part.same
+        total += part.total
+        skipped.extend(part.skipped)
+        for g in part.groups:
+            into = groups.setdefault((g.logged, g.draft), Group(g.logged, g.draft))
+            into.count += g.count
+            into.rules.update(g.rules)
+            into.examples.extend(g.examples[: MAX_EXAMPLES - len(into.examples)])
+    ordered = sorted(groups.values(), key=lambda g: (not g.widening, -g.count, g.name))
+    return Report(ordered, same, total, skipped)
+
+
 def volatile_facts(policy: PolicySet) -> bool:
     """True when some rule reads the tool call id, the session id or the time (then no two
     requests are known to decide alike). ``session.sandboxed`` is logged with the entry
