@@ -201,3 +201,68 @@ def test_replay_decides_distinct_requests_in_worker_processes_as_in_one(tmp_path
     assert len(one) == n and one == two
     assert [r.draft.value for r in one[:3]] == ["ask", "allow", "allow"]
     assert one[1].rules == ("ls-ok",)
+
+
+def test_parallel_replay_report_equals_the_serial_one(tmp_path: Path) -> None:
+    """A generated log of many chunks, with repeated requests, bad lines and entries that are
+    skipped: the report grouped in worker processes (``merge`` of parts) is the one grouped
+    from every entry in one process, groups, counts, rule order, examples and skips alike."""
+    from policyd.cli import replay as replay_cli
+    from policyd.engine import Engine
+
+    policy = build_set([("p.toml", '[policy]\nname = "p"\ndefault = "ask"\n\n[[rule]]\nid = "no-rm"\n'
+                                   'kinds = ["execute"]\nwhen = \'tool.commands.exists(c, c.name == "rm")\'\n'
+                                   'decision = "deny"\nreason = "x"\n')], check_examples=False)
+    engine = Engine(policy)
+    commands = ["rm -rf build", "ls", "git push", "cat x", "rm a && ls", "make test"]
+    base = []
+    for i, command in enumerate(commands):
+        res = engine.decide(case_query({"id": f"c{i}", "kind": "execute", "command": command, "expected": "ask"}))
+        base.append({"event": "permission.decided", "decision": res.decision.value if res.decision else "ask",
+                     **res.fields})
+    log = tmp_path / "decisions.jsonl"
+    n = replay_cli.CHUNK * 5 + 37
+    with log.open("w") as f:
+        for i in range(n):
+            if i % 401 == 7:
+                f.write("not json\n")
+            elif i % 397 == 3:
+                f.write(json.dumps({"event": "permission.decided", "method": "fs/write_text_file"}) + "\n")
+            else:
+                e = json.loads(json.dumps(base[(i * 7) % len(base)]))
+                e["request"]["toolCall"]["toolCallId"] = f"call_{i}"
+                e["request"]["toolCall"]["title"] = f"{commands[(i * 7) % len(base)]} {'x' * (i % 3)}"
+                f.write(json.dumps(e) + "\n")
+    draft = build_set([("d.toml", '[policy]\nname = "d"\ndefault = "ask"\n\n[[rule]]\nid = "ls-ok"\n'
+                                  'kinds = ["execute"]\nwhen = \'tool.commands.all(c, c.name in ["ls", "cat"])\'\n'
+                                  'decision = "allow"\nreason = "x"\n\n[[rule]]\nid = "build-ok"\nkinds = ["execute"]\n'
+                                  'when = \'tool.commands.exists(c, c.name == "make")\'\ndecision = "allow"\n')],
+                      check_examples=False)
+    skipped: list[str] = []
+    whole = group(replay_cli.replayed(draft, [str(log)], "/home/dev", skipped, jobs=1), skipped).as_dict()
+    serial = replay_cli.replay_report(draft, [str(log)], "/home/dev", jobs=1).as_dict()
+    parallel = replay_cli.replay_report(draft, [str(log)], "/home/dev", jobs=2).as_dict()
+    assert whole == serial == parallel
+    assert list(whole["groups"][0]["rules"]) == ["ls-ok", "build-ok"]
+    assert whole["changed"] > 0 and len(whole["skipped"]) > 10
+
+
+def test_replay_progress_shows_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rate and ETA redrawn on a terminal, erased at the end; nothing when not a terminal."""
+    import io
+
+    from policyd.cli import progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(progress, "AFTER", 0.0)
+    tty, pipe = Tty(), io.StringIO()
+    for stream in (tty, pipe):
+        bar = progress.Progress("replayed", stream)
+        bar.update(1200, 0.25)
+        bar.close()
+    assert "replayed 1,200 (25%)" in tty.getvalue() and "/s ETA 0:" in tty.getvalue()
+    assert tty.getvalue().endswith("\r\x1b[K") and pipe.getvalue() == ""
+    assert progress.line("replayed", 10, 2.0, None) == "replayed 10 5/s"
