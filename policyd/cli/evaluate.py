@@ -9,6 +9,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from policyd.cli.common import build_engine, load_policy, report_load_error
 from policyd.core.decide import choose_outcome
 from policyd.core.model import PermissionQuery
@@ -42,6 +44,15 @@ def eval_query(item: Mapping[str, Any], home: str, sandboxed: bool = False) -> P
     return dataclasses.replace(query, tool_call=tracker.merged(query.session.session_id, query.tool_call))
 
 
+def _loads(line: str) -> Any:
+    """orjson's parse; what it refuses (NaN, integers past 64 bits, lone surrogates, bad
+    JSON) the standard library's, as before: same values, same error messages."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
+
+
 def _write(result: Mapping[str, Any]) -> None:
     """One output line; ASCII JSON, so any string of the input (lone surrogates) survives."""
     sys.stdout.write(json.dumps(result, ensure_ascii=True) + "\n")
@@ -62,7 +73,7 @@ def evaluate(settings: Settings, file: str, sandboxed: bool = False) -> int:
             if not line.strip():
                 continue
             try:
-                item = json.loads(line)
+                item = _loads(line)
                 if not isinstance(item, Mapping):
                     raise ValueError("each line must be a JSON object")
                 query = eval_query(item, settings.home, sandboxed)
