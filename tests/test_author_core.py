@@ -174,7 +174,8 @@ def test_case_query_shapes() -> None:
         case_query({"id": "c", "expected": "maybe"})
 
 
-def test_replay_decides_distinct_requests_in_worker_processes_as_in_one(tmp_path: Path) -> None:
+def test_replay_decides_distinct_requests_in_worker_processes_as_in_one(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Many distinct requests are decided in forked worker processes (``--jobs``); the
     replayed decisions, rules and order are exactly those of one process."""
     from policyd.cli import replay as replay_cli
@@ -186,7 +187,8 @@ def test_replay_decides_distinct_requests_in_worker_processes_as_in_one(tmp_path
                                    'decision = "deny"\nreason = "x"\n')], check_examples=False)
     engine = Engine(policy)
     log = tmp_path / "decisions.jsonl"
-    n = replay_cli.PARALLEL_FROM + 50
+    monkeypatch.setattr(replay_cli, "WARM", 1)  # one chunk here, the rest in the workers
+    n = replay_cli.CHUNK * 3 + 50
     with log.open("w") as f:
         for i in range(n):
             command = f"rm -rf build{i}" if i % 3 == 0 else f"ls dir{i}"
@@ -203,7 +205,7 @@ def test_replay_decides_distinct_requests_in_worker_processes_as_in_one(tmp_path
     assert one[1].rules == ("ls-ok",)
 
 
-def test_parallel_replay_report_equals_the_serial_one(tmp_path: Path) -> None:
+def test_parallel_replay_report_equals_the_serial_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A generated log of many chunks, with repeated requests, bad lines and entries that are
     skipped: the report grouped in worker processes (``merge`` of parts) is the one grouped
     from every entry in one process, groups, counts, rule order, examples and skips alike."""
@@ -241,6 +243,7 @@ def test_parallel_replay_report_equals_the_serial_one(tmp_path: Path) -> None:
     skipped: list[str] = []
     whole = group(replay_cli.replayed(draft, [str(log)], "/home/dev", skipped, jobs=1), skipped).as_dict()
     serial = replay_cli.replay_report(draft, [str(log)], "/home/dev", jobs=1).as_dict()
+    monkeypatch.setattr(replay_cli, "WARM", 2)  # two chunks here, the rest in the workers
     parallel = replay_cli.replay_report(draft, [str(log)], "/home/dev", jobs=2).as_dict()
     assert whole == serial == parallel
     assert list(whole["groups"][0]["rules"]) == ["ls-ok", "build-ok"]

@@ -20,7 +20,6 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import contextlib
-import itertools
 import json
 import multiprocessing
 import os
@@ -40,10 +39,11 @@ from policyd.core.record import PERMISSION_METHOD, query_from_entry
 from policyd.core.replay import Replayed, Report, group, merge, replay_key, volatile_facts
 from policyd.realpaths import Resolver
 
-#: Lines handed to a worker process at once; a log shorter than this is replayed in this
-#: process (a pool costs more).
+#: Lines handed to a worker process at once.
 CHUNK = 500
-PARALLEL_FROM = CHUNK
+#: Chunks replayed here before the workers fork (they inherit the memo: each would
+#: otherwise decide every distinct request again).
+WARM = 16
 #: Chunks in flight per worker (bounds memory: the log is streamed, never held).
 AHEAD = 4
 #: Distinct requests a process remembers the decision of (then it forgets them all).
@@ -135,18 +135,15 @@ def _report_lines(lines: list[_Line]) -> Report:
 def _results(chunks: Iterator[list[_Line]], jobs: int, work: Callable[[list[_Line]], _T]) -> Iterator[_T]:
     """Each chunk replayed, in order: here, or in ``jobs`` forked worker processes (each
     decision is pure CEL over the request's facts) with a bounded number in flight."""
-    first = next(chunks, None)
-    if first is None:
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        yield from map(work, chunks)
         return
-    second = next(chunks, None)
-    if second is None or jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        yield work(first)
-        if second is not None:
-            yield work(second)
-        for chunk in chunks:
-            yield work(chunk)
-        return
-    todo = itertools.chain((first, second), chunks)
+    for _ in range(WARM):  # here first: the workers fork with this memo (a log repeats itself)
+        chunk = next(chunks, None)
+        if chunk is None:
+            return
+        yield work(chunk)
+    todo = chunks
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
         flight: collections.deque[concurrent.futures.Future[_T]] = collections.deque()
         for chunk in todo:
