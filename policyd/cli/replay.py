@@ -17,17 +17,15 @@ could be replayed, or a file cannot be read.
 
 from __future__ import annotations
 
-import collections
-import concurrent.futures
 import contextlib
 import json
-import multiprocessing
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from policyd import loader
+from policyd.cli.chunked import ordered
 from policyd.cli.common import USAGE_ERROR, report_load_error
 from policyd.cli.logfile import parse_line, read_lines
 from policyd.cli.progress import Progress
@@ -44,13 +42,10 @@ CHUNK = 500
 #: Chunks replayed here before the workers fork (they inherit the memo: each would
 #: otherwise decide every distinct request again).
 WARM = 16
-#: Chunks in flight per worker (bounds memory: the log is streamed, never held).
-AHEAD = 4
 #: Distinct requests a process remembers the decision of (then it forgets them all).
 MEMO_MAX = 100_000
 
 _Line = tuple[str, int, str]
-_T = TypeVar("_T")
 _DRAFT: list[tuple[PolicySet, bool, str]] = []  # draft, volatile, home: inherited by forked workers
 _MEMO: dict[bytes, tuple[Decision, tuple[str, ...]] | str] = {}  # replay_key -> outcome or the error
 
@@ -132,28 +127,6 @@ def _report_lines(lines: list[_Line]) -> Report:
     return group(items, skipped)
 
 
-def _results(chunks: Iterator[list[_Line]], jobs: int, work: Callable[[list[_Line]], _T]) -> Iterator[_T]:
-    """Each chunk replayed, in order: here, or in ``jobs`` forked worker processes (each
-    decision is pure CEL over the request's facts) with a bounded number in flight."""
-    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        yield from map(work, chunks)
-        return
-    for _ in range(WARM):  # here first: the workers fork with this memo (a log repeats itself)
-        chunk = next(chunks, None)
-        if chunk is None:
-            return
-        yield work(chunk)
-    todo = chunks
-    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-        flight: collections.deque[concurrent.futures.Future[_T]] = collections.deque()
-        for chunk in todo:
-            flight.append(pool.submit(work, chunk))
-            if len(flight) >= jobs * AHEAD:
-                yield flight.popleft().result()
-        while flight:
-            yield flight.popleft().result()
-
-
 def _start(policy: PolicySet, logs: Sequence[str], home: str) -> int:
     """Set the draft for this process and its workers; the logs' total size (0: unknown)."""
     _DRAFT[:] = [(policy, volatile_facts(policy), home)]
@@ -173,7 +146,7 @@ def replayed(policy: PolicySet, logs: Sequence[str], home: str, skipped: list[st
     goes to ``skipped`` as ``file:line: reason``. The logs are streamed in chunks, replayed
     in ``jobs`` processes; identical requests are decided once per process."""
     _start(policy, logs, home)
-    for items, skips in _results(_chunks(logs, [0]), jobs, _replay_lines):
+    for items, skips in ordered(_chunks(logs, [0]), jobs, _replay_lines, WARM):
         skipped.extend(skips)
         yield from items
 
@@ -186,7 +159,7 @@ def replay_report(policy: PolicySet, logs: Sequence[str], home: str, jobs: int =
     read = [0]
     parts: list[Report] = []
     done = 0
-    for part in _results(_chunks(logs, read), jobs, _report_lines):
+    for part in ordered(_chunks(logs, read), jobs, _report_lines, WARM):
         parts = [merge([*parts, part])]
         done += part.total
         if progress is not None:
