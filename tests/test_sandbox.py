@@ -169,16 +169,21 @@ def test_injected_npm_test_is_bounded(tmp_path: Path, listener: Listener, mode: 
 @needs_sandbox
 @pytest.mark.parametrize("mode", ["off", "required"])
 def test_environment_is_allow_listed(tmp_path: Path, mode: str) -> None:
-    """``echo $GITHUB_TOKEN`` prints nothing inside the sandbox (the baseline's ``env`` does
-    not name it), nor does any AWS_* variable; PATH and HOME still reach the agent."""
+    """Code nobody decided reads the environment: an allowed build whose recipe prints
+    ``$GITHUB_TOKEN`` and every variable name. Without the sandbox it prints the token; inside,
+    nothing, nor any AWS_* variable, while PATH and HOME still reach it. (Unsandboxed, the
+    spelling on the command line, ``echo $GITHUB_TOKEN``, is refused: ``env-read``.)"""
     home, ws, _ = make_world(tmp_path)
-    reports, client, _ = run(tmp_path, home, ws, ["echo token=$GITHUB_TOKEN", "env"], mode)
+    (ws / "Makefile").write_text("all:\n\t@echo token=$$GITHUB_TOKEN\n\t@env | cut -d= -f1\n")
+    reports, client, _ = run(tmp_path, home, ws, ["make", "echo token=$GITHUB_TOKEN"], mode)
     assert reports[0]["allowed"], client.stderr()[-2000:]
+    lines = reports[0]["stdout"].splitlines()
     if mode == "off":
-        assert f"token={TOKEN}" == reports[0]["stdout"].strip()
+        assert f"token={TOKEN}" == lines[0].strip()
+        assert not reports[1]["allowed"]  # unsandboxed, reading the environment is refused
         return
-    assert "token=" == reports[0]["stdout"].strip()
-    names = {line.split("=", 1)[0] for line in reports[1]["stdout"].splitlines()}
+    assert "token=" == lines[0].strip()
+    names = set(lines[1:])
     assert {"PATH", "HOME"} <= names
     assert not {n for n in names if n.startswith(("AWS_", "GITHUB_", "POLICYD_"))}
 
