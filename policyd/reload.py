@@ -51,6 +51,7 @@ from typing import Any, Protocol
 import watchfiles
 
 from policyd import loader, logs
+from policyd.bundle import provenance
 from policyd.core.policy import LoadError, PolicyError, PolicySet
 
 #: Milliseconds watchfiles waits for more events before reporting a batch.
@@ -92,6 +93,7 @@ class ReloadStatus:
     last_error: list[str] | None = None
     last_error_at: float | None = None
     reloads: int = 0
+    policy_bundle: dict[str, Any] | None = None  # the signed bundle in force (policyd.bundle)
 
 
 class Holder(Protocol):
@@ -174,7 +176,8 @@ class Reloader:
         self.rehash_s = rehash_s
         self.force_polling = force_polling
         self.on_change = on_change
-        self.status = ReloadStatus(holder.policy.hash, time.time(), _files_summary(holder.policy))
+        self.status = ReloadStatus(holder.policy.hash, time.time(), _files_summary(holder.policy),
+                                   policy_bundle=provenance(holder.policy))
         # the set in force was built from sources with exactly this hash (None: embedded)
         embedded = any(f.path.startswith("<embedded>") for f in holder.policy.files)
         self._current_hash: str | None = None if embedded else holder.policy.hash
@@ -391,7 +394,8 @@ class Reloader:
         self._failed_hash = None
         self._written_in_place = False
         elapsed_ms = round((time.perf_counter() - start) * 1000, 1)
-        self.status = ReloadStatus(policy.hash, time.time(), _files_summary(policy), reloads=self.status.reloads + 1)
+        self.status = ReloadStatus(policy.hash, time.time(), _files_summary(policy), reloads=self.status.reloads + 1,
+                                   policy_bundle=provenance(policy))
         log.info(
             "policy.reloaded",
             reason=reason,

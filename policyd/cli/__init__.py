@@ -187,6 +187,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
         from policyd.cli import init
 
         return init.run(args.directory, args.force)
+    if args.command == "bundle":
+        from policyd.cli import bundle
+
+        return bundle.run(args)
     if args.command == "summary":
         from policyd.cli import summary
 

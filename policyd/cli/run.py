@@ -210,8 +210,10 @@ class _EmbeddedStart:
 
     def _load(self, loop: asyncio.AbstractEventLoop) -> None:
         try:
+            from policyd import bundle
             from policyd.cli.common import load_policy, load_shadow
 
+            bundle.start(self.settings)
             loaded = load_policy(self.settings)
             if self.box is not None:
                 from policyd.sandbox import Unavailable, check_loaded
@@ -285,6 +287,9 @@ def serve(settings: Settings, socket_path: str | None, cli_policy: list[str] | N
 
     loader.PARSE_IN_CHILD = True  # cel-python stays out of the long-running daemon
     try:
+        from policyd import bundle
+
+        bundle.start(settings)
         engine = build_engine(settings, load_policy(settings, secure=True), secure=True)
     except PolicyError as exc:
         return report_load_error(exc)
