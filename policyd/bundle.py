@@ -232,12 +232,85 @@ def fetch_https(url: str, etag: str | None, timeout_s: float) -> tuple[bytes | N
         raise SourceUnavailable(f"{url}: {getattr(exc, 'reason', exc)}") from None
 
 
+#: The OCI media type of a bundle layer (``policyd bundle push``).
+MEDIA_TYPE = "application/vnd.policyd.bundle.v1.tar"
+
+
+def _registry(source: str) -> tuple[Any, Any]:
+    """The oras-py client and container for ``oci://HOST/REPO:TAG`` or ``…@sha256:…``; TLS
+    trusts ``SSL_CERT_FILE`` when set, else the system store."""
+    try:
+        import oras.container  # type: ignore[import-untyped,import-not-found,unused-ignore]
+        import oras.provider  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    except ImportError:
+        raise SourceUnavailable("OCI sources need the oras package: pip install 'policyd[oci]'") from None
+    ref = source.removeprefix("oci://")
+    container = oras.container.Container(ref)
+    client = oras.provider.Registry(hostname=container.registry, insecure=False,
+                                    tls_verify=os.environ.get("SSL_CERT_FILE") or True)
+    return client, container
+
+
+def fetch_oci(source: str, seen: str | None, timeout_s: float) -> tuple[bytes | None, str | None]:
+    """The bundle layer of the artifact at ``source``: (bytes, layer digest), or (None,
+    ``seen``) when the manifest still names the layer ``seen`` (one manifest GET)."""
+    try:
+        client, container = _registry(source)
+        manifest = client.get_manifest(container)
+        layers = [la for la in manifest.get("layers", []) if isinstance(la, dict)]
+        ours = [la for la in layers if la.get("mediaType") == MEDIA_TYPE] or (layers if len(layers) == 1 else [])
+        if len(ours) != 1:
+            raise SourceUnavailable(f"{source}: the artifact has no single {MEDIA_TYPE} layer")
+        digest = str(ours[0].get("digest", ""))
+        if digest == seen:
+            return None, seen
+        if int(ours[0].get("size", 0)) > core.MAX_BUNDLE_BYTES:
+            raise SourceUnavailable(f"{source}: bundle layer larger than {core.MAX_BUNDLE_BYTES} bytes")
+        response = client.get_blob(container, digest)
+        if response.status_code != 200:
+            raise SourceUnavailable(f"{source}: blob {digest}: HTTP {response.status_code}")
+        body = response.content
+    except SourceUnavailable:
+        raise
+    except Exception as exc:  # requests' errors, and oras-py's plain exceptions for registry errors
+        raise SourceUnavailable(f"{source}: {type(exc).__name__}: {exc}") from None
+    if "sha256:" + hashlib.sha256(body).hexdigest() != digest:
+        raise SourceUnavailable(f"{source}: blob does not match its digest {digest}")
+    return body, digest
+
+
+def push_oci(path: Path, target: str) -> str:
+    """Push a bundle file as a one-layer OCI artifact; returns the layer digest."""
+    client, container = _registry(target)
+    response = client.push(target=str(container), files=[f"{path}:{MEDIA_TYPE}"], disable_path_validation=True)
+    if response.status_code not in (200, 201):
+        raise SourceUnavailable(f"{target}: push failed: HTTP {response.status_code}")
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def fetch(source: str, etag: str | None, timeout_s: float) -> tuple[bytes | None, str | None]:
+    """One poll of ``source``, bounded by ``timeout_s`` (an OCI client without timeouts
+    runs on a thread that is abandoned). Raises SourceUnavailable."""
     if source.startswith("https://"):
         return fetch_https(source, etag, timeout_s)
-    if source.startswith("oci://"):
-        raise SourceUnavailable(f"{source}: OCI sources are not supported in this build (see docs/bundles.md)")
-    raise SourceUnavailable(f"{source}: a bundle source is https://…")
+    if not source.startswith("oci://"):
+        raise SourceUnavailable(f"{source}: a bundle source is https://… or oci://…")
+    result: list[tuple[bytes | None, str | None] | BaseException] = []
+
+    def work() -> None:
+        try:
+            result.append(fetch_oci(source, etag, timeout_s))
+        except BaseException as exc:
+            result.append(exc)
+
+    thread = threading.Thread(target=work, name="policyd-oci", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if not result:
+        raise SourceUnavailable(f"{source}: no answer within {timeout_s:g} s")
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    return result[0]
 
 
 # --- the cache -------------------------------------------------------------------------------

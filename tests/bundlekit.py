@@ -7,10 +7,12 @@ from __future__ import annotations
 import hashlib
 import http.server
 import os
+import socket
 import ssl
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,3 +148,66 @@ def bundles_config(path: Path, source: str, keys: list[Path], cache: Path, *, po
         f"exclusive = {'true' if exclusive else 'false'}\n"
         "timeout_s = 5\n")
     return path
+
+
+REGISTRY = Path("/usr/bin/docker-registry")
+
+
+@dataclass
+class Registry:
+    """Debian's ``docker-registry`` on a loopback port, TLS from a test CA."""
+
+    host: str
+    ca_file: Path
+    config: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([str(REGISTRY), "serve", str(self.config)], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        ctx = ssl.create_default_context(cafile=str(self.ca_file))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                host, port = self.host.split(":")
+                with socket.create_connection((host, int(port)), timeout=1) as raw, \
+                        ctx.wrap_socket(raw, server_hostname="127.0.0.1"):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError("docker-registry did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Iterator[Registry]:
+    if not REGISTRY.exists():
+        pytest.skip("Debian's docker-registry is not installed (./dev test installs it)")
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    d = tmp_path / "registry"
+    d.mkdir()
+    ca.cert_pem.write_to_path(str(d / "ca.pem"))
+    cert.cert_chain_pems[0].write_to_path(str(d / "cert.pem"))
+    cert.private_key_pem.write_to_path(str(d / "key.pem"))
+    port = _free_port()
+    config = d / "config.yml"
+    config.write_text(
+        "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n"
+        f"    rootdirectory: {d / 'data'}\n"
+        f"http:\n  addr: 127.0.0.1:{port}\n  tls:\n    certificate: {d / 'cert.pem'}\n    key: {d / 'key.pem'}\n")
+    reg = Registry(f"127.0.0.1:{port}", d / "ca.pem", config)
+    reg.start()
+    yield reg
+    reg.stop()

@@ -1,5 +1,5 @@
-"""``policyd bundle build | sign | verify``: pack, sign and check a policy bundle
-(docs/bundles.md). Exit codes: 0 done / verified, 1 the bundle does not verify, 2 usage
+"""``policyd bundle build | sign | verify | push``: pack, sign, check and publish a policy bundle
+(docs/bundles.md). Exit codes: 0 done / verified, 1 the bundle does not verify or the push failed, 2 usage
 errors (a directory, file or key that cannot be read)."""
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     v.add_argument("--key", required=True, action="append", metavar="PUBLIC.pem",
                    help="a pinned public key (repeat for several: key rotation)")
     v.add_argument("--json", action="store_true", help="the manifest and digest as one JSON object")
+    u = sub.add_parser("push", help="push a signed bundle to an OCI registry (oci://HOST/REPO:TAG)")
+    u.add_argument("file", metavar="FILE")
+    u.add_argument("target", metavar="oci://HOST/REPO:TAG")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,7 +55,16 @@ def run(args: argparse.Namespace) -> int:
             _write(path, signed)
             print(f"{args.file}: signed ({bundle.verify_any_signer(signed)})")
             return 0
+        if args.action == "push":
+            if not args.target.startswith("oci://"):
+                raise ValueError(f"{args.target}: the target is oci://HOST/REPO:TAG")
+            digest = bundle.push_oci(Path(args.file), args.target)
+            print(f"{args.target}: pushed {digest}")
+            return 0
         data = Path(args.file).read_bytes()
+    except bundle.SourceUnavailable as exc:
+        print(f"policyd bundle push: {exc}", file=sys.stderr)
+        return 1
     except (OSError, ValueError) as exc:
         print(f"policyd bundle {args.action}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
         return USAGE_ERROR
