@@ -12,20 +12,12 @@ in force on any error; and each file's path names the revision it came from (pro
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
-import io
 import json
 import os
-import random
-import shutil
-import ssl
-import tarfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -51,6 +43,9 @@ KEEP = 2
 
 def _tar(members: Sequence[tuple[str, bytes]]) -> bytes:
     """A reproducible tar: fixed mtime, owner and mode, in the order given."""
+    import io
+    import tarfile
+
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w", format=tarfile.USTAR_FORMAT) as tar:
         for name, data in members:
@@ -64,6 +59,9 @@ def _tar(members: Sequence[tuple[str, bytes]]) -> bytes:
 
 def _untar(data: bytes) -> dict[str, bytes]:
     """The regular files of a bundle archive; raises BundleInvalid for anything else."""
+    import io
+    import tarfile
+
     if len(data) > core.MAX_BUNDLE_BYTES:
         raise BundleInvalid(f"bundle larger than {core.MAX_BUNDLE_BYTES} bytes")
     out: dict[str, bytes] = {}
@@ -136,6 +134,8 @@ def key_id(public: Any) -> str:
 
 def sign(data: bytes, private_key: str | Path) -> bytes:
     """The bundle with one more signature (a signature by the same key is replaced)."""
+    import base64
+
     key = _pem(private_key, private=True)
     members = _untar(data)
     manifest = members.pop(core.MANIFEST)
@@ -178,6 +178,8 @@ class Verified:
 def verify(data: bytes, public_keys: Sequence[str | Path]) -> Verified:
     """Check the archive, the manifest, every file's hash and a signature by one of
     ``public_keys`` (several: key rotation). Raises BundleInvalid naming what failed."""
+    import base64
+
     from cryptography.exceptions import InvalidSignature
 
     if not public_keys:
@@ -216,6 +218,10 @@ class SourceUnavailable(Exception):
 def fetch_https(url: str, etag: str | None, timeout_s: float) -> tuple[bytes | None, str | None]:
     """GET ``url`` with ``If-None-Match``: (body, ETag), or (None, etag) when unchanged (304).
     TLS trusts the system store, or ``SSL_CERT_FILE``."""
+    import ssl
+    import urllib.error
+    import urllib.request
+
     request = urllib.request.Request(url, headers={"User-Agent": "policyd-bundle"})
     if etag:
         request.add_header("If-None-Match", etag)
@@ -346,6 +352,8 @@ def read_provenance(directory: Path) -> dict[str, Any] | None:
 
 def install(cache: Path, verified: Verified, archive: bytes, source: str) -> Path:
     """Unpack into a new revision directory and swap ``current`` to it (one rename)."""
+    import shutil
+
     cache.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(cache, 0o700)
     name = f"r{verified.manifest.revision}-{verified.digest.removeprefix('sha256:')[:12]}"
@@ -373,6 +381,8 @@ def install(cache: Path, verified: Verified, archive: bytes, source: str) -> Pat
 
 
 def _prune(cache: Path, keep: str) -> None:
+    import shutil
+
     revs = sorted((p for p in cache.iterdir() if p.is_dir() and p.name.startswith("r") and p.name != keep),
                   key=lambda p: p.stat().st_mtime)
     for old in revs[:-KEEP] if KEEP else revs:
@@ -487,6 +497,8 @@ class Puller:
         self._stop.set()
 
     def _loop(self) -> None:
+        import random
+
         while not self._stop.wait(self.cfg.poll_s * random.uniform(0.9, 1.1)):
             with contextlib.suppress(SourceUnavailable):
                 try:

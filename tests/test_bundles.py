@@ -141,3 +141,17 @@ def _repack(path: Path, members: dict[str, bytes]) -> None:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     path.write_bytes(out.getvalue())
+
+
+def test_bundle_provenance_becomes_guardrail_attributes() -> None:
+    """The bundle that decided: gen_ai.guardrail.policy.id / .version next to the rule ids."""
+    from policyd import telemetry
+
+    attrs = telemetry.attributes("permission.decided", {
+        "decision": "deny", "rules": [{"id": "org-deny", "decision": "deny"}], "policy_hash": "abc",
+        "policy_bundle": {"source": "oci://r.example/org/policy:stable", "digest": "sha256:ff", "revision": 42}})
+    assert attrs["policyd.rule.ids"] == ["org-deny"]
+    assert attrs["gen_ai.guardrail.policy.id"] == "oci://r.example/org/policy:stable"
+    assert attrs["gen_ai.guardrail.policy.version"] == "42"
+    assert attrs["policyd.policy.bundle.digest"] == "sha256:ff"
+    assert not any(k.startswith("policyd.policy_bundle") for k in attrs)
