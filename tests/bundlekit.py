@@ -67,6 +67,7 @@ class Served:
     body: bytes = b""
     down: bool = False  # answer 503
     requests: list[str | None] = field(default_factory=list)  # If-None-Match of each GET
+    root: Path | None = None  # serve files under this directory instead of ``body``
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def publish(self, path: Path) -> None:
@@ -103,6 +104,11 @@ def https_server(tmp: Path, served: Served) -> Https:
             with served.lock:
                 served.requests.append(self.headers.get("If-None-Match"))
                 body, etag, down = served.body, served.etag, served.down
+            if served.root is not None:
+                path = (served.root / self.path.lstrip("/")).resolve()
+                body = path.read_bytes() if path.is_file() and path.is_relative_to(served.root) else b""
+                etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+
             if down or not body:
                 self.send_response(503)
                 self.end_headers()

@@ -30,6 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     v.add_argument("--key", required=True, action="append", metavar="PUBLIC.pem",
                    help="a pinned public key (repeat for several: key rotation)")
     v.add_argument("--json", action="store_true", help="the manifest and digest as one JSON object")
+    g = sub.add_parser("pull", help="fetch, verify and install the [bundles] source's bundle now (exit 1: none)")
+    g.add_argument("--config", metavar="FILE", help="config TOML with the [bundles] table")
     u = sub.add_parser("push", help="push a signed bundle to an OCI registry (oci://HOST/REPO:TAG)")
     u.add_argument("file", metavar="FILE")
     u.add_argument("target", metavar="oci://HOST/REPO:TAG")
@@ -55,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
             _write(path, signed)
             print(f"{args.file}: signed ({bundle.verify_any_signer(signed)})")
             return 0
+        if args.action == "pull":
+            return _pull(args.config)
         if args.action == "push":
             if not args.target.startswith("oci://"):
                 raise ValueError(f"{args.target}: the target is oci://HOST/REPO:TAG")
@@ -84,6 +88,36 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"{args.file}: verified: revision {m.revision}, {len(m.files)} files, {verified.digest},"
               f" signed by key {verified.key_id}, expires {m.expires or 'never'}")
+    return 0
+
+
+def _pull(config: str | None) -> int:
+    """One pull as ``proxy`` and ``serve`` do at start: 0 when a verified bundle is in force
+    (fetched now or cached), 1 when none is (the reason is logged: ``bundle.refused``,
+    ``bundle.source_unavailable``)."""
+    from policyd import bundle, logs
+    from policyd.settings import SettingsProblem, load_settings
+
+    try:
+        settings = load_settings({}, config)
+        logs.configure(settings.log_level, None, settings.log_format)
+    except (SettingsProblem, FileNotFoundError) as exc:
+        print(f"policyd bundle pull: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    if settings.bundles is None:
+        print("policyd bundle pull: no [bundles] table in the config file", file=sys.stderr)
+        return USAGE_ERROR
+    puller = bundle.Puller(settings.bundles)
+    try:
+        puller.pull()
+    except bundle.SourceUnavailable as exc:
+        print(f"policyd bundle pull: {exc}", file=sys.stderr)
+    if puller.current is None:
+        print(f"policyd bundle pull: no verified bundle in force from {settings.bundles.source}", file=sys.stderr)
+        return 1
+    revision, digest = puller.current
+    where = bundle.cache_dir(settings.bundles)
+    print(f"in force: revision {revision} {digest} from {settings.bundles.source} ({where})")
     return 0
 
 
