@@ -18,7 +18,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -434,6 +434,8 @@ class Puller:
         self._refused: str | None = None  # digest of the last refused bundle: logged once
         self._down: str | None = None
         self._stop = threading.Event()
+        #: Called (on the poller's thread) after a new bundle was installed.
+        self.on_installed: Callable[[], None] | None = None
 
     def pull(self) -> bool:
         """One poll; True when a new bundle was installed. Raises SourceUnavailable."""
@@ -473,6 +475,8 @@ class Puller:
         self.etag = etag
         log.info("bundle.installed", source=source, digest=verified.digest, revision=verified.manifest.revision,
                  key_id=verified.key_id, directory=str(target), ms=round((time.perf_counter() - t0) * 1000, 1))
+        if self.on_installed is not None:
+            self.on_installed()
         return True
 
     def start_pull(self) -> None:
@@ -509,6 +513,9 @@ class Puller:
 
 # --- the policy layer ------------------------------------------------------------------------
 
+_IGNORED_LOGGED: list[bool] = []  # bundle.user_layers_ignored is logged once per process
+
+
 def apply(settings: Settings) -> Settings:
     """``settings`` with the bundle in force on the policy path: first on the search path,
     or (``exclusive``) as the only policy. Raises PolicyError when ``on_failure`` is
@@ -524,7 +531,8 @@ def apply(settings: Settings) -> Settings:
         raise PolicyError([LoadError("[bundles]", 0, "", why)])
     layer = [str(directory)] if directory is not None else []
     if cfg.exclusive:
-        if settings.policy:
+        if settings.policy and not _IGNORED_LOGGED:
+            _IGNORED_LOGGED.append(True)
             logs.get().warning("bundle.user_layers_ignored", policy=settings.policy,
                                why="[bundles] exclusive = true: only the bundle's files load")
         return settings.model_copy(update={"policy": layer, "search_path": []})

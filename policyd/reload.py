@@ -193,13 +193,23 @@ class Reloader:
         #: next change waits the full settle, whatever events follow
         self._written_in_place = False
         self._list_error: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def stop(self) -> None:
         self._stop.set()
 
+    def reload_soon(self, reason: str) -> None:
+        """From any thread (the bundle poller): a reload on the reloader's event loop, as
+        when a watched file changed; nothing before :meth:`run` started."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self._later, 0.0, reason)
+
     async def run(self) -> None:
         """Watch and re-hash until :meth:`stop` (only wait, when ``watch`` is off: then
         only explicit :meth:`reload` calls, e.g. on SIGHUP, reload)."""
+        self._loop = asyncio.get_running_loop()
         tasks = [asyncio.create_task(self._watch()), asyncio.create_task(self._rehash())] if self.watch else []
         await self._stop.wait()
         for t in tasks:

@@ -213,3 +213,31 @@ def test_https_source_needs_a_trusted_certificate(tmp_path: Path, https: Https,
         assert "CERTIFICATE_VERIFY_FAILED" in proxy.stderr_text()
     finally:
         proxy.stop()
+
+
+def test_daemon_enforces_the_bundle_and_reloads_on_a_new_one_without_watching(
+        tmp_path: Path, https: Https, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``policyd serve --no-watch``: the poller itself asks for the reload; status names the bundle."""
+    from tests.test_daemon import Daemon, decide_params, result
+
+    monkeypatch.setenv("SSL_CERT_FILE", str(https.ca_file))
+    key, pub = keypair(tmp_path, "org")
+    https.served.publish(make_bundle(tmp_path, "deny", 1, key))
+    config = bundles_config(tmp_path / "etc" / "b.toml", https.url, [pub], tmp_path / "cache", poll_s=1)
+    local = tmp_path / "local.toml"
+    local.write_text('[policy]\nname = "local"\ndefault = "ask"\n')
+    local.chmod(0o644)
+    daemon = Daemon(tmp_path, local, extra=["--config", str(config), "--no-watch"]).start()
+    try:
+        assert daemon.status()["policyBundle"]["revision"] == 1
+        assert result(daemon.socket, "v1/decide", decide_params())["decision"] == "deny"
+        https.served.publish(make_bundle(tmp_path, "allow", 2, key))
+        deadline = time.monotonic() + PICKUP_TIMEOUT
+        while time.monotonic() < deadline and daemon.status()["policyBundle"]["revision"] != 2:
+            time.sleep(0.1)
+        assert daemon.status()["policyBundle"]["revision"] == 2
+        assert result(daemon.socket, "v1/decide", decide_params())["decision"] == "allow"
+        assert daemon.decisions()[-1]["policy_bundle"]["revision"] == 2
+        assert any(e.get("reason") == "bundle" for e in daemon.events("policy.reloaded"))
+    finally:
+        daemon.terminate()
