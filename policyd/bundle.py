@@ -351,36 +351,47 @@ def read_provenance(directory: Path) -> dict[str, Any] | None:
 
 
 def install(cache: Path, verified: Verified, archive: bytes, source: str) -> Path:
-    """Unpack into a new revision directory and swap ``current`` to it (one rename)."""
+    """Unpack into a new revision directory and swap ``current`` to it (one rename), under
+    an exclusive lock on ``CACHE/.lock`` (several processes may share a cache). When another
+    process already put a higher revision in force, that one stays (no rollback on disk)."""
+    import fcntl
     import shutil
 
     cache.mkdir(parents=True, exist_ok=True, mode=0o700)
     os.chmod(cache, 0o700)
     name = f"r{verified.manifest.revision}-{verified.digest.removeprefix('sha256:')[:12]}"
     target = cache / name
-    if not target.is_dir():
-        tmp = cache / f".tmp-{name}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(mode=0o755)
-        for fname, data in verified.files.items():
-            (tmp / fname).write_bytes(data)
-            os.chmod(tmp / fname, 0o644)
-        (tmp / ARCHIVE).write_bytes(archive)
-        prov = {"source": source, "digest": verified.digest, "revision": verified.manifest.revision,
-                "created": verified.manifest.created, "expires": verified.manifest.expires,
-                "key_id": verified.key_id}
-        (tmp / PROVENANCE).write_text(json.dumps(prov, sort_keys=True))
-        os.rename(tmp, target)
-    link = cache / f".current-{os.getpid()}"
-    with contextlib.suppress(FileNotFoundError):
-        link.unlink()
-    os.symlink(name, link)
-    os.replace(link, cache / CURRENT)
-    _prune(cache, name)
+    with open(cache / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        now = in_force(cache)
+        if now is not None:
+            prov = read_provenance(now) or {}
+            if isinstance(prov.get("revision"), int) and prov["revision"] > verified.manifest.revision:
+                return now
+        if not target.is_dir():
+            tmp = cache / f".tmp-{name}-{os.getpid()}"
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(mode=0o755)
+            for fname, data in verified.files.items():
+                (tmp / fname).write_bytes(data)
+                os.chmod(tmp / fname, 0o644)
+            (tmp / ARCHIVE).write_bytes(archive)
+            info = {"source": source, "digest": verified.digest, "revision": verified.manifest.revision,
+                    "created": verified.manifest.created, "expires": verified.manifest.expires,
+                    "key_id": verified.key_id}
+            (tmp / PROVENANCE).write_text(json.dumps(info, sort_keys=True))
+            os.rename(tmp, target)
+        link = cache / f".current-{os.getpid()}"
+        with contextlib.suppress(FileNotFoundError):
+            link.unlink()
+        os.symlink(name, link)
+        os.replace(link, cache / CURRENT)
+        _prune(cache, name)
     return target
 
 
 def _prune(cache: Path, keep: str) -> None:
+    """Remove revision directories but ``keep`` and the :data:`KEEP` newest others."""
     import shutil
 
     revs = sorted((p for p in cache.iterdir() if p.is_dir() and p.name.startswith("r") and p.name != keep),
@@ -416,8 +427,11 @@ def check_cached(cache: Path, public_keys: Sequence[str]) -> tuple[int, str] | N
         core.check_files(verified.manifest, on_disk)
     except (OSError, BundleInvalid) as exc:
         _refused(str(directory), f"cached bundle: {exc}")
+        import shutil
+
         with contextlib.suppress(OSError):
             (cache / CURRENT).unlink()
+        shutil.rmtree(directory, ignore_errors=True)  # a fresh pull of the same bundle unpacks anew
         return None
     return verified.manifest.revision, verified.digest
 
@@ -471,7 +485,10 @@ class Puller:
             self.etag = etag  # the same refused bytes are not downloaded again
             return False
         target = install(self.cache, verified, data, source)
-        self.current = (verified.manifest.revision, verified.digest)
+        prov = read_provenance(target) or {}
+        self.current = (int(prov.get("revision", verified.manifest.revision)), str(prov.get("digest", digest)))
+        if self.current[1] != verified.digest:  # another process sharing the cache is ahead
+            return False
         self.etag = etag
         log.info("bundle.installed", source=source, digest=verified.digest, revision=verified.manifest.revision,
                  key_id=verified.key_id, directory=str(target), ms=round((time.perf_counter() - t0) * 1000, 1))

@@ -150,6 +150,13 @@ def test_cached_bundle_is_verified_again_at_start(tmp_path: Path, https: Https,
     assert "sha256 does not match" in p2.stderr_text()
     assert "fail-closed" in p2.stderr_text()
     p2.stop()
+    # the source back: the bundle is unpacked anew (not the edited copy) and decides
+    https.served.down = False
+    p3 = Proxy(tmp_path / "p3", ["--config", str(config)]).start()
+    try:
+        assert p3.decide() == "reject"
+    finally:
+        p3.stop()
 
 
 @pytest.mark.parametrize("on_failure", ["fail-closed", "keep-last"])
