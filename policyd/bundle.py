@@ -215,6 +215,9 @@ class SourceUnavailable(Exception):
     """The source could not be reached or answered with an error."""
 
 
+_CONTEXTS: dict[str | None, Any] = {}
+
+
 def fetch_https(url: str, etag: str | None, timeout_s: float) -> tuple[bytes | None, str | None]:
     """GET ``url`` with ``If-None-Match``: (body, ETag), or (None, etag) when unchanged (304).
     TLS trusts the system store, or ``SSL_CERT_FILE``."""
@@ -225,7 +228,10 @@ def fetch_https(url: str, etag: str | None, timeout_s: float) -> tuple[bytes | N
     request = urllib.request.Request(url, headers={"User-Agent": "policyd-bundle"})
     if etag:
         request.add_header("If-None-Match", etag)
-    context = ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE") or None)
+    cafile = os.environ.get("SSL_CERT_FILE") or None
+    context = _CONTEXTS.get(cafile)
+    if context is None:  # loading the trust store costs more than a poll: once per process
+        context = _CONTEXTS[cafile] = ssl.create_default_context(cafile=cafile)
     try:
         with urllib.request.urlopen(request, timeout=timeout_s, context=context) as response:
             body = response.read(core.MAX_BUNDLE_BYTES + 1)
