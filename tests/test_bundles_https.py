@@ -130,6 +130,8 @@ def test_proxy_pulls_enforces_updates_refuses_and_survives_restart(
     assert out["decision"] == "allow" and out["policy_bundle"]["revision"] == 2
     checked = json.loads(policyd("check", "--json", env=env).stdout)
     assert checked["policyBundle"]["revision"] == 2
+    explained = json.loads(policyd("explain", "--command", "ls", "--json", env=env).stdout.splitlines()[0])
+    assert explained["policy_bundle"]["revision"] == 2
 
 
 def test_cached_bundle_is_verified_again_at_start(tmp_path: Path, https: Https,
@@ -248,3 +250,23 @@ def test_daemon_enforces_the_bundle_and_reloads_on_a_new_one_without_watching(
         assert any(e.get("reason") == "bundle" for e in daemon.events("policy.reloaded"))
     finally:
         daemon.terminate()
+
+
+def test_bundle_pull_exit_codes(tmp_path: Path, https: Https, monkeypatch: pytest.MonkeyPatch) -> None:
+    """0 with a verified bundle in force, 1 with none (source down, nothing cached), 2 without [bundles]."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(https.ca_file))
+    key, pub = keypair(tmp_path, "org")
+    config = bundles_config(tmp_path / "etc" / "b.toml", https.url, [pub], tmp_path / "cache")
+    env = {**policyd_env(tmp_path), "SSL_CERT_FILE": str(https.ca_file)}
+    https.served.down = True
+    proc = policyd("bundle", "pull", "--config", str(config), env=env, check=False)
+    assert proc.returncode == 1 and "HTTP 503" in proc.stderr and "no verified bundle in force" in proc.stderr
+    https.served.down = False
+    https.served.publish(make_bundle(tmp_path, "deny", 3, key))
+    assert "in force: revision 3" in policyd("bundle", "pull", "--config", str(config), env=env).stdout
+    https.served.down = True  # cached: still in force
+    assert "in force: revision 3" in policyd("bundle", "pull", "--config", str(config), env=env).stdout
+    proc = policyd("bundle", "pull", env=env, check=False)
+    assert proc.returncode == 2 and "no [bundles] table" in proc.stderr
+    proc = policyd("bundle", "push", str(tmp_path / "r3-deny.bundle"), "https://x/y", env=env, check=False)
+    assert proc.returncode == 2 and "oci://HOST/REPO:TAG" in proc.stderr

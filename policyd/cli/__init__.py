@@ -1,5 +1,6 @@
-"""Command line: ``policyd proxy | serve | check | eval | status | reload | remembered | init | summary | demo``
-and the policy author's ``explain | test | replay | suggest`` (``policyd.cli.author``).
+"""Command line: ``policyd proxy | serve | check | eval | status | reload | remembered | init | summary | demo``,
+the policy author's ``explain | test | replay | suggest`` (``policyd.cli.author``) and
+``bundle build | sign | verify | push | pull`` (``policyd.cli.bundle``, its own exit codes).
 
 Exit codes: ``proxy`` exits with the agent's code (128+N for signal N); ``serve`` 0 after a
 clean shutdown, 1 when it cannot start; ``check`` 0 when the set loads, 1 with every error
