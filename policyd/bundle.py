@@ -335,7 +335,17 @@ def default_cache_dir() -> Path:
 
 
 def cache_dir(cfg: BundleSettings) -> Path:
-    return Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()
+    """``cache_dir`` when set and this process may write it (or create it); else the
+    default (a user's proxy on a machine whose root daemon owns the configured cache keeps
+    its own, verified the same way)."""
+    if cfg.cache_dir:
+        configured = Path(cfg.cache_dir)
+        nearest = configured
+        while not nearest.exists() and nearest != nearest.parent:
+            nearest = nearest.parent
+        if os.geteuid() == 0 or os.access(nearest, os.W_OK | os.X_OK):
+            return configured
+    return default_cache_dir()
 
 
 def in_force(cache: Path) -> Path | None:
@@ -490,7 +500,11 @@ class Puller:
             self._refused = digest
             self.etag = etag  # the same refused bytes are not downloaded again
             return False
-        target = install(self.cache, verified, data, source)
+        try:
+            target = install(self.cache, verified, data, source)
+        except OSError as exc:
+            log.error("bundle.install_failed", source=source, cache=str(self.cache), error=str(exc))
+            return False
         prov = read_provenance(target) or {}
         self.current = (int(prov.get("revision", verified.manifest.revision)), str(prov.get("digest", digest)))
         if self.current[1] != verified.digest:  # another process sharing the cache is ahead
@@ -530,8 +544,8 @@ class Puller:
             with contextlib.suppress(SourceUnavailable):
                 try:
                     self.pull()
-                except (OSError, BundleInvalid) as exc:  # the cache cannot be written: keep polling
-                    logs.get().error("bundle.install_failed", source=self.cfg.source, error=str(exc))
+                except Exception as exc:  # a bug must not end polling: log it and go on
+                    logs.get().error("bundle.poll_failed", source=self.cfg.source, error=repr(exc))
 
 
 # --- the policy layer ------------------------------------------------------------------------
