@@ -188,6 +188,11 @@ def log_fields(verdict: Verdict, facts: Facts, eval_us: int, policy: PolicySet |
         "policy_hash": verdict.policy_hash[:12],
         "eval_us": eval_us,
     }
+    from policyd.bundle import provenance
+
+    origin = provenance(policy)
+    if origin is not None:
+        fields["policy_bundle"] = origin
     if verdict.errors:
         fields["errors"] = list(verdict.errors)
     profiles = facts.call.get("_policyd_profiles")

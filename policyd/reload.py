@@ -51,6 +51,7 @@ from typing import Any, Protocol
 import watchfiles
 
 from policyd import loader, logs
+from policyd.bundle import provenance
 from policyd.core.policy import LoadError, PolicyError, PolicySet
 
 #: Milliseconds watchfiles waits for more events before reporting a batch.
@@ -92,6 +93,7 @@ class ReloadStatus:
     last_error: list[str] | None = None
     last_error_at: float | None = None
     reloads: int = 0
+    policy_bundle: dict[str, Any] | None = None  # the signed bundle in force (policyd.bundle)
 
 
 class Holder(Protocol):
@@ -174,7 +176,8 @@ class Reloader:
         self.rehash_s = rehash_s
         self.force_polling = force_polling
         self.on_change = on_change
-        self.status = ReloadStatus(holder.policy.hash, time.time(), _files_summary(holder.policy))
+        self.status = ReloadStatus(holder.policy.hash, time.time(), _files_summary(holder.policy),
+                                   policy_bundle=provenance(holder.policy))
         # the set in force was built from sources with exactly this hash (None: embedded)
         embedded = any(f.path.startswith("<embedded>") for f in holder.policy.files)
         self._current_hash: str | None = None if embedded else holder.policy.hash
@@ -190,13 +193,23 @@ class Reloader:
         #: next change waits the full settle, whatever events follow
         self._written_in_place = False
         self._list_error: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def stop(self) -> None:
         self._stop.set()
 
+    def reload_soon(self, reason: str) -> None:
+        """From any thread (the bundle poller): a reload on the reloader's event loop, as
+        when a watched file changed; nothing before :meth:`run` started."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self._later, 0.0, reason)
+
     async def run(self) -> None:
         """Watch and re-hash until :meth:`stop` (only wait, when ``watch`` is off: then
         only explicit :meth:`reload` calls, e.g. on SIGHUP, reload)."""
+        self._loop = asyncio.get_running_loop()
         tasks = [asyncio.create_task(self._watch()), asyncio.create_task(self._rehash())] if self.watch else []
         await self._stop.wait()
         for t in tasks:
@@ -391,7 +404,8 @@ class Reloader:
         self._failed_hash = None
         self._written_in_place = False
         elapsed_ms = round((time.perf_counter() - start) * 1000, 1)
-        self.status = ReloadStatus(policy.hash, time.time(), _files_summary(policy), reloads=self.status.reloads + 1)
+        self.status = ReloadStatus(policy.hash, time.time(), _files_summary(policy), reloads=self.status.reloads + 1,
+                                   policy_bundle=provenance(policy))
         log.info(
             "policy.reloaded",
             reason=reason,

@@ -513,6 +513,8 @@ class Daemon:
         return {"entryId": entry}
 
     def status(self, params: Any) -> dict[str, Any]:
+        from policyd.bundle import provenance
+
         policy = self.engine.policy
         info: dict[str, Any] = {
             "protocolVersion": wire.PROTOCOL_VERSION,
@@ -521,6 +523,7 @@ class Daemon:
             "policyHash": policy.hash,
             "files": [{"path": f.path, "rules": len(f.rules)} for f in policy.files],
             "counters": dict(self.counters),
+            "policyBundle": provenance(policy),
         }
         if self.reloader is not None:
             st = self.reloader.status

@@ -112,6 +112,20 @@ class GatewaySettings(BaseModel):
     key_credential: str | None = None
 
 
+class BundleSettings(BaseModel):
+    """The ``[bundles]`` table: the organisation's signed policy bundle (docs/bundles.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Annotated[str, Field(pattern=r"^(https|oci)://")]
+    public_keys: Annotated[list[str], Field(min_length=1)]
+    poll_s: Annotated[float, Field(gt=0)] = 300.0
+    on_failure: Literal["keep-last", "fail-closed"] = "keep-last"
+    cache_dir: str | None = None
+    exclusive: bool = False
+    timeout_s: Annotated[float, Field(gt=0)] = 10.0
+
+
 class Settings(BaseSettings):
     """Every setting of policyd (see README "Settings")."""
 
@@ -145,6 +159,7 @@ class Settings(BaseSettings):
     gateway: GatewaySettings = Field(default_factory=lambda: GatewaySettings())
     sandbox: Literal["off", "auto", "required"] = "off"
     sandbox_roots: list[str] = Field(default_factory=list, description="writable roots of the sandbox beside the cwd")
+    bundles: BundleSettings | None = None
 
     @field_validator("remember_expiry")
     @classmethod

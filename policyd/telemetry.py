@@ -49,7 +49,7 @@ EXPORTED_PREFIXES = ("permission.", "policy.", "mode.", "fs.", "terminal.", "sid
 #: ``gen_ai.system`` of each gateway provider (OTel GenAI semantic conventions).
 GEN_AI_SYSTEMS = {"anthropic": "anthropic", "openai": "openai", "gemini": "gcp.gemini"}
 #: Fields already mapped to a standard attribute (not repeated as ``policyd.<field>``).
-_MAPPED = frozenset({"event", "level", "timestamp", "tool_call_id", "rules", "policy_hash", "eval_us",
+_MAPPED = frozenset({"event", "level", "timestamp", "tool_call_id", "rules", "policy_hash", "policy_bundle", "eval_us",
                      "session_id", "agent", "client", "traceparent", "decision", "source"})
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 
@@ -150,6 +150,11 @@ def attributes(event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
             attrs["policyd.rule.locations"] = locations
     if "policy_hash" in fields:
         attrs["policyd.policy.hash"] = str(fields["policy_hash"])
+    origin = fields.get("policy_bundle")
+    if isinstance(origin, Mapping):  # the signed bundle that decided (GenAI guardrail conventions)
+        attrs["gen_ai.guardrail.policy.id"] = str(origin.get("source", ""))
+        attrs["gen_ai.guardrail.policy.version"] = str(origin.get("revision", ""))
+        attrs["policyd.policy.bundle.digest"] = str(origin.get("digest", ""))
     if "eval_us" in fields:
         attrs["policyd.eval_us"] = _scalar(fields["eval_us"])
     if fields.get("session_id"):

@@ -1,5 +1,6 @@
-"""Command line: ``policyd proxy | serve | check | eval | status | reload | remembered | init | summary | demo``
-and the policy author's ``explain | test | replay | suggest`` (``policyd.cli.author``).
+"""Command line: ``policyd proxy | serve | check | eval | status | reload | remembered | init | summary | demo``,
+the policy author's ``explain | test | replay | suggest`` (``policyd.cli.author``) and
+``bundle build | sign | verify | push | pull`` (``policyd.cli.bundle``, its own exit codes).
 
 Exit codes: ``proxy`` exits with the agent's code (128+N for signal N); ``serve`` 0 after a
 clean shutdown, 1 when it cannot start; ``check`` 0 when the set loads, 1 with every error
@@ -187,6 +188,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
         from policyd.cli import init
 
         return init.run(args.directory, args.force)
+    if args.command == "bundle":
+        from policyd.cli import bundle
+
+        return bundle.run(args)
     if args.command == "summary":
         from policyd.cli import summary
 

@@ -29,7 +29,15 @@ def check(settings: Settings, as_json: bool = False) -> int:
     policy path cannot be read. Warns about files ``policyd serve`` would refuse, a set without
     the baseline or ``[modes]``, and every allow rule wider than its examples
     (:mod:`policyd.core.attack`). ``as_json``: one object on stdout (``ok``, ``files``,
-    ``rules``, ``policyHash``, ``warnings``, ``wider_than_examples``, ``errors``)."""
+    ``rules``, ``policyHash``, ``policyBundle``, ``warnings``, ``wider_than_examples``, ``errors``)."""
+    from policyd import bundle
+
+    try:
+        settings = bundle.apply(settings)
+    except PolicyError as exc:
+        for err in exc.errors:
+            print(f"error: {err}", file=sys.stderr)
+        return 1
     for warning in insecure_warnings(settings):
         print(warning, file=sys.stderr)
     try:
@@ -47,7 +55,8 @@ def check(settings: Settings, as_json: bool = False) -> int:
     gaps = loader.gaps(p)
     found = attack(p)
     if as_json:
-        print(json.dumps({"ok": True, "policyHash": p.short_hash, "rules": len(p.rules), "default": p.default.value,
+        print(json.dumps({"ok": True, "policyHash": p.short_hash, "policyBundle": bundle.provenance(p),
+                          "rules": len(p.rules), "default": p.default.value,
                           "warnings": gaps,
                           "wider_than_examples": [{"rule": f.rule_id, "at": f.at, "mechanism": f.mechanism,
                                                    "example": f.example, "mutant": f.mutant,
@@ -60,6 +69,8 @@ def check(settings: Settings, as_json: bool = False) -> int:
         where = loader.layer(f.path, settings.policy, settings.search_path)
         print(f"ok {f.path} [{where}] sha256:{f.sha256[:12]}: {len(f.rules)} rules, default {f.default.value}")
     print(f"policy set {p.short_hash}: {len(p.files)} files, {len(p.rules)} rules, default {p.default.value}")
+    if (origin := bundle.provenance(p)) is not None:
+        print(f"policy bundle: revision {origin['revision']} {origin['digest']} from {origin['source']}")
     for gap in gaps:
         print(f"warning: {gap}", file=sys.stderr)
     for finding in found:
@@ -119,16 +130,23 @@ def show_status(settings: Settings, as_json: bool = False) -> int:
         loaded = _when(daemon.get("loadedAt"))
         print(f"daemon pid {daemon['pid']} at {path}: policy {daemon['policyHash'][:12]} loaded {loaded},"
               f" {len(daemon['files'])} files, {daemon.get('reloads', 0)} reloads; counters {daemon['counters']}")
+        _print_bundle(daemon.get("policyBundle"))
         _print_files_and_error(daemon["files"], daemon.get("lastError"), daemon.get("lastErrorAt"))
     elif error is None:
         print(f"no daemon answers at {path}")
     for e in proxies:
         print(f"proxy pid {e['pid']}: policy {e['policy_hash'][:12]} loaded {_when(e['loaded_at'])},"
               f" {len(e['files'])} files, {e.get('reloads', 0)} reloads; agent: {' '.join(e['agent'])}")
+        _print_bundle(e.get("policy_bundle"))
         _print_files_and_error(e["files"], e.get("last_error"), e.get("last_error_at"))
     if not proxies:
         print(f"no running proxies (status files in {status.runtime_dir()})")
     return code
+
+
+def _print_bundle(origin: Any) -> None:
+    if isinstance(origin, dict):
+        print(f"  policy bundle: revision {origin.get('revision')} {origin.get('digest')} from {origin.get('source')}")
 
 
 def _print_files_and_error(files: list[dict[str, Any]], error: list[str] | None, error_at: float | None) -> None:

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from policyd import loader, logs
+from policyd import bundle, loader, logs
 from policyd.core.policy import PolicyError, PolicySet
 from policyd.engine import Engine
 from policyd.memory import Memory
@@ -49,12 +49,14 @@ def insecure_warnings(settings: Settings) -> list[str]:
 def load_policy(settings: Settings, secure: bool = False) -> loader.Loaded:
     """Load the set in force and log ``policy.loaded`` (and ``policy.insecure`` warnings
     unless ``secure``, where they are errors); raises PolicyError."""
+    settings = bundle.apply(settings)
     if not secure:
         insecure_warnings(settings)
     loaded = loader.load(settings.policy, settings.search_path, secure)
     files = [{"path": f.path, "rules": len(f.rules),
               "layer": loader.layer(f.path, settings.policy, settings.search_path)} for f in loaded.policy.files]
-    logs.get().info("policy.loaded", hash=loaded.policy.short_hash, files=files, embedded=loaded.embedded)
+    logs.get().info("policy.loaded", hash=loaded.policy.short_hash, files=files, embedded=loaded.embedded,
+                    bundle=bundle.provenance(loaded.policy))
     for gap in loader.gaps(loaded.policy):
         logs.get().warning("policy.incomplete", problem=gap)
     return loaded
@@ -105,6 +107,11 @@ def build_reloader(
             fresh = load_settings({"policy": cli_policy}, config)
         except Exception:  # a broken config keeps the paths in force
             fresh = settings
+        try:
+            fresh = bundle.apply(fresh)
+        except PolicyError:  # fail-closed and no bundle: the reload fails, the set in force stays
+            assert fresh.bundles is not None
+            fresh = fresh.model_copy(update={"policy": [str(bundle.cache_dir(fresh.bundles) / bundle.CURRENT)]})
         found = find_config_quiet(config)
         return list(fresh.policy), list(fresh.search_path), str(found) if found else None
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from policyd.bundle import provenance
 from policyd.cli.common import build_engine, load_policy, report_load_error
 from policyd.core.decide import choose_outcome
 from policyd.core.model import PermissionQuery
@@ -90,6 +91,8 @@ def evaluate(settings: Settings, file: str, sandboxed: bool = False) -> int:
             }
             if verdict.errors:
                 result["errors"] = list(verdict.errors)
+            if (origin := provenance(engine.policy)) is not None:
+                result["policy_bundle"] = origin
             _write(result)
     sys.stdout.flush()
     return 1 if failed else 0

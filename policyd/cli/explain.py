@@ -17,6 +17,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from policyd.bundle import provenance
 from policyd.cli.common import load_policy, report_load_error
 from policyd.cli.evaluate import eval_query
 from policyd.cli.logfile import read_entries
@@ -137,10 +138,14 @@ def run(settings: Settings, file: str | None, command: str | None, cwd: str | No
             print(f"policyd explain: {where}: {exc}", file=sys.stderr)
             failed = True
             continue
+        origin = provenance(policy)
         if as_json:
-            sys.stdout.write(json.dumps({"input": where, **ex.as_dict()}) + "\n")
+            sys.stdout.write(json.dumps({"input": where, **ex.as_dict(),
+                                         **({"policy_bundle": origin} if origin else {})}) + "\n")
         else:
             text = render(ex, _header(item, where))
+            if origin is not None:
+                text += f"\npolicy bundle: revision {origin['revision']} {origin['digest']} from {origin['source']}"
             logged = item.get("policy_decision", item.get("decision")) if "event" in item else None
             if isinstance(logged, str) and logged != ex.decision:
                 text += f"\nnote: logged {logged}; the policy loaded now decides {ex.decision}"

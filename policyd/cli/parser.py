@@ -158,6 +158,12 @@ def _init(it: argparse.ArgumentParser) -> None:
     it.add_argument("--force", action="store_true", help="overwrite files that exist")
 
 
+def _bundle(b: argparse.ArgumentParser) -> None:
+    from policyd.cli import bundle
+
+    bundle.add_arguments(b)
+
+
 def _with_policy_args(fill: Callable[[argparse.ArgumentParser, author.PolicyArgs], None],
                       ) -> Callable[[argparse.ArgumentParser], None]:
     return lambda parser: fill(parser, _policy_args)
@@ -176,6 +182,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "init": ("write a starter policy directory: the shipped policies, team.toml, a README", _init),
     "summary": ("a run's decisions by decision and rule, as Markdown (CI: >> $GITHUB_STEP_SUMMARY)", _summary),
     "demo": ("drive a scripted agent through the proxy and the shipped policies", _demo),
+    "bundle": ("build, sign or verify a signed policy bundle (fleet rollout: docs/bundles.md)", _bundle),
 }
 
 
@@ -195,6 +202,7 @@ EXAMPLES: dict[str, str] = {
     "init": "policyd init .policyd && policyd check --policy .policyd",
     "summary": "policyd summary decisions.jsonl >> \"$GITHUB_STEP_SUMMARY\"",
     "demo": "policyd demo --decision-log demo.jsonl --answer allow",
+    "bundle": "policyd bundle build policies/ -o org.bundle && policyd bundle sign org.bundle --key org.pem",
 }
 
 

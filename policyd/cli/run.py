@@ -186,6 +186,7 @@ class _EmbeddedStart:
         self.started = False  # start() runs only once the agent was spawned
         self.box: Any = None  # the agent's sandbox (policyd.sandbox.Plan): its [sandbox] must be the set's
         self._thread: threading.Thread | None = None
+        self.puller: Any = None  # policyd.bundle.Puller when [bundles] is set
 
     def start(self) -> concurrent.futures.Future[Reloader | None]:
         """Load on a thread (parse, compile, examples: the slow part); the engine, memory
@@ -210,8 +211,10 @@ class _EmbeddedStart:
 
     def _load(self, loop: asyncio.AbstractEventLoop) -> None:
         try:
+            from policyd import bundle
             from policyd.cli.common import load_policy, load_shadow
 
+            self.puller = bundle.start(self.settings)
             loaded = load_policy(self.settings)
             if self.box is not None:
                 from policyd.sandbox import Unavailable, check_loaded
@@ -236,6 +239,8 @@ class _EmbeddedStart:
             reloader = build_reloader(engine, self.settings, self.cli_policy, self.config,
                                       on_change=lambda st: status.write(st, self.agent))
             status.write(reloader.status, self.agent)
+            if self.puller is not None:  # a new bundle reloads at once, watched or not
+                self.puller.on_installed = lambda: reloader.reload_soon("bundle")
             self.engine = engine
             if self.box is not None and self.box.egress is not None:  # connections: decided by the same engine
                 from policyd.egress import engine_decider
@@ -285,6 +290,9 @@ def serve(settings: Settings, socket_path: str | None, cli_policy: list[str] | N
 
     loader.PARSE_IN_CHILD = True  # cel-python stays out of the long-running daemon
     try:
+        from policyd import bundle
+
+        puller = bundle.start(settings)
         engine = build_engine(settings, load_policy(settings, secure=True), secure=True)
     except PolicyError as exc:
         return report_load_error(exc)
@@ -293,6 +301,8 @@ def serve(settings: Settings, socket_path: str | None, cli_policy: list[str] | N
     celcache.release_memory()  # what loading needed and serving does not
     _observe_memory(engine)
     reloader = build_reloader(engine, settings, cli_policy, config, secure=True)
+    if puller is not None:  # a new bundle reloads at once, watched or not
+        puller.on_installed = lambda: reloader.reload_soon("bundle")
     path = Path(socket_path or settings.daemon_socket or default_socket_path())
     try:
         daemon = Daemon(engine, reloader, socket_path=path, group=settings.group)
