@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from acp_client import AcpAgentClient, Message
 from fakemodels.script import Script, Step, marker
@@ -342,3 +343,17 @@ def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *,
         model.stop()
     return AgentRun(spec.name, client, session, mode_answer, loaded, _jsonl(base / "decisions-load.jsonl"), prompts,
                     _jsonl(decisions), _jsonl(base / "model.jsonl"), ws, outside, time.monotonic() - started, code)
+
+
+def tier_marks() -> list[Any]:
+    """The real-agent tier's marks: agents, slow, a 420 s timeout, and a skip when an agent is
+    not installed. Outside CI a machine without the agents skips the tier; in CI
+    (``CI=true``, where ``./dev test`` installed them) a missing agent fails instead."""
+    import pytest
+
+    missing = [name for name, spec in AGENTS.items() if not spec.installed()]
+    if missing and os.environ.get("CI") == "true":
+        raise RuntimeError(f"real agents not installed in CI: {missing} "
+                           "(./dev test runs npm install --prefix tests/e2e)")
+    return [pytest.mark.agents, pytest.mark.slow, pytest.mark.timeout(420),
+            pytest.mark.skipif(bool(missing), reason=f"real agents not installed ({missing}): run ./dev test")]

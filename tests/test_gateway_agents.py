@@ -16,7 +16,6 @@ ends its turn on the gateway's own ``rate_limit_error`` (no retries) and the dec
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -27,19 +26,12 @@ import pytest
 from acp_client import Message
 from conftest import ROOT, policyd_env
 from otlp_receiver import OtlpReceiver
-from realagents import AGENTS, AgentRun, policyd_cli, run_agent
+from realagents import AGENTS, AgentRun, policyd_cli, run_agent, tier_marks
 
 from policyd.gatewaysetup import PLACEHOLDER
 
-MISSING = [name for name, spec in AGENTS.items() if not spec.installed()]
-if MISSING and os.environ.get("CI") == "true":
-    raise RuntimeError(f"real agents not installed in CI: {MISSING} (./dev test runs npm install --prefix tests/e2e)")
-
 pytestmark = [
-    pytest.mark.agents,
-    pytest.mark.slow,
-    pytest.mark.timeout(420),
-    pytest.mark.skipif(bool(MISSING), reason=f"real agents not installed ({MISSING}): run ./dev test"),
+    *tier_marks(),
 ]
 
 #: The real key: only policyd's environment holds it.

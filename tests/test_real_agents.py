@@ -25,7 +25,6 @@ All six sessions run at once in one module fixture; the tests only read the resu
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import threading
@@ -36,19 +35,10 @@ from typing import Any
 import pytest
 from acp_client import first_reject
 from conftest import ROOT, policyd_env
-from realagents import ACTIONS, AGENTS, EDITED, GEMINI_ACTIONS, HOOK, AgentRun, gemini_temp_dir, run_agent
-
-#: Outside CI a machine without the agents skips the tier; in CI (``CI=true``, where
-#: ``./dev test`` installed them) a missing agent fails instead of skipping.
-MISSING = [name for name, spec in AGENTS.items() if not spec.installed()]
-if MISSING and os.environ.get("CI") == "true":
-    raise RuntimeError(f"real agents not installed in CI: {MISSING} (./dev test runs npm install --prefix tests/e2e)")
+from realagents import ACTIONS, AGENTS, EDITED, GEMINI_ACTIONS, HOOK, AgentRun, gemini_temp_dir, run_agent, tier_marks
 
 pytestmark = [
-    pytest.mark.agents,
-    pytest.mark.slow,
-    pytest.mark.timeout(420),
-    pytest.mark.skipif(bool(MISSING), reason=f"real agents not installed ({MISSING}): run ./dev test"),
+    *tier_marks(),
 ]
 
 SHIPPED = ROOT / "policies"

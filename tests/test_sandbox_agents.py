@@ -26,19 +26,15 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, policyd_env
-from realagents import ACTIONS, AGENTS, EDITED, GEMINI_ACTIONS, AgentRun, gemini_temp_dir, run_agent
+from realagents import ACTIONS, AGENTS, EDITED, GEMINI_ACTIONS, AgentRun, gemini_temp_dir, run_agent, tier_marks
 
 from policyd.sandbox import probe
 
-MISSING = [name for name, spec in AGENTS.items() if not spec.installed()]
 BWRAP = shutil.which("bwrap")
 NO_SANDBOX = "bubblewrap is not installed" if BWRAP is None else probe()
 
 pytestmark = [
-    pytest.mark.agents,
-    pytest.mark.slow,
-    pytest.mark.timeout(420),
-    pytest.mark.skipif(bool(MISSING), reason=f"real agents not installed ({MISSING}): run ./dev test"),
+    *tier_marks(),
     pytest.mark.skipif(bool(NO_SANDBOX), reason=f"no sandbox here: {NO_SANDBOX}"),
 ]
 
