@@ -65,18 +65,29 @@ def untrusted(path: str | Path) -> str:
     except OSError as exc:
         return f"{where}: {exc.strerror}"
     owners = {uid, 0}
-    if not stat.S_ISDIR(directory.st_mode):
-        return f"{where.parent} is not a directory"
-    if directory.st_uid not in owners:
-        return f"{where.parent} belongs to uid {directory.st_uid}, not to this user (uid {uid}) or root"
-    if directory.st_mode & 0o022:
-        return f"{where.parent} may be written by others (mode {stat.S_IMODE(directory.st_mode):o})"
+    if why := dir_untrusted(where.parent, directory):
+        return why
     if not stat.S_ISSOCK(sock.st_mode):
         return f"{where} is not a socket"
     if sock.st_uid not in owners:
         return f"{where} belongs to uid {sock.st_uid}, not to this user (uid {uid}) or root"
     if sock.st_mode & (0o002 if sock.st_uid == 0 else 0o022):
         return f"{where} may be written by others (mode {stat.S_IMODE(sock.st_mode):o})"
+    return ""
+
+
+def dir_untrusted(path: str | Path, st: os.stat_result | None = None) -> str:
+    """Why the directory ``path`` (``lstat``, a symlink is not one) must not be trusted with
+    this user's files, or ``""`` when it belongs to this user or root and nobody else may
+    write it. ``st``: its ``lstat`` when the caller has it. A missing path raises OSError."""
+    uid = os.geteuid()
+    st = os.lstat(path) if st is None else st
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{path} is not a directory"
+    if st.st_uid not in (uid, 0):
+        return f"{path} belongs to uid {st.st_uid}, not to this user (uid {uid}) or root"
+    if st.st_mode & 0o022:
+        return f"{path} may be written by others (mode {stat.S_IMODE(st.st_mode):o})"
     return ""
 
 

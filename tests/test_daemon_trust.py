@@ -247,3 +247,34 @@ def test_victims_own_daemon_at_the_tmp_default_is_consulted(users: tuple[User, U
         serve.wait(30)
     assert "allow" == answer
     assert [] == [e for e in events if e["event"] == "daemon.untrusted"]
+
+
+def test_squatted_status_directory_is_neither_written_nor_shown(users: tuple[User, User]) -> None:
+    """``policyd status`` shows the truth: the squatter made ``/tmp/policyd-<victim uid>`` and
+    its ``proxies/`` first (its own, writable by all) and planted a status file of a live
+    process (pid 1) claiming a policy. The victim's proxy writes no status file there (says
+    so once, ``status.untrusted``), and the victim's ``policyd status`` lists nothing from
+    it and names the owner instead."""
+    victim, squatter = users
+    directory = Path(f"/tmp/policyd-{victim.uid}")
+    shutil.rmtree(directory, ignore_errors=True)
+    subprocess.run([*squatter.argv(), "mkdir", "-m", "0777", str(directory), str(directory / "proxies")], check=True)
+    planted = {"pid": 1, "agent": ["planted"], "policy_hash": "feedface" * 8, "loaded_at": time.time(),
+               "files": [], "last_error": None, "last_error_at": None, "reloads": 0}
+    subprocess.run([*squatter.argv(), SYSTEM_PYTHON, "-c", "import sys; open(sys.argv[1], 'w').write(sys.argv[2])",
+                    str(directory / "proxies" / "1.json"), json.dumps(planted)], check=True)
+    answer, events = run_to_answer(victim)
+    shown = subprocess.run([*victim.argv(), sys.executable, "-m", "policyd", "status", "--json"],
+                           env=victim_env(victim), cwd=victim.home, capture_output=True, text=True, timeout=60)
+    text = subprocess.run([*victim.argv(), sys.executable, "-m", "policyd", "status"],
+                          env=victim_env(victim), cwd=victim.home, capture_output=True, text=True, timeout=60)
+    assert "reject" == answer
+    assert ["1.json"] == sorted(p.name for p in (directory / "proxies").iterdir())  # nothing of the victim's
+    untrusted = [e for e in events if e["event"] == "status.untrusted"]
+    assert 1 == len(untrusted), events
+    assert f"belongs to uid {squatter.uid}" in untrusted[0]["reason"]
+    report = json.loads(shown.stdout)
+    assert [] == report["proxies"]
+    assert f"belongs to uid {squatter.uid}" in report["proxiesError"]
+    assert "feedface" not in text.stdout
+    assert f"status files not read: {directory} belongs to uid {squatter.uid}" in text.stdout

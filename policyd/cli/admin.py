@@ -118,11 +118,15 @@ def show_status(settings: Settings, as_json: bool = False) -> int:
             daemon = call_daemon(path, "v1/status", {})
         except (OSError, RuntimeError, ValueError) as exc:
             error = str(exc)
-    proxies = list(status.read_all())
+    proxies_error: str | None = None
+    try:
+        proxies = list(status.read_all())
+    except status.UntrustedStatusDir as exc:
+        proxies, proxies_error = [], f"status files not read: {exc}"
     code = 0 if daemon is not None else (1 if error is not None else NO_DAEMON)
     if as_json:
-        print(json.dumps({"socket": str(path), "daemon": daemon, "daemonError": error, "proxies": proxies},
-                         default=str))
+        print(json.dumps({"socket": str(path), "daemon": daemon, "daemonError": error, "proxies": proxies,
+                          "proxiesError": proxies_error}, default=str))
         return code
     if error is not None:
         print(f"daemon at {path}: unreachable ({error})")
@@ -139,7 +143,9 @@ def show_status(settings: Settings, as_json: bool = False) -> int:
               f" {len(e['files'])} files, {e.get('reloads', 0)} reloads; agent: {' '.join(e['agent'])}")
         _print_bundle(e.get("policy_bundle"))
         _print_files_and_error(e["files"], e.get("last_error"), e.get("last_error_at"))
-    if not proxies:
+    if proxies_error is not None:
+        print(proxies_error)
+    elif not proxies:
         print(f"no running proxies (status files in {status.runtime_dir()})")
     return code
 
