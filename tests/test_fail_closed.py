@@ -278,6 +278,37 @@ def test_terminal_of_another_session_and_id_less_kill_are_refused(tmp_path: Path
     assert 2 == len(reasons)
 
 
+def test_unknown_methods_of_the_governed_areas_are_refused_not_relayed(tmp_path: Path, start_proxy: Any) -> None:
+    """An ``fs/*`` or ``terminal/*`` method policyd does not know (a newer protocol's, an
+    extension) cannot be decided: the agent gets an error naming it, the client never sees
+    it (a client that implements it would perform it unexamined), a notification is dropped.
+    A method outside those areas is still relayed."""
+    steps: list[list[Any]] = [
+        ["send", side(30, "fs/delete_text_file", path=str(tmp_path / "x"))], ["recv", 1],
+        ["send", side(31, "terminal/frobnicate", terminalId="t1")], ["recv", 1],
+        ["send", json.dumps({"jsonrpc": "2.0", "method": "fs/remove", "params": {"path": "/"}})],
+        ["send", side(32, "x/extension")], ["recv", 1],
+        ["send", MARKER], ["recv_eof", None],
+    ]
+    agent = write_agent(tmp_path, steps)
+    kinds = ["read", "edit", "delete", "execute"]
+    policy = write_policy(tmp_path, "all", "allow", [make_rule("all-ok", kinds, "allow")])
+    proxy = start_proxy(["--headless", "--policy", str(policy)], agent.argv)
+    extension = proxy.read_json()
+    assert (32, "x/extension") == (extension["id"], extension["method"])
+    proxy.send_json({"jsonrpc": "2.0", "id": 32, "result": {}})
+    rest = proxy.read_until(lambda m: m.get("method") == "x/marker", timeout=30)
+    proxy.close_stdin()
+    assert 0 == proxy.wait()
+    assert [] == [x for x in rest if b"fs/" in x or b"terminal/" in x]
+    assert [[-32000], [-32000], ["result"]] == errors_of(agent, 30, 31, 32)
+    logged = events(proxy, "fs.refused") + events(proxy, "terminal.refused")
+    refused = sorted((e["method"], e.get("answer", "refused")) for e in logged)
+    assert [("fs/delete_text_file", "refused"), ("fs/remove", "dropped"), ("terminal/frobnicate", "refused")] == refused
+    message = next(m for m in answers_by_id(agent)[json.dumps(30)])["error"]["message"]
+    assert "policyd does not know fs/delete_text_file" in message
+
+
 # ----------------------------------------------------------------------------- 16: fallback record
 
 

@@ -71,8 +71,10 @@ from policyd.core.modes import ModePolicy
 from policyd.core.modeswitch import SWITCH_TIMEOUT_S, ModeGovernor
 from policyd.core.record import action_fields
 from policyd.core.sidechannel import (
+    GOVERNED_AREAS,
     REFUSED_CODE,
     SIDE_KINDS,
+    TERMINAL_FOLLOW_UPS,
     Coverage,
     Terminals,
     log_event,
@@ -523,6 +525,9 @@ class Relay:
                 if "id" in msg:
                     return actions + self._intercept(line, msg, now_s, side=str(method))
                 return actions + self._side_notification(str(method), "a notification cannot be decided or answered")
+            if isinstance(method, str) and method.split("/", 1)[0] in GOVERNED_AREAS \
+                    and method not in TERMINAL_FOLLOW_UPS:
+                return actions + self._unknown_side(method, msg)
             if isinstance(method, str) and method.startswith("terminal/"):
                 refused = self._terminal_follow_up(method, msg)
                 if refused:
@@ -657,6 +662,17 @@ class Relay:
         error = {"code": REFUSED_CODE, "message": f"policyd: {method} refused: {why}"}
         return [SendToAgent(jsonline.response(msg["id"], error=error)),
                 Log("terminal.refused", {"request_id": jsonline.loggable(msg["id"]), "method": method, "reason": why})]
+
+    def _unknown_side(self, method: str, msg: Mapping[str, Any]) -> list[Action]:
+        """An ``fs/*`` or ``terminal/*`` method policyd does not know (a newer protocol's, an
+        extension in a governed area): it cannot be decided, so it is refused, never relayed
+        to a client that might perform it; as a notification it is dropped."""
+        why = f"policyd does not know {method}: it cannot decide it"
+        if "id" not in msg:
+            return self._side_notification(method, why)
+        area = method.split("/", 1)[0]
+        return [SendToAgent(jsonline.response(msg["id"], error={"code": REFUSED_CODE, "message": f"policyd: {why}"})),
+                Log(f"{area}.refused", {"request_id": jsonline.loggable(msg["id"]), "method": method, "reason": why})]
 
     def _side_notification(self, method: str, why: str) -> list[Action]:
         """A side-channel method sent without an id: not relayed (logged)."""

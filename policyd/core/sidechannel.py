@@ -40,6 +40,8 @@ SIDE_KINDS: Mapping[str, str] = {
 }
 #: Follow-ups that must name a terminal policyd let the client create.
 TERMINAL_FOLLOW_UPS = frozenset({"terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release"})
+#: The method areas policyd governs: a method of these it does not know is refused.
+GOVERNED_AREAS = frozenset({"fs", "terminal"})
 #: JSON-RPC error code of a refused side request (a server error in the -32000 range).
 REFUSED_CODE = -32000
 #: Paths and commands remembered per session, and sessions (oldest forgotten first).
