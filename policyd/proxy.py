@@ -69,6 +69,9 @@ LOAD_FAILED = 2
 
 #: Seconds a human's choice still being stored may delay exit (the store's busy timeout is 5 s).
 REMEMBER_AT_EXIT_S = 10.0
+#: How long a proxy whose policy did not load waits for the client's first request, to
+#: answer it with the error (a client that sends nothing still sees policyd exit 2).
+START_ERROR_WAIT_S = 3.0
 #: Bytes per read from either side.
 READ_CHUNK = 256 * 1024
 
@@ -231,6 +234,7 @@ class Proxy:
         self._escalation: asyncio.Task[None] | None = None
         self._stopping: asyncio.Task[None] | None = None
         self._failed = False
+        self._client_eof = False
         #: Started right after the spawn; its result is the Reloader (or None), its
         #: exception a failed load (see the module doc).
         self.startup: Callable[[], concurrent.futures.Future[Reloader | None]] | None = None
@@ -313,6 +317,7 @@ class Proxy:
             self.reloader = await asyncio.shield(asyncio.wrap_future(loading))
         except Exception as exc:
             self.startup_error = exc
+            await self._tell_client(exc)
             logs.get().error("agent.stopped", reason="the policy did not load")
             assert self.proc is not None
             for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -326,6 +331,19 @@ class Proxy:
             return
         self._start_watcher()
         self._loaded.set()
+
+    async def _tell_client(self, exc: BaseException) -> None:
+        """Why policyd cannot start, as the error of the client's open requests (its
+        ``initialize``, a ``session/new``): a client hides policyd's stderr (acpx says only
+        "agent disconnected"), so this is how the human learns it. A client that has sent
+        nothing yet gets it on its first request, waited for at most
+        :data:`START_ERROR_WAIT_S` (stdin at its end: not waited for)."""
+        errors = [str(e) for e in getattr(exc, "errors", None) or [exc]]
+        message = "policyd: the policy did not load: " + "; ".join(errors)
+        await self._execute(self.relay.fail_start(message, errors))
+        deadline = time.monotonic() + START_ERROR_WAIT_S
+        while not self.relay.start_failure_answers and not self._client_eof and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
 
     def _pump_done(self, task: asyncio.Task[None]) -> None:
         """A pump that died of an exception (a bug) must not leave the proxy hanging."""
@@ -486,6 +504,7 @@ class Proxy:
                 continue
             await self._execute(self.relay.from_client(line))
         logs.get().info("client.eof")
+        self._client_eof = True
         self._stop_agent_soon()
 
     async def _stop_agent(self) -> None:

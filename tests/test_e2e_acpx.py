@@ -220,6 +220,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     bypass_dir = base / "bypass-agent"
     bypass_dir.mkdir()
     deny_exec = write_policy(policies, "deny-exec", "ask", [make_rule("no-exec", ["execute"], "deny")])
+    broken = policies / "broken.toml"
+    broken.write_text('[policy]\nname = "broken"\n\n[[rule]]\nid = "half"\n'
+                      'when = "tool.kind == "\ndecision = "allow"\n')
     for sub in ("ws-headless-agent", "ws-interactive-agent", "same-id-agent"):
         (base / sub).mkdir()
     scenarios = [
@@ -233,6 +236,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
         Scenario("ws-interactive", "--approve-all", deny_exec,
                  _whitespace_agent(base / "ws-interactive-agent", True)),
         Scenario("same-id", "--approve-all", ask_all, _same_id_agent(base / "same-id-agent")),
+        Scenario("broken-policy", "--approve-all", broken, node_agent),
     ]
     started = []
     for sc in scenarios:
@@ -384,3 +388,14 @@ def test_same_id_twice_each_acpx_answer_reaches_its_own_request(runs: dict[str, 
     record = run.workdir.parent / "same-id-agent" / "same-id.received"
     answers = [json.loads(x) for x in split_lines(record.read_bytes()) if b'"result"' in x and b'"method"' not in x]
     assert [7, 7] == [m["id"] for m in answers]
+
+
+def test_a_policy_that_does_not_load_is_shown_by_acpx(runs: dict[str, Run]) -> None:
+    """A client hides policyd's stderr: the reason it cannot start comes back as the error of
+    the client's request (issue 34, item 4), so acpx shows the file, line and CEL error
+    instead of only "agent disconnected"; the agent never ran a turn."""
+    run = runs["broken-policy"]
+    shown = json.dumps(run.messages) + run.stderr
+    assert 0 != run.code, run.describe()
+    assert "broken.toml:6: rule 'half': CEL syntax error" in shown, run.describe()
+    assert [] == run.requests_seen()

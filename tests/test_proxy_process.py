@@ -569,8 +569,8 @@ def test_agent_starts_and_relays_while_the_policy_loads_then_a_failed_load_stops
     """Start-up is hidden: the agent is spawned at once and the client's lines reach it while
     a large set loads (1,500 rules, seconds); the agent's own lines wait for the policy (a
     session answer is governed by [modes]). When the set then fails, the agent is stopped
-    (it would otherwise wait for stdin forever), nothing it wrote reaches the client, and
-    policyd exits 2 with the error."""
+    (it would otherwise wait for stdin forever), nothing it wrote reaches the client, the
+    client's open request is answered with the error instead, and policyd exits 2."""
     rules = "".join(f"\n[[rule]]\nid='r{i}'\nwhen='tool.title == \"t{i}\"'\ndecision='ask'\n" for i in range(1500))
     policy = tmp_path / "big.toml"
     bad = "\n[[rule]]\nid='bad'\nwhen='tool.titel == \"x\"'\ndecision='ask'\n"
@@ -589,7 +589,9 @@ def test_agent_starts_and_relays_while_the_policy_loads_then_a_failed_load_stops
     assert ping in agent.received()
     out, err = proc.communicate(timeout=120)
     assert 2 == proc.returncode
-    assert b"" == out
+    [answer] = [json.loads(line) for line in out.splitlines()]  # nothing of the agent's
+    assert (0, -32603) == (answer["id"], answer["error"]["code"])
+    assert "unknown field 'titel'; did you mean 'title'?" in answer["error"]["message"]
     assert "unknown field 'titel'; did you mean 'title'?" in err.decode()
 
 

@@ -270,6 +270,14 @@ class Relay:
         self.client_info = PeerInfo()
         self.agent_info = PeerInfo()
         self._client_requests: OrderedDict[Hashable, tuple[str, Mapping[str, Any]]] = OrderedDict()
+        #: Every client request the agent has not answered yet (id key -> id): answered with
+        #: the error when policyd cannot start (:meth:`fail_start`).
+        self._open_client_ids: OrderedDict[Hashable, Any] = OrderedDict()
+        #: Why policyd could not start (its policy did not load): every client request is
+        #: then answered with it, so the client shows the human why (acpx, Zed).
+        self.start_failure: str | None = None
+        self._start_errors: list[str] = []
+        self.start_failure_answers = 0
         # agent->client output in order: bytes to send, or a consult's slot
         self._queue: deque[_Line | _Pending | _Held] = deque()
         # the client's requests naming a session, until answered: id key -> session (so the
@@ -340,7 +348,12 @@ class Relay:
         if isinstance(method, str):
             params = msg.get("params")
             params = params if isinstance(params, Mapping) else {}
+            if self.start_failure is not None:
+                return self._start_failed(msg)
             if "id" in msg:
+                self._open_client_ids[jsonline.id_key(msg["id"])] = msg["id"]
+                while len(self._open_client_ids) > MAX_OUTSTANDING:
+                    self._open_client_ids.popitem(last=False)
                 why = self.modes.refused(params.get("sessionId"))
                 if why and method != "session/close":
                     error = {"code": INTERNAL_ERROR, "message": why}
@@ -360,6 +373,23 @@ class Relay:
         elif "id" in msg and "method" not in msg:
             return self._client_response(msg, line)
         return [SendToAgent(line)]
+
+    def fail_start(self, message: str, errors: list[str]) -> list[Action]:
+        """policyd cannot start (its policy did not load): every client request still open
+        is answered with ``message`` (and the ``errors``), and so is every later one
+        (:meth:`_start_failed`); the agent's answers are not relayed any more."""
+        self.start_failure, self._start_errors = message, errors
+        opened = list(self._open_client_ids.values())
+        self._open_client_ids.clear()
+        return [a for rid in opened for a in self._start_failed({"id": rid})]
+
+    def _start_failed(self, msg: Mapping[str, Any]) -> list[Action]:
+        if "id" not in msg:
+            return [Log("relay.client_line_dropped", {"reason": "policyd did not start"})]
+        self.start_failure_answers += 1
+        error = {"code": INTERNAL_ERROR, "message": self.start_failure, "data": {"errors": self._start_errors}}
+        return [SendToClient(jsonline.response(msg["id"], error=error)),
+                Log("client.request_refused", {"id": jsonline.loggable(msg["id"]), "reason": self.start_failure})]
 
     def _client_response(self, msg: Mapping[str, Any], line: bytes) -> list[Action]:
         """A response from the client: relayed only when it answers an agent request the
@@ -494,6 +524,8 @@ class Relay:
 
     def from_agent(self, line: bytes, now_s: float = 0.0) -> list[Action]:
         """Handle one line the agent wrote; ``now_s`` (epoch seconds) stamps a new query."""
+        if self.start_failure is not None:  # its requests were answered with the error
+            return [Log("relay.agent_line_dropped", {"bytes": len(line), "reason": "policyd did not start"})]
         rechecked = self._modes_reloaded()
         if rechecked:
             return rechecked + self._from_agent(line, now_s)
@@ -700,6 +732,7 @@ class Relay:
         """Track a response to a client request; returns the actions when the line is
         replaced or held (mode policy), None to relay it as received."""
         key = jsonline.id_key(msg.get("id"))
+        self._open_client_ids.pop(key, None)
         turn = self._prompts.pop(key, None)
         if turn is not None and turn not in self._prompts.values():
             self._cancelled_sessions.pop(turn, None)  # the cancelled turn has ended
