@@ -606,6 +606,36 @@ def test_missing_policy_file_exits_2(tmp_path: Path) -> None:
     assert f"policyd: {missing}: policy path does not exist" in done.stderr.decode()
 
 
+@pytest.mark.parametrize("agent_answers", [False, True], ids=["initialize-open", "initialize-answered"])
+def test_settings_that_do_not_validate_are_told_to_the_client(tmp_path: Path, agent_answers: bool) -> None:
+    """A client hides policyd's stderr: settings that do not validate are also the error of
+    the client's open request — its ``initialize`` when the agent (started early) has not
+    answered it, else the client's next request (issue 34, item 4). Exit 2, agent stopped."""
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
+    answer = json.dumps({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}})
+    steps: list[list[Any]] = [["recv", 1], ["send", answer], ["recv", 1]] if agent_answers else [["recv", 2]]
+    agent = write_agent(tmp_path, steps)
+    env = {**policyd_env(tmp_path), "POLICYD_HEADLESS_FALLBACK": "maybe"}
+    proc = subprocess.Popen(proxy_argv(["--policy", str(ask_policy(tmp_path))], agent.argv), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps(init).encode() + b"\n")
+    proc.stdin.flush()
+    expected_id = 0
+    if agent_answers:
+        assert 0 == json.loads(proc.stdout.readline())["id"]  # the agent's answer, relayed early
+        proc.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/"}}\n')
+        proc.stdin.flush()
+        expected_id = 1
+    out, err = proc.communicate(timeout=60)
+    [refusal] = [json.loads(line) for line in out.splitlines()]
+    assert 2 == proc.returncode
+    assert (expected_id, -32603) == (refusal["id"], refusal["error"]["code"])
+    problem = "POLICYD_HEADLESS_FALLBACK: input should be 'deny' or 'cancel'; got 'maybe'"
+    assert problem in refusal["error"]["message"]
+    assert problem in err.decode()
+
+
 def test_missing_agent_command_is_usage_error(tmp_path: Path) -> None:
     """``policyd proxy`` without an agent command exits 2 with a usage message."""
     done = subprocess.run([sys.executable, "-m", "policyd", "proxy", "--policy", str(ask_policy(tmp_path))],

@@ -117,6 +117,20 @@ def _stop(spawned: Spawned, grace_s: float) -> None:
         spawned.sandbox.close()
 
 
+def _refuse_start(problem: str, spawned: Spawned | None, code: int = USAGE_ERROR) -> int:
+    """``policyd proxy`` cannot start: say why on stderr and to the client (as the error of
+    its open request: policyd.startfail), stop an agent started early, exit ``code``."""
+    from policyd.startfail import tell_client
+
+    lines = problem.splitlines() or [problem]
+    for line in lines:
+        print(f"policyd: {line}", file=sys.stderr)
+    tell_client("policyd: " + "; ".join(lines), lines, spawned)
+    if spawned is not None:
+        _stop(spawned, STOP_GRACE_S)
+    return code
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     from policyd.settings import load_settings
     def flag(name: str) -> Any:
@@ -219,10 +233,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
         decision_log = settings.decision_log if args.command in ("proxy", "serve") else None
         logs.configure(settings.log_level, decision_log, settings.log_format)
     except (SettingsProblem, FileNotFoundError, OSError) as exc:
+        if args.command == "proxy":
+            return _refuse_start(str(exc), spawned)
         for line in str(exc).splitlines():
             print(f"policyd: {line}", file=sys.stderr)
-        if spawned is not None:
-            _stop(spawned, STOP_GRACE_S)
         return USAGE_ERROR
     gateway = None
     if args.command == "proxy":
@@ -269,10 +283,7 @@ def _start_agent(settings: Settings, agent: list[str], spawned: Spawned | None) 
     try:
         plan = gatewaysetup.plan(config, agent, os.environ)
     except gatewaysetup.GatewayProblem as exc:
-        print(f"policyd: {exc}", file=sys.stderr)
-        if spawned is not None:
-            _stop(spawned, STOP_GRACE_S)
-        return USAGE_ERROR
+        return _refuse_start(str(exc), spawned)
     if plan is None:
         if config.mode == "auto":
             logs.get().warning("gateway.skipped", reason=gatewaysetup.skip_reason(config, agent, os.environ))
@@ -295,8 +306,7 @@ def _start_agent(settings: Settings, agent: list[str], spawned: Spawned | None) 
             forwards = (("127.0.0.1", port, unix_path),)
     except OSError as exc:
         gateway.discard()
-        print(f"policyd: the model gateway cannot listen: {exc}", file=sys.stderr)
-        return USAGE_ERROR
+        return _refuse_start(f"the model gateway cannot listen: {exc}", None)
     origin = f"http://127.0.0.1:{port}"
     variables = plan.agent_vars(os.environ, origin)
     environ = plan.agent_env(os.environ, origin)
@@ -309,10 +319,7 @@ def _start_agent(settings: Settings, agent: list[str], spawned: Spawned | None) 
     try:
         gateway.start_thread()
     except Exception as exc:
-        print(f"policyd: the model gateway did not start: {plan.route.key.scrub(str(exc))}", file=sys.stderr)
-        if started is not None:
-            _stop(started, STOP_GRACE_S)
-        return USAGE_ERROR
+        return _refuse_start(f"the model gateway did not start: {plan.route.key.scrub(str(exc))}", started)
     logs.get().info("gateway.started", listen=origin, forwards=[f"{h}:{p} -> {u}" for h, p, u in forwards],
                     provider=plan.route.provider,
                     upstream=plan.route.shown, key_source=plan.route.key.source, agent_key_var=plan.key_var,
@@ -344,10 +351,8 @@ def _start_sandboxed(settings: Settings, agent: list[str], spawned: Spawned | No
             settings)):
         return spawned  # started early as the settings say (policyd.sandbox_early)
     if spawned is not None:  # the early read disagrees with the settings: fail closed
-        _stop(spawned, STOP_GRACE_S)
-        print("policyd: the agent was started before the settings were loaded, with other sandbox settings "
-              "than they say; it was stopped (report this: policyd.sandbox_early)", file=sys.stderr)
-        return USAGE_ERROR
+        return _refuse_start("the agent was started before the settings were loaded, with other sandbox settings "
+                             "than they say; it was stopped (report this: policyd.sandbox_early)", spawned)
     if settings.sandbox == "off":
         from policyd.spawn import spawn
 
@@ -359,8 +364,8 @@ def _start_sandboxed(settings: Settings, agent: list[str], spawned: Spawned | No
     started, box, problem = sandbox.start(settings, agent, environ=environ, gateway_env=gateway_env,
                                           forwards=forwards, secrets=secrets)
     if started is None:
-        print(f"policyd: --sandbox required: the agent was not started: {problem}", file=sys.stderr)
-        return sandbox.SANDBOX_UNAVAILABLE
+        return _refuse_start(f"--sandbox required: the agent was not started: {problem}", None,
+                             sandbox.SANDBOX_UNAVAILABLE)
     started.sandbox = box
     started.relay_early()
     return started
@@ -375,9 +380,9 @@ def _run_exporting(args: argparse.Namespace, settings: Settings, spawned: Spawne
     try:
         telemetry.start(telemetry.TelemetryConfig(**settings.telemetry.model_dump()), args.command)
     except telemetry.TelemetryUnavailable as exc:
+        if args.command == "proxy":
+            return _refuse_start(f"[telemetry]: {exc}", spawned)
         print(f"policyd: [telemetry]: {exc}", file=sys.stderr)
-        if spawned is not None:
-            _stop(spawned, settings.kill_grace_s)
         return USAGE_ERROR
     try:
         if args.command == "proxy":
