@@ -1,6 +1,7 @@
 #!/bin/sh
 # Install policyd where systemd/system/policyd.service's ExecStart expects it:
-# a virtual environment in /opt/policyd, and /usr/local/bin/policyd -> /opt/policyd/bin/policyd.
+# a virtual environment in /opt/policyd, and /usr/local/bin/policyd -> /opt/policyd/bin/policyd;
+# the man page (docs/policyd.1) and bash completion under /usr/local/share.
 #
 #   sudo systemd/install-system.sh            # from the source tree
 #
@@ -11,6 +12,8 @@ set -eu
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 VENV=/opt/policyd
 BIN=/usr/local/bin
+MAN1=/usr/local/share/man/man1
+BASH_COMPLETION=/usr/local/share/bash-completion/completions
 DESTDIR=${DESTDIR:-}
 PYTHON=${PYTHON:-python3}
 
@@ -22,6 +25,8 @@ if [ -n "$DESTDIR" ]; then
   # (/opt/policyd/bin/python), as a package installed from the staging root will find it
   grep -rlI --null -F "$DESTDIR$VENV" "$DESTDIR$VENV/bin" | xargs -0 -r sed -i "s|$DESTDIR$VENV|$VENV|g"
 fi
-mkdir -p "$DESTDIR$BIN"
+mkdir -p "$DESTDIR$BIN" "$DESTDIR$MAN1" "$DESTDIR$BASH_COMPLETION"
 ln -sfn "$VENV/bin/policyd" "$DESTDIR$BIN/policyd"
+cp "$SRC/docs/policyd.1" "$DESTDIR$MAN1/policyd.1"
+"$DESTDIR$VENV/bin/python" -m policyd completion bash > "$DESTDIR$BASH_COMPLETION/policyd"
 echo "policyd installed in $DESTDIR$VENV; $DESTDIR$BIN/policyd -> $VENV/bin/policyd"

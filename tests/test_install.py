@@ -49,3 +49,8 @@ def test_install_script_puts_the_binary_where_the_unit_runs_it(tmp_path: Path) -
     assert 0 == version.returncode, version.stderr
     assert version.stdout.startswith("policyd ")
     assert not (stage / "usr" / "local" / "local").exists()  # Debian's --prefix trap
+    # the man page and bash completion, where man and bash-completion look under /usr/local
+    man = stage / "usr" / "local" / "share" / "man" / "man1" / "policyd.1"
+    assert (ROOT / "docs" / "policyd.1").read_text() == man.read_text()
+    completion = stage / "usr" / "local" / "share" / "bash-completion" / "completions" / "policyd"
+    assert "_shtab_policyd" in completion.read_text()

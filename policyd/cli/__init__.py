@@ -206,6 +206,11 @@ def _main(argv: Sequence[str] | None = None) -> int:
         from policyd.cli import bundle
 
         return bundle.run(args)
+    if args.command == "completion":
+        import shtab
+
+        print(shtab.complete(build_parser(), args.shell), end="")
+        return 0
     if args.command == "summary":
         from policyd.cli import summary
 

@@ -153,6 +153,10 @@ def _summary(sm: argparse.ArgumentParser) -> None:
     sm.add_argument("--title", default="policyd decisions", help="the Markdown heading")
 
 
+def _completion(cp: argparse.ArgumentParser) -> None:
+    cp.add_argument("shell", choices=["bash", "zsh", "tcsh"], help="the shell to complete in")
+
+
 def _init(it: argparse.ArgumentParser) -> None:
     it.add_argument("directory", nargs="?", metavar="DIR", help="where to write (default .policyd)")
     it.add_argument("--force", action="store_true", help="overwrite files that exist")
@@ -183,6 +187,8 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
     "summary": ("a run's decisions by decision and rule, as Markdown (CI: >> $GITHUB_STEP_SUMMARY)", _summary),
     "demo": ("drive a scripted agent through the proxy and the shipped policies", _demo),
     "bundle": ("build, sign or verify a signed policy bundle (fleet rollout: docs/bundles.md)", _bundle),
+    "completion": ("print a shell completion script (bash, zsh, tcsh) generated from this command line",
+                   _completion),
 }
 
 
@@ -203,6 +209,7 @@ EXAMPLES: dict[str, str] = {
     "summary": "policyd summary decisions.jsonl >> \"$GITHUB_STEP_SUMMARY\"",
     "demo": "policyd demo --decision-log demo.jsonl --answer allow",
     "bundle": "policyd bundle build policies/ -o org.bundle && policyd bundle sign org.bundle --key org.pem",
+    "completion": "policyd completion bash > ~/.local/share/bash-completion/completions/policyd",
 }
 
 
