@@ -26,7 +26,7 @@ default = "ask"
 
 [[rule]]
 id = "our-steps"
-commands = ["deployctl preview", "git push origin feature/*", "npm run 'lint:fix'"]
+commands = ["deployctl preview", "git push origin feature/*", "npm run 'lint:fix'", "deployctl run *", "deployctl show docs/*"]
 decision = "allow"
 reason = "our CI steps"
 examples.match = [{ kind = "execute", command = "git push origin feature/login" }]
@@ -79,6 +79,19 @@ def decision(p: PolicySet, command: str) -> Decision:
     ("bash -c 'deployctl preview'", Decision.ASK),                 # nested
     ("echo $(deployctl preview)", Decision.ASK),                   # substitution
     ("deployctl preview*", Decision.ASK),                          # a glob the shell would expand
+    # what ``*`` matches: a name, not another thing (docs/authoring.md)
+    ("git push origin feature/x:main", Decision.ASK),              # a refspec: pushes to main
+    ("git push origin feature/x:refs/heads/main", Decision.ASK),
+    ("git push origin feature/a/b-c_1.2", Decision.ALLOW),
+    ("git push origin feature/../main", Decision.ASK),
+    ("deployctl run smoke", Decision.ALLOW),
+    ("deployctl run --prod", Decision.ASK),                        # a leading * is not an option
+    ("deployctl run -p", Decision.ASK),
+    ("deployctl run TARGET=prod", Decision.ASK),                   # = makes an assignment
+    ("deployctl run eu:prod", Decision.ASK),
+    ("deployctl show docs/guide.md", Decision.ALLOW),
+    ("deployctl show docs/../../etc/passwd", Decision.ASK),        # a .. step out
+    ("deployctl show docs/../.env", Decision.DENY),                # (and the baseline's secret deny)
 ])
 def test_a_commands_rule_allows_the_command_alone(command: str, expected: Decision) -> None:
     """Exactly one pattern, alone: no other command, environment, wrapper or redirect out."""

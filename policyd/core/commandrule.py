@@ -7,8 +7,12 @@ writes nothing outside the session roots (a redirect); and its program and argum
 one pattern word for word. A program the catalogue does not know may be named this way: the
 exact words are the author's knowledge (what the analysis would call unknown is the words
 the author did not list, and those do not match). In a pattern
-word, ``*`` matches any run of characters (``feature/*`` matches ``feature/login``); words
-are split as the shell splits them (quotes allowed). The rule compiles to an ordinary CEL
+word, ``*`` matches a run of the characters names are made of: letters, digits and
+``. _ - + @ , % /`` (``feature/*`` matches ``feature/login``) — never ``:`` or ``=`` (which
+turn a word into another thing: ``feature/x:main`` pushes to main, ``host:path`` is remote,
+``--opt=value``), never a ``..`` step out of a directory, and never a leading ``-`` (a ``*``
+at the start of a word does not match an option). Words are split as the shell splits them
+(quotes allowed). The rule compiles to an ordinary CEL
 ``when`` (shown by ``policyd explain``), so it is evaluated, explained and attacked like any
 rule. The shipped baseline's denies still apply: a rule allows nothing a deny names.
 
@@ -33,11 +37,18 @@ def _cel_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+#: What ``*`` matches (see the module doc).
+STAR = "[A-Za-z0-9._+@,%/-]*"
+
+
 def _word(index: str, word: str) -> str:
     if "*" not in word:
         return f"{index} == {_cel_string(word)}"
-    regex = "^" + ".*".join(re.escape(part) for part in word.split("*")) + "$"
-    return f"{index}.matches({_cel_string(regex)})"
+    regex = "^" + STAR.join(re.escape(part) for part in word.split("*")) + "$"
+    parts = [f"{index}.matches({_cel_string(regex)})", f"!{index}.matches({_cel_string('(^|/)[.][.](/|$)')})"]
+    if word.startswith("*"):
+        parts.append(f"!{index}.startsWith(\"-\")")
+    return "(" + " && ".join(parts) + ")"
 
 
 def pattern_condition(pattern: str) -> str:
