@@ -26,7 +26,8 @@ default = "ask"
 
 [[rule]]
 id = "our-steps"
-commands = ["deployctl preview", "git push origin feature/*", "npm run 'lint:fix'", "deployctl run *", "deployctl show docs/*"]
+commands = ["deployctl preview", "git push origin feature/*", "npm run 'lint:fix'", "deployctl run *",
+            "deployctl show docs/*"]
 decision = "allow"
 reason = "our CI steps"
 examples.match = [{ kind = "execute", command = "git push origin feature/login" }]
