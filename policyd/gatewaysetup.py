@@ -278,8 +278,10 @@ def plan(config: GatewayConfig, agent: Sequence[str], env: Mapping[str, str]) ->
     provider = provider_of(agent, config.provider)
     if provider is None:
         if config.mode == "required":
-            raise GatewayProblem("[gateway]: cannot tell which model API the agent speaks; "
-                                 "set provider = \"anthropic\" | \"openai\" | \"gemini\"")
+            raise GatewayProblem("[gateway]: cannot tell which model API the agent speaks; set its provider: "
+                                 "provider = \"anthropic\" | \"openai\" | \"gemini\" in the config file's "
+                                 "[gateway] table, or POLICYD_GATEWAY='{\"provider\": \"anthropic\"}' "
+                                 "(docs/gateway.md); or run without --gateway required")
         return None
     profile = PROFILES[provider]
     codex_entry, codex_key = _codex_provider(env) if provider == "openai" else (None, None)

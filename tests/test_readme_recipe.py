@@ -1,5 +1,5 @@
-"""The README's five-minute recipe runs as written: its shell block (minus the two install
-lines, which ``./dev test`` has already done: this checkout in the venv, acpx pinned in
+"""The README's five-minute recipe runs as written: its shell block (minus the three install
+lines, which ``./dev test`` has already done: a venv with this checkout, acpx pinned in
 ``tests/e2e``) through the real acpx, the real proxy and the scripted demo agent."""
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ def test_the_readme_recipe_runs_as_written(tmp_path: Path) -> None:
     """Every recipe line but the installs runs; the decision log holds the demo's decisions
     and ``policyd summary`` prints them by rule."""
     lines = recipe_lines()
-    installs = [line for line in lines if line.startswith(("pip install", "npm install"))]
-    assert 2 == len(installs), lines
+    installs = [line for line in lines if line.startswith(("python3 -m venv", "pip install", "npm install"))]
+    assert 3 == len(installs), lines
     ws = tmp_path / "project"
     ws.mkdir()
     subprocess.run(["git", "init", "-q", str(ws)], check=True)

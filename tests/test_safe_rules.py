@@ -138,3 +138,29 @@ def test_policyd_check_prints_the_mutants(tmp_path: Path) -> None:
                         capture_output=True, text=True, timeout=120)
     mutants = json.loads(js.stdout)["wider_than_examples"]
     assert {"push-feature-branches"} == {m["rule"] for m in mutants} and len(mutants) >= 3
+
+
+def test_check_strict_is_a_ci_gate_and_an_unloaded_policyd_dir_is_named(tmp_path: Path) -> None:
+    """``check --strict`` exits 1 on the warnings (a rule wider than its examples), 0 on a set
+    without them; ``check`` run where ``policyd init`` wrote ``.policyd`` but without
+    ``--policy`` says that directory is not loaded (a newcomer's trap), and ``--strict`` fails."""
+    wide, narrow = tmp_path / "wide", tmp_path / "narrow"
+    for d, team in ((wide, WIDE), (narrow, ONE_LINE)):
+        d.mkdir()
+        for name in ("baseline.toml", "ci.toml", "session.toml"):
+            (d / name).write_bytes((ROOT / "policies" / name).read_bytes())
+        (d / "team.toml").write_text(team)
+    env = isolated_env(tmp_path / "env")
+
+    def check(*args: str, cwd: Path = tmp_path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "policyd", "check", *args], env=env, cwd=cwd,
+                              capture_output=True, text=True, timeout=120)
+
+    assert (1, 0) == (check("--strict", "--policy", str(wide)).returncode, check("--policy", str(wide)).returncode)
+    assert 0 == check("--strict", "--policy", str(narrow)).returncode
+    project = tmp_path / "project"
+    (project / ".policyd").mkdir(parents=True)
+    plain, strict = check(cwd=project), check("--strict", cwd=project)
+    assert 0 == plain.returncode
+    assert f"warning: {project / '.policyd'} is not loaded" in plain.stderr
+    assert 1 == strict.returncode

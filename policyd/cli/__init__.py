@@ -263,7 +263,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
 
     match args.command:
         case "check":
-            return admin.check(settings, args.json)
+            return admin.check(settings, args.json, args.strict)
         case "eval":
             return evaluate.evaluate(settings, args.file, args.decide_sandboxed)
         case "status":

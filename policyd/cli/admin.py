@@ -24,11 +24,12 @@ def _when(ts: float | None) -> str:
     return datetime.datetime.fromtimestamp(ts, tz=datetime.UTC).isoformat(timespec="seconds")
 
 
-def check(settings: Settings, as_json: bool = False) -> int:
+def check(settings: Settings, as_json: bool = False, strict: bool = False) -> int:
     """0 when the set loads; 1 with every error of the policy text; 2 (usage error) when a
     policy path cannot be read. Warns about files ``policyd serve`` would refuse, a set without
-    the baseline or ``[modes]``, and every allow rule wider than its examples
-    (:mod:`policyd.core.attack`). ``as_json``: one object on stdout (``ok``, ``files``,
+    the baseline or ``[modes]``, every allow rule wider than its examples
+    (:mod:`policyd.core.attack`), and a ``.policyd`` directory here that is not loaded.
+    ``strict``: a warning exits 1 too. ``as_json``: one object on stdout (``ok``, ``files``,
     ``rules``, ``policyHash``, ``policyBundle``, ``warnings``, ``wider_than_examples``, ``errors``)."""
     from policyd import bundle
 
@@ -53,7 +54,12 @@ def check(settings: Settings, as_json: bool = False) -> int:
         return code
     p = loaded.policy
     gaps = loader.gaps(p)
+    here = Path(".policyd")
+    if not settings.policy and here.is_dir() and not any(Path(f.path).parent.resolve() == here.resolve()
+                                                         for f in p.files):
+        gaps.append(f"{here.resolve()} is not loaded: policyd reads it only when told (--policy .policyd)")
     found = attack(p)
+    failing = 1 if strict and (gaps or found) else 0
     if as_json:
         print(json.dumps({"ok": True, "policyHash": p.short_hash, "policyBundle": bundle.provenance(p),
                           "rules": len(p.rules), "default": p.default.value,
@@ -64,7 +70,7 @@ def check(settings: Settings, as_json: bool = False) -> int:
                           "files": [{"path": str(f.path), "rules": len(f.rules), "default": f.default.value,
                                      "layer": loader.layer(f.path, settings.policy, settings.search_path),
                                      "sha256": f.sha256} for f in p.files]}))
-        return 0
+        return failing
     for f in p.files:
         where = loader.layer(f.path, settings.policy, settings.search_path)
         print(f"ok {f.path} [{where}] sha256:{f.sha256[:12]}: {len(f.rules)} rules, default {f.default.value}")
@@ -78,7 +84,9 @@ def check(settings: Settings, as_json: bool = False) -> int:
     if found:
         print(f"{len(found)} mutant(s) of allow rules' examples are allowed: narrow those rules (docs/authoring.md"
               "#safe-allow-rules)", file=sys.stderr)
-    return 0
+    if failing:
+        print("--strict: failing on the warnings above", file=sys.stderr)
+    return failing
 
 
 def call_daemon(path: Path, method: str, params: Any, timeout_s: float = 5.0) -> Any:

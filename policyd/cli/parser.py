@@ -100,6 +100,9 @@ def _serve(serve: argparse.ArgumentParser) -> None:
 def _check(ch: argparse.ArgumentParser) -> None:
     _policy_args(ch)
     ch.add_argument("--json", action="store_true", help="the result as one JSON object on stdout")
+    ch.add_argument("--strict", action="store_true",
+                    help="exit 1 on a warning too (an allow rule wider than its examples, a set without the "
+                         "baseline or [modes]): a CI gate")
 
 
 def _status(st: argparse.ArgumentParser) -> None:
@@ -196,7 +199,7 @@ _COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
 EXAMPLES: dict[str, str] = {
     "proxy": "policyd proxy --headless --decision-log decisions.jsonl -- npx -y @agentclientprotocol/claude-agent-acp",
     "serve": "policyd serve --policy /etc/policyd/policies.d   (usually started by systemd/policyd.socket)",
-    "check": "policyd check --policy .policyd/ --json",
+    "check": "policyd check --policy .policyd/ --strict",
     "eval": "echo '{\"toolCall\": {\"kind\": \"read\", \"locations\": [{\"path\": \"/etc/hosts\"}]}}' | policyd eval -",
     "status": "policyd status --json",
     "reload": "policyd reload",
@@ -209,7 +212,7 @@ EXAMPLES: dict[str, str] = {
     "summary": "policyd summary decisions.jsonl >> \"$GITHUB_STEP_SUMMARY\"",
     "demo": "policyd demo --decision-log demo.jsonl --answer allow",
     "bundle": "policyd bundle build policies/ -o org.bundle && policyd bundle sign org.bundle --key org.pem",
-    "completion": "policyd completion bash > ~/.local/share/bash-completion/completions/policyd",
+    "completion": "policyd completion bash > ~/.local/share/bash-completion/completions/policyd   (mkdir -p first)",
 }
 
 
