@@ -62,8 +62,11 @@ def load_policy(settings: Settings, secure: bool = False) -> loader.Loaded:
     return loaded
 
 
-def report_load_error(exc: PolicyError) -> int:
-    logs.get().error("policy.load_failed", errors=[str(e) for e in exc.errors])
+def report_load_error(exc: PolicyError, log: bool = True) -> int:
+    """Every error on stderr (exit 2). ``log``: also the ``policy.load_failed`` log event (for
+    proxy and serve, whose logs are kept; an author's command prints each error once)."""
+    if log:
+        logs.get().error("policy.load_failed", errors=[str(e) for e in exc.errors])
     for err in exc.errors:
         print(f"policyd: {err}", file=sys.stderr)
     return USAGE_ERROR

@@ -65,7 +65,7 @@ def evaluate(settings: Settings, file: str, sandboxed: bool = False) -> int:
         quiet = settings.model_copy(update={"remember": False, "shadow_policy": []})
         engine = build_engine(quiet, load_policy(settings))
     except PolicyError as exc:
-        return report_load_error(exc)
+        return report_load_error(exc, log=False)
     stream = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115
     failed = False
     with stream:

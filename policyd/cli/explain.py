@@ -119,7 +119,7 @@ def run(settings: Settings, file: str | None, command: str | None, cwd: str | No
     try:
         policy = load_policy(settings).policy
     except PolicyError as exc:
-        return report_load_error(exc)
+        return report_load_error(exc, log=False)
     if command is not None:
         items = [("--command", command_line(command, os.path.abspath(cwd or os.getcwd())))]
     else:

@@ -42,7 +42,7 @@ def run(settings: Settings, files: Sequence[str], home: str,
         # catalogue files among them included (one loader for every command)
         policy = load_policy(settings).policy
     except PolicyError as exc:
-        return report_load_error(exc)
+        return report_load_error(exc, log=False)
     problems: list[str] = []
     ok = failed = 0
     try:

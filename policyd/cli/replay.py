@@ -199,7 +199,7 @@ def run(drafts: Sequence[str] | None, logs: Sequence[str], home: str, as_json: b
     try:
         draft = loader.load(list(drafts), []).policy
     except PolicyError as exc:
-        return report_load_error(exc)
+        return report_load_error(exc, log=False)
     progress = Progress("replayed")
     try:
         report = replay_report(draft, logs, home, jobs or os.cpu_count() or 1, progress)
