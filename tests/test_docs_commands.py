@@ -1,8 +1,10 @@
 """Docs that cannot rot: every ``policyd`` command line in the README's and docs' code blocks
 is either run by a test as written, or parsed by the real command line (issue 34, item 6).
 
-- Run as written: the README's five-minute recipe (``tests/test_readme_recipe.py``) and
-  docs/bundles.md's "Rolling out to a fleet" (``tests/test_bundles_docs.py``).
+- Run as written: the README's five-minute recipe (``tests/test_readme_recipe.py``),
+  docs/bundles.md's "Rolling out to a fleet" (``tests/test_bundles_docs.py``) and
+  docs/authoring.md's walkthrough with its "Safe allow rules" check
+  (``tests/test_authoring_docs.py``).
 - Every other concrete line (``policyd check --policy draft``) must parse with
   :func:`policyd.cli.parser.build_parser` as it stands: a renamed subcommand, a removed
   option or a value outside an option's choices fails here, naming the file and the line.
@@ -31,7 +33,8 @@ from policyd.cli.parser import build_parser
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: Blocks run as written by another test: (file name, the heading of the section they are in).
-RUN_BY_TESTS = {("README.md", "Five minutes"), ("bundles.md", "Rolling out to a fleet")}
+RUN_BY_TESTS = {("README.md", "Five minutes"), ("bundles.md", "Rolling out to a fleet"),
+                ("authoring.md", "Writing and changing policies"), ("authoring.md", "Safe allow rules")}
 _BLOCK = re.compile(r"```(\w*)\n(.*?)```", re.S)
 _COMMAND = re.compile(r"^(?:\$ )?(?:sudo )?(?:[A-Za-z_][A-Za-z0-9_]*=\S+ )*(policyd\s.*)$")
 _SYNOPSIS = re.compile(r"\[|\||\.\.\.|\b[A-Z][A-Z_]+\b")
@@ -108,15 +111,20 @@ def test_a_synopsis_names_only_options_that_exist(where: str, line: str) -> None
 
 
 def test_the_lines_run_by_tests_are_the_ones_those_tests_run() -> None:
-    """The README recipe's and the bundles walkthrough's lines are the blocks those tests read."""
+    """The README recipe's, the bundles walkthrough's and the authoring walkthrough's lines are
+    the blocks those tests read."""
+    from test_authoring_docs import commands
     from test_readme_recipe import recipe_lines
 
     recipe = " ".join(recipe_lines())
+    authoring = commands()
     ran = [(where, line) for where, line, r in LINES if r]
-    assert ran
+    assert {"README.md", "bundles.md", "authoring.md"} == {where.split(":", 1)[0] for where, _ in ran}
     for where, line in ran:
         if where.startswith("README.md"):
             assert line.split("#", 1)[0].strip() in recipe, (where, line)
+        elif where.startswith("authoring.md"):
+            assert line in authoring, (where, line)
         else:
             walk = (ROOT / "docs" / "bundles.md").read_text().split("## Rolling out to a fleet", 1)[1]
             assert line in walk.split("\n## ", 1)[0].replace("\\\n", " "), (where, line)
