@@ -234,12 +234,15 @@ def _explain_parts(lines: list[str]) -> tuple[list[str], dict[str, str], dict[st
 def test_explain_shows_what_the_doc_says_about_the_push(ran: list[Ran]) -> None:
     """The header and decision; every fact shown (an object's shown fields); every rule shown
     with its status, decision and file; which of its operands are false (the prose: the CI
-    rule fails on its effects operand only); the rules not applicable to the kind."""
+    rule fails on its effects operand only); the rules not applicable to the kind; and the
+    two hashes of the header differ (the prose says why)."""
     step = _run(ran, "policyd explain")
     assert 0 == step.code, step.output
     head, facts, rules, skipped = _explain_parts(list(step.command.shown))
     real_head, real_facts, real_rules, real_skipped = _explain_parts(step.output.splitlines())
     assert [_norm(line) for line in head] == [_norm(line) for line in real_head]
+    logged, explained = re.findall(r"\b[0-9a-f]{12}\b", "\n".join(real_head))
+    assert logged != explained, "the doc says why the logged and the explained policy hashes differ: they no longer do"
     assert {"tool.commands[0]", "tool.effects"} <= facts.keys()
     for name, value in facts.items():
         assert name in real_facts, f"fact {name} is no longer printed"
