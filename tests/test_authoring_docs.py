@@ -3,7 +3,9 @@
 (issue 34, item 6: docs that cannot rot).
 
 Every ``$ `` line of the doc's ``console`` blocks up to "Command reference" runs in order,
-through bash, in an empty directory, with ``$?`` the previous line's exit status; a block
+through bash, in an empty directory on a machine without policyd configuration
+(:func:`conftest.policyd_env`: no search path, no daemon), with ``$?`` the previous line's
+exit status; a block
 marked ``<!-- walkthrough writes FILE -->`` (or ``appends to FILE``) is written there first,
 in document order. Only the placeholder workspace ``/tmp/walk/project`` is replaced (by a
 temporary directory).
