@@ -108,10 +108,14 @@ class Plan:
     early: Any = None
 
     def close(self) -> None:
-        """Stop the egress (at the proxy's exit, or when the agent did not start)."""
+        """Stop the egress (at the proxy's exit, or when the agent did not start) and remove
+        the mount points the view made on the host (:func:`remove_made`)."""
         if self.egress is not None:
             self.egress.close()
             self.egress = None
+        made = self.notes.pop("created", None)
+        if isinstance(made, list):
+            remove_made(made)
 
 
 class EgressThread:
@@ -328,17 +332,18 @@ def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state
     if skipped:
         notes["writable_missing"] = skipped
     readonly: list[str] = []
+    made: list[str] = []
     for pattern in plan.readonly:
         for path in _glob(pattern):
             if _covered(path, writable):
                 args += ["--ro-bind", _real(path), path]
                 readonly.append(path)
         base = pattern.rstrip("/")
-        if (not core.is_glob(base) and base.endswith("/.git/hooks") and os.path.isdir(os.path.dirname(base))
-                and not _exists(base) and _covered(base, writable) and _mkdirs(base)):
-            args += ["--ro-bind", base, base]  # a missing hooks directory would be created writable
-            readonly.append(base)
+        if not core.is_glob(base) and _covered(base, writable):
+            args += _missing_git_target(base, made, readonly)
     notes["readonly"] = len(readonly)
+    if made:
+        notes["created"] = made  # mount points made on the host; removed at the end when still empty
     hidden: list[str] = []
     for pattern in plan.hide:
         hidden.extend(_glob(pattern))
@@ -354,6 +359,60 @@ def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state
             args += ["--ro-bind", "/dev/null", path]
     notes["hidden"] = len(kept)
     return args
+
+
+def _missing_git_target(target: str, made: list[str], readonly: list[str]) -> list[str]:
+    """bwrap options keeping a persistence target of a git directory that does not exist
+    (``.git/hooks``, ``.git/config``, ``.git/info``; or ``.git`` itself) from being created
+    inside the writable area ``target`` lies in: a missing path cannot be bound read-only, so
+    its first missing component becomes an empty read-only directory (a file, bound to
+    ``/dev/null``, when it is the target and git reads it as one: ``config``), made on the
+    host as the mount point and listed in ``made`` (:func:`remove_made` removes it at the
+    end when still empty). A ``.git`` that is a file (a worktree's or submodule's pointer to
+    its git directory) is bound read-only itself: rewritten, it would lead the host's git to
+    hooks the agent wrote. Only components at or below a ``.git`` are made: a target whose
+    missing part lies above it (``sub/.git/hooks`` without ``sub``) is left (the agent may
+    create ``sub``)."""
+    if _exists(target) or _covered(target, made):
+        return []
+    parts = target.split("/")
+    if ".git" not in parts or not os.path.isdir("/".join(parts[:parts.index(".git")]) or "/"):
+        return []
+    for i in range(parts.index(".git") + 1, len(parts) + 1):
+        prefix = "/".join(parts[:i])
+        if not _exists(prefix):
+            break
+        if os.path.islink(prefix):
+            return []  # (a symlinked git directory: the target is where it leads, bound if it exists)
+        if not os.path.isdir(prefix):
+            if prefix in readonly:
+                return []
+            readonly.append(prefix)
+            return ["--ro-bind", prefix, prefix]  # a gitfile: read-only itself
+    else:
+        return []
+    as_file = prefix == target and parts[-1] in core.MISSING_AS_FILE
+    try:
+        if as_file:
+            os.close(os.open(prefix, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        else:
+            os.mkdir(prefix, 0o755)
+    except OSError:
+        return []  # (the parent is not writable here: nor is it for the agent)
+    made.append(prefix)
+    readonly.append(prefix)
+    return ["--ro-bind", "/dev/null" if as_file else prefix, prefix]
+
+
+def remove_made(made: Sequence[str]) -> None:
+    """Remove the mount points :func:`_missing_git_target` made on the host, deepest first,
+    each only when still empty (something written there since is left alone)."""
+    for path in sorted(made, key=len, reverse=True):
+        with contextlib.suppress(OSError):
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)  # fails when not empty
+            elif os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
+                os.unlink(path)
 
 
 def agent_env(environ: Mapping[str, str], config: core.SandboxConfig) -> dict[str, str]:

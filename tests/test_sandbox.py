@@ -249,6 +249,46 @@ def test_hidden_files_and_persistence_targets(tmp_path: Path, mode: str) -> None
     assert "0" == seen["workspace"] and (ws / "src.txt").exists()
 
 
+#: A workspace script planting what the host's git would run later, in a git directory that
+#: does not exist yet (or lacks hooks/info).
+PLANT_SCRIPT = """
+git init -q . >/dev/null 2>&1; echo "init=$?"
+mkdir -p .git/hooks 2>/dev/null; printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/post-checkout 2>/dev/null
+echo "hook=$?"
+printf '[core]\\n\\tfsmonitor = echo pwned\\n' >> .git/config 2>/dev/null; echo "config=$?"
+mkdir -p .git/info 2>/dev/null; echo 'x filter=evil' > .git/info/attributes 2>/dev/null; echo "info=$?"
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize("missing", [".git", ".git/hooks and .git/info"])
+def test_missing_git_persistence_targets_stay_missing(tmp_path: Path, missing: str) -> None:
+    """A root without ``.git`` (``git init`` would make hooks and config the host's git runs
+    later), or whose ``.git`` lacks ``hooks`` and ``info``: a workspace script (project code,
+    allowed sandboxed) can create none of them, and the empty mount points policyd made on
+    the host are gone after the proxy exits, leaving the workspace as it was."""
+    home, ws, _ = make_world(tmp_path)
+    if missing == ".git":
+        shutil.rmtree(ws / ".git")
+    else:
+        shutil.rmtree(ws / ".git" / "hooks")
+        shutil.rmtree(ws / ".git" / "info", ignore_errors=True)
+    config_before = None if missing == ".git" else (ws / ".git" / "config").read_text()
+    (ws / "plant.sh").write_text(PLANT_SCRIPT)
+    policy = tmp_path / "git-info.toml"
+    policy.write_text('[policy]\nname = "git-info"\n[sandbox]\nreadonly = [".git/info"]\n')
+    reports, client, _ = run(tmp_path, home, ws, ["bash plant.sh"], "required", proxy_args=("--policy", str(policy)))
+    assert reports[0]["allowed"], client.stderr()[-2000:]
+    seen = dict(line.split("=", 1) for line in reports[0]["stdout"].splitlines())
+    assert "0" != seen["hook"] and "0" != seen["config"] and "0" != seen["info"], seen
+    if missing == ".git":
+        assert "0" != seen["init"]
+        assert not (ws / ".git").exists()  # the empty mount point is removed at the end
+    else:
+        assert not (ws / ".git" / "hooks").exists() and not (ws / ".git" / "info").exists()
+        assert config_before == (ws / ".git" / "config").read_text()
+
+
 @needs_sandbox
 def test_session_outside_the_view_is_refused(tmp_path: Path) -> None:
     """A session/new whose cwd lies outside the writable roots gets a JSON-RPC error naming
@@ -383,3 +423,32 @@ def test_sandbox_works_for_an_unprivileged_user(tmp_path: Path) -> None:
     finally:
         subprocess.run(["userdel", "--remove", user], check=False, capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@needs_sandbox
+def test_gitfile_of_a_worktree_is_read_only(tmp_path: Path) -> None:
+    """A root that is a git worktree (``.git`` is a file naming its git directory): the file
+    is bound read-only, so code inside cannot point the host's git at a directory of hooks
+    it wrote; the rest of the root stays writable."""
+    from policyd import sandbox
+    from policyd.core.policy import build_set
+    from policyd.settings import load_settings
+
+    main_repo, ws = tmp_path / "repo", tmp_path / "wt"
+    subprocess.run(["git", "init", "-q", str(main_repo)], check=True)
+    subprocess.run(["git", "-C", str(main_repo), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q",
+                    "--allow-empty", "-m", "x"], check=True)
+    subprocess.run(["git", "-C", str(main_repo), "worktree", "add", "-q", str(ws)], check=True)
+    pointer = (ws / ".git").read_text()
+    config = build_set([("baseline.toml", (ROOT / "policies" / "baseline.toml").read_text())]).sandbox
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home")}
+    box = sandbox.plan(load_settings({"sandbox": "required", "search_path": []}), ["sh"], env, str(ws), config)
+    try:
+        script = "echo 'gitdir: /tmp/evil' > .git; echo \"gitfile=$?\"; echo s > src.txt; echo \"workspace=$?\""
+        done = subprocess.run([*box.argv, "--", "sh", "-c", script], env=box.env, cwd=ws, capture_output=True,
+                              text=True, timeout=60, check=False)
+    finally:
+        box.close()
+    seen = dict(line.split("=", 1) for line in done.stdout.splitlines())
+    assert "0" != seen["gitfile"] and pointer == (ws / ".git").read_text(), done.stderr
+    assert "0" == seen["workspace"] and (ws / "src.txt").exists()

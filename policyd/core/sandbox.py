@@ -288,6 +288,11 @@ def outside_view(dirs: Iterable[str], writable_roots: Sequence[str]) -> list[str
     return [d for d in dirs if not any(paths.within(d, r) for r in writable_roots)]
 
 
+#: Persistence targets of a git directory that, when missing, are kept from being created as
+#: a file (``/dev/null`` bound there: git reads it as one); any other missing one (``hooks``,
+#: ``info``, ``.git`` itself) as an empty read-only directory (``policyd.sandbox``).
+MISSING_AS_FILE = frozenset({"config"})
+
 #: JSON-RPC error code of a session refused because its roots are outside the sandbox's view
 #: (-32602: invalid params, as the client's request asks for what cannot be given).
 SESSION_OUTSIDE_VIEW = -32602
