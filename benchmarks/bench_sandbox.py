@@ -78,6 +78,8 @@ def sandbox_alone(tmp: Path) -> dict[str, float]:
         rows["direct"].append(_time(["/bin/true"], env, ws))
         rows["bwrap"].append(_time([*box.argv, "--", "/bin/true"], box.env, ws))
         one = sandbox.plan(settings, ["/bin/true"], env, str(ws), config)  # an egress takes one sandbox run
+        assert one.bridge is not None
+        one.bridge.serve()  # (sandbox.start does this once bwrap is spawned)
         rows["bwrap+egress bridge"].append(_time([*one.argv, "--", *one.inner], one.env, ws))
         one.close()
     box.close()

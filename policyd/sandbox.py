@@ -45,6 +45,7 @@ from policyd.core import sandbox as core
 if TYPE_CHECKING:
     from typing import Protocol
 
+    from policyd.egress_bridge import Bridge
     from policyd.spawn import Spawned
 
     class Settings(Protocol):
@@ -98,6 +99,9 @@ class Plan:
     status_fd: int = -1
     pass_fds: tuple[int, ...] = ()
     notes: dict[str, object] = field(default_factory=dict)
+    #: The egress's socket and the registration of the sandbox's listeners (built before the
+    #: agent starts); the egress itself (:attr:`egress`) adopts it later (:meth:`start_egress`).
+    bridge: Bridge | None = None
     egress: EgressThread | None = None
     #: The combined ``[sandbox]`` the view was built from.
     config: core.SandboxConfig = field(default_factory=core.SandboxConfig)
@@ -107,26 +111,38 @@ class Plan:
     #: spawned that early; the loaded settings must agree.
     early: Any = None
 
+    def start_egress(self) -> EgressThread | None:
+        """The egress deciding the sandbox's connections, started now if not yet (it adopts
+        :attr:`bridge`: the listeners sandbox_init registered, or will); None when the
+        sandbox has the host's network. Raises Unavailable when it cannot start (the agent
+        then has no network at all: stop it)."""
+        if self.egress is None and self.bridge is not None:
+            self.egress = EgressThread(self.config, self.bridge)
+        return self.egress
+
     def close(self) -> None:
         """Stop the egress (at the proxy's exit, or when the agent did not start) and remove
         the mount points the view made on the host (:func:`remove_made`)."""
         if self.egress is not None:
             self.egress.close()
             self.egress = None
+        if self.bridge is not None:
+            self.bridge.close()
+            self.bridge = None
         made = self.notes.pop("created", None)
         if isinstance(made, list):
             remove_made(made)
 
 
 class EgressThread:
-    """:class:`policyd.egress.Egress` on an event loop of its own thread, listening before
-    the agent starts (the proxy's loop runs only later). Its decisions wait for
-    :meth:`set_decider` (the engine, once loaded; the egress denies after its own decision
-    timeout); ``network_deny`` is decided here, before the rules."""
+    """:class:`policyd.egress.Egress` on an event loop of its own thread (the proxy's loop
+    may not run yet), adopting ``bridge`` (made before the agent started: only its
+    registration had to be answered then). Its decisions wait for :meth:`set_decider` (the
+    engine, once loaded; the egress denies after its own decision timeout);
+    ``network_deny`` is decided here, before the rules."""
 
-    def __init__(self, config: core.SandboxConfig) -> None:
+    def __init__(self, config: core.SandboxConfig, bridge: Bridge) -> None:
         import asyncio
-        import tempfile
         import threading
 
         from policyd import egress
@@ -138,9 +154,11 @@ class EgressThread:
         self._thread = threading.Thread(target=self.loop.run_forever, name="policyd-egress", daemon=True)
         self._thread.start()
         network = [n for n in config.network if n != "*:*"]
-        forwards = [f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in core.loopback_endpoints(network)]
-        started = asyncio.run_coroutine_threadsafe(
-            egress.Egress.start(tempfile.gettempdir(), self._decide, network=network, forwards=forwards), self.loop)
+
+        async def adopt() -> egress.Egress:
+            return egress.Egress.adopt(bridge, self._decide, network)
+
+        started = asyncio.run_coroutine_threadsafe(adopt(), self.loop)
         try:
             self.egress = started.result(SETUP_TIMEOUT_S)
         except Exception as exc:
@@ -252,28 +270,47 @@ def _glob(pattern: str, limit: int = MAX_WALK) -> list[str]:
     """Existing paths matching the absolute ``pattern`` (``policyd.core.paths.glob``
     semantics), found by walking from its longest plain prefix (bounded, see
     :data:`WALK_SKIP`)."""
-    if not core.is_glob(pattern):
-        return [pattern] if _exists(pattern) else []
-    parts = pattern.split("/")
+    return _glob_all([pattern], limit)
+
+
+def _base(pattern: str) -> str:
+    """The longest plain (glob-free) directory prefix of ``pattern``."""
     plain = []
-    for part in parts:
+    for part in pattern.split("/"):
         if core.is_glob(part):
             break
         plain.append(part)
-    base = "/".join(plain) or "/"
+    return "/".join(plain) or "/"
+
+
+def _glob_all(patterns: Sequence[str], limit: int = MAX_WALK) -> list[str]:
+    """Existing paths matching any of the absolute ``patterns``: what :func:`_glob` finds
+    for each, with one walk per plain prefix (a root) for all the patterns below it, each
+    entry matched once against one regex of them all (``glob_any_regex``): the shipped
+    baseline hides ~30 ``**`` globs in every root, walked once each before."""
     found: list[str] = []
-    seen = 0
-    base_depth = base.rstrip("/").count("/")
-    for top, dirs, files in os.walk(base, followlinks=False):
-        depth = top.rstrip("/").count("/") - base_depth
-        dirs[:] = [d for d in dirs if d not in WALK_SKIP] if depth < MAX_WALK_DEPTH else []
-        for name in [*dirs, *files]:
-            seen += 1
-            full = os.path.join(top, name)
-            if core_paths.glob(full, pattern):
-                found.append(full)
-        if seen > limit:
-            break
+    by_base: dict[str, list[str]] = {}
+    for pattern in patterns:
+        if not core.is_glob(pattern):
+            if _exists(pattern):
+                found.append(pattern)
+        else:
+            by_base.setdefault(_base(pattern), []).append(pattern)
+    for base, group in by_base.items():
+        match = core_paths.glob_any_regex(tuple(group)).match
+        seen = 0
+        base_depth = base.rstrip("/").count("/")
+        for top, dirs, files in os.walk(base, followlinks=False):
+            depth = top.rstrip("/").count("/") - base_depth
+            dirs[:] = [d for d in dirs if d not in WALK_SKIP] if depth < MAX_WALK_DEPTH else []
+            prefix = top if top.endswith("/") else top + "/"
+            for name in [*dirs, *files]:
+                full = prefix + name
+                if match(full):
+                    found.append(full)
+            seen += len(dirs) + len(files)
+            if seen > limit:
+                break
     return found
 
 
@@ -344,10 +381,7 @@ def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state
     notes["readonly"] = len(readonly)
     if made:
         notes["created"] = made  # mount points made on the host; removed at the end when still empty
-    hidden: list[str] = []
-    for pattern in plan.hide:
-        hidden.extend(_glob(pattern))
-    hidden = sorted(dict.fromkeys(hidden), key=len)
+    hidden = sorted(dict.fromkeys(_glob_all(plan.hide)), key=len)
     kept: list[str] = []
     for path in hidden:
         if _covered(path, kept):
@@ -521,13 +555,21 @@ def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], c
         args.append("--share-net")
         notes["network"] = "unrestricted ([sandbox] network = ['*:*'] in every file that declares it; no egress)"
     else:
-        box.egress = EgressThread(config)
-        for host, port, unix_path in forwards:
-            box.egress.egress.add_forward(host, port, unix_path)
-        args += box.egress.egress.bwrap_args()  # after the view: its socket directory may be under /tmp
-        box.inner = box.egress.egress.wrap_argv(agent)
-        env.update(box.egress.egress.agent_env())
-        notes["network"] = {"egress": box.egress.egress.socket_path, "listed": list(config.network),
+        from policyd.egress_bridge import Bridge
+
+        network = [n for n in config.network if n != "*:*"]
+        try:
+            loopback = [(host, port, "") for host, port in core.loopback_endpoints(network)]
+            box.bridge = Bridge(environ.get("TMPDIR") or "/tmp", loopback)
+            for host, port, unix_path in forwards:
+                box.bridge.add_forward(host, port, unix_path)
+        except (OSError, ValueError) as exc:
+            box.close()
+            raise Unavailable(f"the egress proxy did not start: {exc}") from exc
+        args += box.bridge.bwrap_args()  # after the view: its socket directory may be under /tmp
+        box.inner = box.bridge.wrap_argv(agent)
+        env.update(box.bridge.agent_env())
+        notes["network"] = {"egress": box.bridge.socket_path, "listed": list(config.network),
                             "denied": list(config.network_deny)}
     args += ["--chdir", cwd]
     return box
@@ -556,6 +598,8 @@ def start(settings: Settings, agent: Sequence[str], fallback: bool = True, envir
     argv = [*box.argv, "--json-status-fd", str(write_fd), "--", *box.inner]
     spawned = spawn(argv, env=box.env, pass_fds=(write_fd,))
     os.close(write_fd)
+    if box.bridge is not None:
+        box.bridge.serve()  # sandbox_init registers its listeners, then becomes the agent
     if spawned.error_code:
         os.close(read_fd)
         box.close()

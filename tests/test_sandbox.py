@@ -22,6 +22,7 @@ import pytest
 from acp_client import AcpAgentClient
 from conftest import ROOT, policyd_env
 
+from policyd.core import sandbox as core
 from policyd.sandbox import probe
 
 AGENT = Path(__file__).resolve().parent / "sandbox_agent.py"
@@ -209,6 +210,7 @@ def test_build_writing_outside_the_roots_fails(tmp_path: Path, mode: str) -> Non
 #: A workspace script (allowed as project code when sandboxed) trying what the rules deny.
 CHECK_SCRIPT = """
 echo "env=$(cat .env 2>&1)"
+echo "deepenv=$(cat src/a/b/c/d/.env.local 2>&1)"
 echo "ssh=$(ls -A ~/.ssh 2>/dev/null | wc -l)"
 echo "key=$(cat ~/.ssh/id_rsa 2>&1)"
 echo hook > .git/hooks/pre-commit 2>/dev/null; echo "hook=$?"
@@ -229,6 +231,9 @@ def test_hidden_files_and_persistence_targets(tmp_path: Path, mode: str) -> None
     the rules, sandbox or not."""
     home, ws, _ = make_world(tmp_path)
     (ws / "check.sh").write_text(CHECK_SCRIPT)
+    deep = ws / "src" / "a" / "b" / "c" / "d"
+    deep.mkdir(parents=True)
+    (deep / ".env.local").write_text(f"DEEP={SECRET}\n")
     policy = tmp_path / "home-writable.toml"
     policy.write_text('[policy]\nname = "home"\n[sandbox]\nwritable = ["~"]\n')
     reports, client, _ = run(tmp_path, home, ws, ["bash check.sh", "cat .env", "echo y >> ~/.bashrc"], mode,
@@ -242,6 +247,7 @@ def test_hidden_files_and_persistence_targets(tmp_path: Path, mode: str) -> None
     seen = dict(line.split("=", 1) for line in script["stdout"].splitlines())
     assert SECRET not in script["stdout"]
     assert "0" == seen["ssh"].strip()
+    assert "DEEP" not in seen["deepenv"]  # hidden (/dev/null, unreadable: nodev) however deep in the root
     assert "0" != seen["hook"] and not (ws / ".git" / "hooks" / "pre-commit").exists()
     assert "0" != seen["config"] and "x" not in (ws / ".git" / "config").read_text().split()
     assert "0" != seen["bashrc"] and "# original\n" == (home / ".bashrc").read_text()
@@ -452,3 +458,36 @@ def test_gitfile_of_a_worktree_is_read_only(tmp_path: Path) -> None:
     seen = dict(line.split("=", 1) for line in done.stdout.splitlines())
     assert "0" != seen["gitfile"] and pointer == (ws / ".git").read_text(), done.stderr
     assert "0" == seen["workspace"] and (ws / "src.txt").exists()
+
+
+def test_one_walk_finds_what_each_glob_finds(tmp_path: Path) -> None:
+    """The hide globs are matched in one walk per root (``_glob_all``): on a tree with
+    secrets at several depths, beside skipped directories and near misses, it finds exactly
+    what matching every entry against every pattern finds (the view stays complete)."""
+    from policyd import sandbox
+    from policyd.core import paths as core_paths
+    from policyd.core.policy import build_set
+
+    config = build_set([("baseline.toml", (ROOT / "policies" / "baseline.toml").read_text())]).sandbox
+    ws = tmp_path / "ws"
+    names = [".env", ".env.local", ".env.prod.local", "x.pem", "id_ed25519", ".envrc", "env", ".env.bak", "a.pem.txt",
+             "terraform.tfstate", ".npmrc"]
+    for depth in range(0, 6):
+        here = ws.joinpath(*[f"d{i}" for i in range(depth)])
+        here.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            (here / name).write_text("s")
+    (ws / "node_modules" / "p").mkdir(parents=True)
+    (ws / "node_modules" / "p" / ".env").write_text("s")  # WALK_SKIP: not walked, as before
+    (ws / "conf" / ".env").mkdir(parents=True)  # a directory named like a secret
+    patterns = [p for p in core.plan_view(config, (str(ws),), str(tmp_path / "home"), ()).hide if p.startswith(str(ws))]
+    expected = set()
+    for top, dirs, files in os.walk(ws):
+        dirs[:] = [d for d in dirs if d not in sandbox.WALK_SKIP]
+        for name in [*dirs, *files]:
+            full = os.path.join(top, name)
+            if any(core_paths.glob(full, p) for p in patterns):
+                expected.add(full)
+    assert len(expected) > 6 * 7
+    assert expected == set(sandbox._glob_all(patterns))
+    assert expected == {f for p in patterns for f in sandbox._glob(p)}
