@@ -288,3 +288,49 @@ def test_what_runs_the_agent_stays_visible_under_the_private_tmp(tmp_path: Path)
     top = "/tmp/" + str(tmp_path).split("/")[2]
     assert [top] == _under_tmp([str(inside), str(inside / "sandbox_init.py")])
     assert [] == _under_tmp(["/usr/bin/python3", "relative/path", "/tmp"])
+
+
+QUICK_DOCS = {
+    "plain": '[policy]\nname = "x"\n[sandbox]\nhide = ["~/.ssh", \'C:\\\\x\', # why\n  "a\\"b\\\\c\\td",\n]  # end\n'
+             'env = "PATH"\nnetwork=[]\n\n[[rule]]\nid = "r"\nwhen = """\nsession.sandboxed\n"""\n',
+    "no table": '[policy]\nname = "x"\n[[rule]]\nid = "r"\nwhen = "session.sandboxed"\n',
+    "last table, no newline": '[sandbox]\nreadonly = [".git/hooks"]',
+}
+UNSURE_DOCS = {
+    "dotted key": 'sandbox.hide = ["~/.ssh"]\n',
+    "inline table": 'sandbox = { hide = ["~/.ssh"] }\n',
+    "sub-table too": '[sandbox]\nhide = []\n[sandbox.extra]\nx = ["a"]\n',
+    "spaced header": '[ sandbox ]\nhide = ["~/.ssh"]\n',
+    "multi-line string": '[sandbox]\nhide = ["""~/.ssh"""]\n',
+    "unicode escape": '[sandbox]\nhide = ["~/.s\\u0073h"]\n',
+    "escaped key elsewhere": '"s\\u0061ndbox" = { hide = ["~/.ssh"] }\n',
+    "nested array": '[sandbox]\nhide = [["~/.ssh"]]\n',
+    "two keys on a line": '[sandbox]\nhide = [] env = []\n',
+    "a number": '[sandbox]\nhide = [1]\n',
+}
+
+
+@pytest.mark.parametrize("name", [*QUICK_DOCS, *UNSURE_DOCS])
+def test_quick_sandbox_reads_what_tomllib_reads_or_gives_up(name: str) -> None:
+    """The ``[sandbox]`` read before a sandboxed spawn without tomllib (``quick_sandbox``):
+    a table written plainly is read exactly as tomllib reads it; any other way of writing
+    it (or anything it is unsure of) gives None, and tomllib then parses the file."""
+    import tomllib
+
+    text = QUICK_DOCS.get(name) or UNSURE_DOCS[name]
+    quick = core.quick_sandbox(text)
+    if name in UNSURE_DOCS:
+        assert quick is None
+        return
+    full = tomllib.loads(text)
+    assert quick == ({"sandbox": full["sandbox"]} if "sandbox" in full else {})
+
+
+def test_quick_sandbox_reads_the_shipped_policies() -> None:
+    """The shipped policies' tables are read by the quick path, as tomllib reads them."""
+    import tomllib
+
+    for path in sorted((ROOT / "policies").glob("*.toml")):
+        text = path.read_text()
+        full = tomllib.loads(text)
+        assert core.quick_sandbox(text) == ({"sandbox": full["sandbox"]} if "sandbox" in full else {}), path
