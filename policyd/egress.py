@@ -73,7 +73,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from policyd import egress_bridge, logs
 from policyd.core import egress as core
@@ -551,28 +551,74 @@ async def _answer(writer: asyncio.StreamWriter, status: int, message: str) -> No
         await writer.drain()
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """Copy until EOF, then half-close. ``drain`` (flow control) only when the write did
-    not go out at once: most chunks leave in ``write`` itself, and an await per chunk is
-    most of the relay's cost on a stream of small events."""
-    transport = writer.transport
-    try:
-        while data := await reader.read(CHUNK):
-            writer.write(data)
-            if transport.get_write_buffer_size() or transport.is_closing():
-                await writer.drain()
-        if writer.can_write_eof():
-            writer.write_eof()
-    except (ConnectionError, OSError):
-        writer.close()
+class _Splice(asyncio.Protocol):
+    """One side of a relayed connection once decided: what arrives on its transport is
+    written to the peer's as it is, in ``data_received`` (no StreamReader buffer, no
+    coroutine woken per chunk: on a stream of small events that was most of the relay's
+    cost). Flow control both ways: when this side's write buffer fills, reading from the
+    peer pauses until it drains. An end of input is passed on as a half-close; the
+    connection closes when both sides have ended, or either is lost."""
+
+    def __init__(self, own: asyncio.Transport, peer: asyncio.Transport, done: asyncio.Future[None],
+                 ended: list[int]) -> None:
+        self.own, self.peer, self.done, self.ended = own, peer, done, ended
+
+    def data_received(self, data: bytes) -> None:
+        self.peer.write(data)
+
+    def eof_received(self) -> bool:
+        self.ended[0] += 1
+        if self.ended[0] >= 2 or not self.peer.can_write_eof():
+            self.own.close()
+            self.peer.close()
+            return False
+        self.peer.write_eof()
+        return True  # (this side still writes what the peer sends)
+
+    def pause_writing(self) -> None:
+        self.peer.pause_reading()
+
+    def resume_writing(self) -> None:
+        if not self.peer.is_closing():
+            self.peer.resume_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.peer.close()
+        if not self.done.done():
+            self.done.set_result(None)
 
 
 async def _relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  up_reader: asyncio.StreamReader, up_writer: asyncio.StreamWriter) -> None:
+    """Relay both ways until both ends are done: the bytes the streams already read are
+    sent first, then each transport gets a :class:`_Splice` protocol."""
+    client, upstream = writer.transport, up_writer.transport
     try:
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        if not isinstance(client, asyncio.Transport) or not isinstance(upstream, asyncio.Transport):
+            return
+        if client.is_closing() or upstream.is_closing():
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        ended = [0]
+        sides = ((client, upstream, reader), (upstream, client, up_reader))
+        splices = [_Splice(own, peer, done, ended) for own, peer, _ in sides]
+        for (own, peer, stream), splice in zip(sides, splices, strict=True):
+            buffered: bytearray = cast(Any, stream)._buffer  # (read while deciding; no public API)
+            if buffered:
+                peer.write(bytes(buffered))
+                buffered.clear()
+            own.set_protocol(splice)
+        for (own, peer, stream), splice in zip(sides, splices, strict=True):
+            if stream.at_eof():
+                splice.eof_received()
+            elif not own.is_reading() and not own.is_closing():
+                own.resume_reading()  # (paused by the stream's own flow control)
+            if peer.get_write_buffer_size() > peer.get_write_buffer_limits()[1]:
+                own.pause_reading()
+        await done
     finally:
-        up_writer.close()
+        client.close()
+        upstream.close()
 
 
 def private_runtime_dir() -> Path:
