@@ -579,14 +579,15 @@ def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], c
 
 def start(settings: Settings, agent: Sequence[str], fallback: bool = True, environ: Mapping[str, str] | None = None,
           gateway_env: Mapping[str, str] | None = None, forwards: Sequence[tuple[str, int, str]] = (),
-          secrets: Sequence[str] = ()) -> tuple[Spawned | None, Plan | None, str]:
+          secrets: Sequence[str] = (), first: bool = False) -> tuple[Spawned | None, Plan | None, str]:
     """Start ``agent`` as ``settings.sandbox`` says: ``(spawned, plan, problem)``. ``plan``
     is None when the agent runs without a sandbox (``auto`` that could not set one up;
     ``problem`` says why); ``spawned`` is None when it must not run (``required``: ``problem``
     names what is missing and the fix). ``fallback`` False: never start it unsandboxed
     (the early spawn: the proxy's own start-up then decides, and warns). ``environ``: the
     agent's environment before the allow-list (default policyd's); ``gateway_env``,
-    ``forwards``, ``secrets``: the model gateway's, see :func:`plan`."""
+    ``forwards``, ``secrets``: the model gateway's, see :func:`plan`. ``first``: the early
+    spawn (no other thread yet: :func:`policyd.spawn.spawn` forks without importing subprocess)."""
     from policyd.spawn import spawn
 
     environ = dict(os.environ if environ is None else environ)
@@ -598,7 +599,7 @@ def start(settings: Settings, agent: Sequence[str], fallback: bool = True, envir
         return _fallback(settings, agent, str(exc), fallback, environ)
     read_fd, write_fd = os.pipe()
     argv = [*box.argv, "--json-status-fd", str(write_fd), "--", *box.inner]
-    spawned = spawn(argv, env=box.env, pass_fds=(write_fd,))
+    spawned = spawn(argv, first=first, env=box.env, pass_fds=(write_fd,))
     os.close(write_fd)
     if box.bridge is not None:
         box.bridge.serve()  # sandbox_init registers its listeners, then becomes the agent
