@@ -38,6 +38,8 @@ MAX_REGISTRATION = 8192
 MAX_FDS = 64
 #: Seconds to read a registration (a silent peer is dropped).
 READ_TIMEOUT_S = 30.0
+#: Seconds between thread switches while a registration is awaited (see Bridge.serve).
+SWITCH_S = 0.0005
 #: The answer to any registration after the first valid one.
 ALREADY = "this sandbox's listeners are registered already"
 
@@ -67,6 +69,7 @@ class Bridge:
         self._registered = _thread.allocate_lock()
         self._registered.acquire()  # released when registered or closed
         self._closed = False
+        self._interval: float | None = None  # the switch interval to restore (see serve)
         self.sock_dir = _private_dir(runtime_dir)
         self.socket_path = os.path.join(self.sock_dir, "egress.sock")
         self._unix = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -117,7 +120,15 @@ class Bridge:
     # ------------------------------------------------------------------ registration
 
     def serve(self) -> None:
-        """Answer registrations from now on (a thread of its own, each on its own thread)."""
+        """Answer registrations from now on (a thread of its own, each on its own thread).
+        Until the first is taken (or :meth:`close`), the interpreter switches threads every
+        :data:`SWITCH_S` instead of 5 ms: the thread that spawned the agent goes on
+        importing policyd meanwhile, and each of the answering thread's blocking calls
+        would otherwise wait up to 5 ms for the GIL while the agent waits for the answer."""
+        with self._lock:
+            if self._interval is None and not self._closed and self.listeners is None:
+                self._interval = sys.getswitchinterval()
+                sys.setswitchinterval(SWITCH_S)
         _thread.start_new_thread(self._accept, ())
 
     def wait(self, timeout: float = -1) -> bool:
@@ -158,6 +169,9 @@ class Bridge:
         return listeners
 
     def _released(self) -> None:
+        if self._interval is not None:  # (under self._lock)
+            sys.setswitchinterval(self._interval)
+            self._interval = None
         with contextlib.suppress(RuntimeError):  # (a waiter holds it for a moment: it releases it)
             self._registered.release()
 
