@@ -11,7 +11,9 @@ What the agent and everything it starts see (docs/sandbox.md):
   by an empty read-only directory or ``/dev/null``; the home stays visible (read-only)
   also when it lies under ``/tmp``;
 - no network of its own (``--unshare-all``): every connection goes through policyd's egress
-  (:mod:`policyd.egress`, run here on its own thread: :class:`EgressThread`), which decides
+  (:mod:`policyd.egress`, run here on its own thread: :class:`EgressThread`; its socket and
+  sandbox_init's registration are :mod:`policyd.egress_bridge`'s, ready before the agent
+  is spawned, the egress proper adopts them later: :meth:`Plan.start_egress`), which decides
   it by ``network``, ``network_deny`` and the rules; the loopback endpoints ``network``
   names are reachable at the same address inside. Only when every file that declares
   ``network`` grants ``*:*`` does the agent get the host's network (``--share-net``, no
