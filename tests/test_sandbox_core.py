@@ -334,3 +334,18 @@ def test_quick_sandbox_reads_the_shipped_policies() -> None:
         text = path.read_text()
         full = tomllib.loads(text)
         assert core.quick_sandbox(text) == ({"sandbox": full["sandbox"]} if "sandbox" in full else {}), path
+
+
+def test_a_quick_read_the_full_load_disagrees_with_stops_the_agent(tmp_path: Path) -> None:
+    """Fail closed on the quick ``[sandbox]`` read: a ``[sandbox]`` header inside a
+    multi-line string is read by ``quick_sandbox`` as a table the document does not have;
+    the agent is spawned early with that view, and once the policy is loaded in full the
+    proxy finds another ``[sandbox]``, stops the agent and exits 2."""
+    policy = tmp_path / "tricky.toml"
+    policy.write_text('[policy]\nname = "tricky"\ndescription = """\n[sandbox]\nhide = ["~/.nothing"]\n[end]\n"""\n')
+    assert core.quick_sandbox(policy.read_text()) == {"sandbox": {"hide": ["~/.nothing"]}}
+    done = subprocess.run([sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", "required",
+                           "--policy", str(policy), "--", "sleep", "30"], env=policyd_env(tmp_path), cwd=tmp_path,
+                          input="", capture_output=True, text=True, timeout=120, check=False)
+    assert 2 == done.returncode, done.stderr[-2000:]
+    assert "another [sandbox]" in done.stderr
