@@ -7,15 +7,20 @@ lookup through /etc/hosts, on asyncio's resolver thread). Part 2 also times a wh
 connection set-up from inside the sandbox (``CONNECT``, decision, TCP connect, ``200``).
 
 Part 2, streaming a model API's SSE answer (target >= 0.9x direct, issue 30): a server on
-the host's loopback writes :data:`EVENTS` events of ~100 bytes, one ``send`` each (TCP_NODELAY,
-as a streaming API does); a client in a real ``bwrap`` reads them all. Direct: bwrap without
+the host's loopback writes events of ~100 bytes, one ``send`` each (TCP_NODELAY, as a
+streaming API does); a client in a real ``bwrap`` reads them all. Direct: bwrap without
 ``--unshare-net``, the client connects to the server. Forward: ``--unshare-net``, the client
-connects to the same address, a named loopback endpoint (accepted by policyd on the
-socket sandbox_init handed over -> server). CONNECT: through the proxy port. Unpaced (the server writes as fast as
-it can: throughput ratio, median of :data:`REPEATS` alternated runs; and the CPU the egress
-spends per event: this process's CPU time over the direct run's, which runs the same server
-threads) and paced (one event
-every :data:`PACE_MS` ms, a fast model: the median latency each event gains).
+connects to the same address, a named loopback endpoint (accepted by policyd on the socket
+sandbox_init handed over -> server). CONNECT: through the proxy port. Unpaced (the server
+writes as fast as it can): the stream is made long enough that the direct run lasts at
+least :data:`MIN_STREAM_S` (calibrated first), then :data:`REPEATS` rounds, each running the
+three modes in a rotated order (no mode always first or last); reported: the median time of
+each mode, the median of the per-round ratios direct/mode (paired: a slow moment of the
+machine slows the whole round) and their range, and the CPU time of the egress's own thread
+(the event loop relaying: ``time.thread_time`` of the thread that runs it, which runs
+nothing else; the server's threads are not counted) per event, with the direct rounds
+giving what that thread spends starting bwrap alone. Paced: one event every :data:`PACE_MS`
+ms, a fast model: the median latency each event gains.
 
 Part 3, start-up of sandbox_init (target: the whole sandbox <= 30 ms): ``python -I -S
 sandbox_init.py -- true`` against ``true`` and the bare interpreter, and ``bwrap ... --
@@ -55,14 +60,20 @@ from policyd.loader import embedded_sources  # noqa: E402
 
 DECISIONS = 3000
 SETUPS = 500
-EVENTS = 20000
+EVENTS = 20000  # the first try; doubled until a direct run lasts MIN_STREAM_S
+MIN_STREAM_S = 1.0
 PACED_EVENTS = 300
 PACE_MS = 2.0
-REPEATS = 9
+REPEATS = 11
 STARTS = 30
 BWRAP = shutil.which("bwrap") or "bwrap"
 INIT = str(ROOT / "policyd" / "sandbox_init.py")
 NETWORK = [f"host{i}.example.com:443" for i in range(48)] + ["93.184.215.14:443", "localhost:443"]
+
+
+def uptime() -> str:
+    """The load average now (``uptime``): how quiet the machine was around a figure."""
+    return "uptime: load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def pct(values: list[float]) -> str:
@@ -196,12 +207,13 @@ async def sandboxed(run_dir: str, engine: Engine, port: int, argv: list[str], un
 
 async def stream_once(run_dir: str, engine: Engine, server: SSEServer, mode: str, count: int
                       ) -> tuple[float, float, float]:
-    """(client's elapsed s, median event lag ms, this process's CPU s: the server's
-    threads, and the egress when there is one)."""
+    """(client's elapsed s, median event lag ms, CPU s of the thread running the event loop:
+    the egress's relaying, and starting bwrap; never the server's threads)."""
     client = [sys.executable, "-I", "-S", "-c", CLIENT, mode, str(server.port), str(egress.PROXY_PORT), str(count)]
-    cpu0 = time.process_time()
+    server.count = count
+    cpu0 = time.thread_time()
     out = await sandboxed(run_dir, engine, server.port, client, unshare=mode != "direct")
-    cpu = time.process_time() - cpu0
+    cpu = time.thread_time() - cpu0
     seen, elapsed, lag = out.split()
     assert int(seen) == count, out
     return float(elapsed), float(lag), cpu
@@ -213,28 +225,34 @@ async def part2(run_dir: str) -> None:
     logs.configure(decision_log=os.path.join(run_dir, "decisions.jsonl"))
     modes = ("direct", "forward", "connect")
     try:
+        events = EVENTS
+        while (await stream_once(run_dir, engine, server, "direct", events))[0] < MIN_STREAM_S:
+            events *= 2
+        size_mb = events * 100 / 1e6
+        print(f"  {uptime()}")
+        print(f"  stream: {events} events (~{size_mb:.0f} MB), one send each; {REPEATS} rounds, modes rotated")
         elapsed: dict[str, list[float]] = {m: [] for m in modes}
         cpu: dict[str, list[float]] = {m: [] for m in modes}
-        for _ in range(REPEATS):
-            for m in modes:
-                took, _, used = await stream_once(run_dir, engine, server, m, EVENTS)
+        for r in range(REPEATS):
+            for m in modes[r % 3:] + modes[:r % 3]:
+                took, _, used = await stream_once(run_dir, engine, server, m, events)
                 elapsed[m].append(took)
                 cpu[m].append(used)
-        direct = statistics.median(elapsed["direct"])
-        direct_cpu = statistics.median(cpu["direct"])
-        size_mb = EVENTS * 100 / 1e6
         for m in modes:
             med = statistics.median(elapsed[m])
-            extra_us = (statistics.median(cpu[m]) - direct_cpu) / EVENTS * 1e6
-            print(f"  unpaced {EVENTS} events (~{size_mb:.0f} MB), {m:8s} median {med * 1000:7.1f} ms  "
-                  f"({EVENTS / med:9.0f} events/s)  ratio to direct {direct / med:5.2f}x  "
-                  f"egress CPU {extra_us:5.2f} us/event  runs {' '.join(f'{x * 1000:.0f}' for x in elapsed[m])}")
+            ratios = sorted(d / x for d, x in zip(elapsed["direct"], elapsed[m], strict=True))
+            print(f"  unpaced, {m:8s} median {med * 1000:7.1f} ms ({events / med:8.0f} events/s, "
+                  f"{size_mb / med:5.1f} MB/s)  ratio to direct: median {statistics.median(ratios):4.2f}x "
+                  f"(rounds {ratios[0]:.2f}..{ratios[-1]:.2f})  loop-thread CPU "
+                  f"{statistics.median(cpu[m]) / events * 1e6:5.2f} us/event")
+        print("  runs (ms): " + "; ".join(f"{m} " + " ".join(f"{x * 1000:.0f}" for x in elapsed[m]) for m in modes))
+        print(f"  {uptime()}")
         out = await sandboxed(run_dir, engine, server.port, [sys.executable, "-I", "-S", "-c", SETUP_CLIENT,
                                                              str(egress.PROXY_PORT), str(server.port), str(SETUPS)])
         p50, p90, p99 = (float(x) for x in out.split())
         print(f"  connection set-up inside the sandbox (CONNECT -> decided, connected -> 200) ms  "
               f"p50 {p50:7.3f}  p90 {p90:7.3f}  p99 {p99:7.3f}")
-        server.count, server.pace_s = PACED_EVENTS, PACE_MS / 1000
+        server.pace_s = PACE_MS / 1000
         lags: dict[str, list[float]] = {m: [] for m in modes}
         for _ in range(3):
             for m in modes:

@@ -13,7 +13,10 @@
    processes and sandbox_init), and policyd's own RSS sandboxed against not (the egress
    thread and its event loop).
 
-Medians of N runs, interleaved in the same run. Run: ``python benchmarks/bench_sandbox.py``.
+Medians of N runs, interleaved in the same run. Run: ``python benchmarks/bench_sandbox.py
+[--baseline DIR]``: with a baseline (another checkout's source tree, e.g. ``git archive main |
+tar -x -C DIR``), its ``policyd`` (``PYTHONPATH=DIR``) runs part 2 too, interleaved with this
+one: before/after figures of the same run.
 """
 
 from __future__ import annotations
@@ -78,6 +81,8 @@ def sandbox_alone(tmp: Path) -> dict[str, float]:
         rows["direct"].append(_time(["/bin/true"], env, ws))
         rows["bwrap"].append(_time([*box.argv, "--", "/bin/true"], box.env, ws))
         one = sandbox.plan(settings, ["/bin/true"], env, str(ws), config)  # an egress takes one sandbox run
+        assert one.bridge is not None
+        one.bridge.serve()  # (sandbox.start does this once bwrap is spawned)
         rows["bwrap+egress bridge"].append(_time([*one.argv, "--", *one.inner], one.env, ws))
         one.close()
     box.close()
@@ -119,9 +124,11 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def end_to_end(tmp: Path, mode: str, measure_memory: bool = False) -> tuple[float, dict[str, int]]:
+def end_to_end(tmp: Path, mode: str, measure_memory: bool = False, source: str = "") -> tuple[float, dict[str, int]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLICYD_")}
     env.update(POLICYD_SEARCH_PATH="[]", POLICYD_DAEMON="off", XDG_CACHE_HOME=str(tmp / "cache"))
+    if source:
+        env["PYTHONPATH"] = source
     argv = [sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", mode, "--",
             sys.executable, "-m", "policyd.demo_agent"]
     t0 = time.perf_counter()
@@ -151,9 +158,18 @@ def end_to_end(tmp: Path, mode: str, measure_memory: bool = False) -> tuple[floa
     return ms, memory
 
 
+def uptime() -> str:
+    return "uptime: load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main() -> None:
     if shutil.which("bwrap") is None:
         sys.exit("bwrap is not installed")
+    baseline = ""
+    if sys.argv[1:2] == ["--baseline"] and len(sys.argv) > 2:
+        baseline = str(Path(sys.argv[2]).resolve())
+        if not (Path(baseline) / "policyd" / "__main__.py").is_file():
+            sys.exit(f"--baseline {sys.argv[2]}: no policyd/__main__.py there (a source tree of policyd)")
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory(dir=Path.home() / ".cache" if (Path.home() / ".cache").is_dir() else None) as d:
         tmp = Path(d)
@@ -161,15 +177,20 @@ def main() -> None:
             print(f"  {name:40s} {value:8.1f} ms")
         e2e = tmp / "e2e"
         e2e.mkdir()
-        rows: dict[str, list[float]] = {"off": [], "required": []}
-        for mode in rows:
-            end_to_end(e2e, mode)  # warm-up (caches)
+        sources = {"": str(ROOT), **({"baseline ": baseline} if baseline else {})}
+        rows: dict[tuple[str, str], list[float]] = {(label, mode): [] for label in sources
+                                                    for mode in ("off", "required")}
+        for label, mode in rows:
+            end_to_end(e2e, mode, source=sources[label])  # warm-up (caches)
+        print(f"  {uptime()}")
         for _ in range(E2E_RUNS):
-            for mode in rows:
-                rows[mode].append(end_to_end(e2e, mode)[0])
-        off, req = statistics.median(rows["off"]), statistics.median(rows["required"])
-        print(f"  initialize answered, --sandbox off      {off:8.1f} ms (median of {E2E_RUNS})")
-        print(f"  initialize answered, --sandbox required {req:8.1f} ms (+{req - off:.1f} ms)")
+            for label, mode in rows:
+                rows[label, mode].append(end_to_end(e2e, mode, source=sources[label])[0])
+        for label, where in sources.items():
+            off, req = statistics.median(rows[label, "off"]), statistics.median(rows[label, "required"])
+            print(f"  {label}({where}) initialize answered, --sandbox off      {off:8.1f} ms (median of {E2E_RUNS})")
+            print(f"  {label}({where}) initialize answered, --sandbox required {req:8.1f} ms (+{req - off:.1f} ms)")
+        print(f"  {uptime()}")
         _, mem_off = end_to_end(e2e, "off", measure_memory=True)
         _, mem_req = end_to_end(e2e, "required", measure_memory=True)
         added = mem_req.get("bwrap", 0) + mem_req.get("sandbox_init", 0)

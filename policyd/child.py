@@ -6,9 +6,9 @@ Why not subprocess: ``policyd proxy`` starts its agent first, and importing subp
 that start. :class:`Child` starts the process as ``Popen(argv, stdin=PIPE, stdout=PIPE,
 close_fds=True, restore_signals=True)`` does (CPython's ``_posixsubprocess``, in Python):
 
-- stdin and stdout are new pipes; stderr, the working directory and the environment are
-  policyd's own;
-- every other descriptor is closed in the child (``close_fds``);
+- stdin and stdout are new pipes; stderr and the working directory are policyd's own, the
+  environment too unless ``env`` is given;
+- every other descriptor is closed in the child (``close_fds``), except ``pass_fds``;
 - SIGPIPE and SIGXFSZ, which Python ignores, are back to their default actions
   (``restore_signals``); nothing else is changed (an ignored signal stays ignored);
 - the program is looked up in ``PATH`` as execvp(3) does; when exec fails the child reports
@@ -31,7 +31,7 @@ from _signal import SIG_DFL, SIGHUP, SIGINT, SIGPIPE, SIGTERM, SIGXFSZ, signal  
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see policyd.cli)
 if TYPE_CHECKING:
     import io
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
 #: Exit status of a child whose exec failed (its errno went to the parent).
 _EXEC_FAILED = 255
@@ -41,10 +41,14 @@ class Child:
     """``argv`` running with pipes on its stdin (:attr:`stdin`, write end) and stdout
     (:attr:`stdout`, read end). Raises OSError when it cannot be started."""
 
-    def __init__(self, argv: Sequence[str]) -> None:
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str] | None = None, pass_fds: Sequence[int] = ()) -> None:
         args = [os.fsencode(a) for a in argv]  # before the fork: nothing may fail in the child but exec
+        environ = None if env is None else {os.fsencode(k): os.fsencode(v) for k, v in env.items()}
+        if any(fd < 3 for fd in pass_fds):
+            raise ValueError(f"pass_fds {list(pass_fds)}: a standard descriptor cannot be passed")
         in_r, in_w, out_r, out_w, err_r, err_w = (_above_stdio(fd) for fd in (*os.pipe(), *os.pipe(), *os.pipe()))
         top = _highest_fd()
+        keep = sorted({err_w, *pass_fds})
         try:
             pid = os.fork()
         except BaseException:
@@ -55,11 +59,19 @@ class Child:
             try:
                 os.dup2(in_r, 0)
                 os.dup2(out_w, 1)
-                os.closerange(3, err_w)
-                os.closerange(err_w + 1, top + 1)
+                low = 3
+                for fd in keep:
+                    os.closerange(low, fd)
+                    low = fd + 1
+                os.closerange(low, top + 1)
+                for fd in pass_fds:
+                    os.set_inheritable(fd, True)
                 for sig in (SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGXFSZ):  # policyd's own handlers too
                     signal(sig, SIG_DFL)
-                os.execvp(args[0], args)
+                if environ is None:
+                    os.execvp(args[0], args)
+                else:
+                    os.execvpe(args[0], args, environ)  # (PATH searched in env's, as Popen does)
             except BaseException as exc:  # (a NUL in argv is a ValueError)
                 os.write(err_w, str(getattr(exc, "errno", 0) or errno.ENOEXEC).encode())
             finally:

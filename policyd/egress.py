@@ -69,15 +69,13 @@ import itertools
 import os
 import shutil
 import socket
-import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from policyd import logs
+from policyd import egress_bridge, logs
 from policyd.core import egress as core
 from policyd.core.model import Decision, PeerInfo, PermissionQuery, SessionInfo
 from policyd.core.relay import Resolution
@@ -85,7 +83,7 @@ from policyd.core.relay import Resolution
 Decide = Callable[[PermissionQuery], Resolution | Awaitable[Resolution]]
 
 #: Default proxy port inside the sandbox (the next free one when a forward takes it).
-PROXY_PORT = 3128
+PROXY_PORT = egress_bridge.PROXY_PORT
 #: Seconds to read a registration or a request head (a slow or silent peer is dropped).
 HEAD_TIMEOUT_S = 30.0
 #: Longest HTTP request head (bytes: asyncio's default stream limit).
@@ -184,21 +182,16 @@ def _forward_of(item: str | tuple[str, int] | Forward) -> Forward:
 
 
 class Egress:
-    """The egress of one sandboxed agent (see the module doc). Build with :meth:`start`."""
+    """The egress of one sandboxed agent (see the module doc). Build with :meth:`start`, or
+    :meth:`adopt` a :class:`~policyd.egress_bridge.Bridge` made before the event loop ran."""
 
-    def __init__(self, sock_dir: str, decide: Decide, network: tuple[core.Endpoint, ...],
-                 forwards: Iterable[Forward]) -> None:
-        self.sock_dir = sock_dir
-        self.socket_path = os.path.join(sock_dir, "egress.sock")
+    def __init__(self, bridge: egress_bridge.Bridge, decide: Decide, network: tuple[core.Endpoint, ...]) -> None:
+        self.bridge = bridge
         self.decide = decide
         self.network = network
-        self.forwards: dict[str, Forward] = {f.key: f for f in forwards}
-        taken = {f.port for f in self.forwards.values()}
-        self.proxy_port = next(p for p in itertools.count(PROXY_PORT) if p not in taken)
         self.context = Context()
-        #: Set once sandbox_init's listeners are registered (connections can then arrive).
+        #: Set once sandbox_init's listeners are registered and served (connections can then arrive).
         self.registered = asyncio.Event()
-        self._unix: socket.socket | None = None
         self._servers: list[asyncio.AbstractServer] = []
         self._seq = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -210,21 +203,46 @@ class Egress:
         """Listen on a Unix socket in a new 0700 directory under ``runtime_dir`` for the
         sandbox's listeners. Raises ValueError on a bad ``network`` entry or forward, OSError
         when it cannot listen."""
-        endpoints = core.parse_network(network)
+        network = list(network)
+        core.parse_network(network)  # (ValueError before anything listens)
         fwd = [_forward_of(f) for f in forwards]
-        sock_dir = tempfile.mkdtemp(prefix="egress-", dir=os.fspath(runtime_dir))  # mode 0700
-        self = cls(sock_dir, decide, endpoints, fwd)
-        try:
-            unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            unix.bind(self.socket_path)
-            unix.listen(8)
-            unix.setblocking(False)
-        except BaseException:
-            shutil.rmtree(sock_dir, ignore_errors=True)
-            raise
-        self._unix = unix
-        self._spawn(self._registrations(unix))
+        bridge = egress_bridge.Bridge(os.fspath(runtime_dir), [(f.host, f.port, f.unix_path) for f in fwd])
+        bridge.serve()
+        return cls.adopt(bridge, decide, network)
+
+    @classmethod
+    def adopt(cls, bridge: egress_bridge.Bridge, decide: Decide, network: Iterable[str] = ()) -> Egress:
+        """The egress of ``bridge`` (serving registrations already, or soon), on the running
+        loop: it serves the listeners once registered and logs every refused registration.
+        Raises ValueError on a bad ``network`` entry."""
+        self = cls(bridge, decide, core.parse_network(network))
+        loop = asyncio.get_running_loop()
+
+        def refused(reason: str, registration: bytes) -> None:  # on a bridge thread, before it answers
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(self._log_invalid(reason, registration), loop).result(
+                    HEAD_TIMEOUT_S)
+
+        for reason, registration in bridge.report_to(refused):
+            logs.decision(INVALID, _invalid_fields(reason, registration))
+        self._spawn(self._serve_registered())
         return self
+
+    @property
+    def socket_path(self) -> str:
+        return self.bridge.socket_path
+
+    @property
+    def sock_dir(self) -> str:
+        return self.bridge.sock_dir
+
+    @property
+    def proxy_port(self) -> int:
+        return self.bridge.proxy_port
+
+    @property
+    def forwards(self) -> dict[str, Forward]:
+        return {k: Forward(h, p, u) for k, (h, p, u) in self.bridge.forwards.items()}
 
     # ------------------------------------------------------------------ the sandbox's view
 
@@ -233,42 +251,23 @@ class Egress:
         the model gateway), or to the same TCP endpoint outside when empty. Call it before
         :meth:`wrap_argv`: the listeners inside open at start. Raises ValueError."""
         fwd = _forward_of((host, port))
-        if fwd.port == self.proxy_port:
-            raise ValueError(f"forward {fwd.key}: the proxy listens on port {self.proxy_port} inside")
-        self.forwards[fwd.key] = Forward(fwd.host, fwd.port, target_unix_path)
+        self.bridge.add_forward(fwd.host, fwd.port, target_unix_path)
 
     def bwrap_args(self) -> list[str]:
-        """bwrap options binding the socket directory in, read-only, at the same path (put
-        them after the options that build the filesystem view: a later ``--tmpfs`` over a
-        parent would hide it)."""
-        return ["--ro-bind", self.sock_dir, self.sock_dir]
+        """See :meth:`policyd.egress_bridge.Bridge.bwrap_args`."""
+        return self.bridge.bwrap_args()
 
     def wrap_argv(self, agent_argv: Sequence[str]) -> list[str]:
-        """The command line bwrap runs: :mod:`policyd.sandbox_init` (by path, ``python -I
-        -S``: no site-packages scan, ~10 ms less start-up) then ``agent_argv``."""
-        init = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox_init.py")
-        argv = [sys.executable, "-I", "-S", init, "--socket", self.socket_path, "--proxy", str(self.proxy_port)]
-        for fwd in self.forwards.values():
-            argv += ["--forward", fwd.key]
-        return [*argv, "--", *agent_argv]
+        """See :meth:`policyd.egress_bridge.Bridge.wrap_argv`."""
+        return self.bridge.wrap_argv(agent_argv)
 
     def agent_env(self) -> dict[str, str]:
-        """The proxy variables for the agent (they replace the caller's: a ``NO_PROXY`` host
-        would be tried directly and fail). Loopback bypasses the proxy: inside, it holds
-        only the forwards and the proxy itself."""
-        proxy = f"http://127.0.0.1:{self.proxy_port}"
-        no_proxy = ",".join(["localhost", "127.0.0.1", "::1", *self.forwards])
-        env = {}
-        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-            env[name] = env[name.lower()] = proxy
-        env["NO_PROXY"] = env["no_proxy"] = no_proxy
-        env["NODE_USE_ENV_PROXY"] = "1"  # Node >= 24 (and 22.21): built-in fetch/http honour the variables
-        return env
+        """See :meth:`policyd.egress_bridge.Bridge.agent_env`."""
+        return self.bridge.agent_env()
 
     async def close(self) -> None:
         """Stop listening, end the relayed connections, remove the socket directory."""
-        if self._unix is not None:
-            self._unix.close()
+        self.bridge.close()
         for server in self._servers:
             server.close()
         for task in list(self._tasks):
@@ -284,67 +283,20 @@ class Egress:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _registrations(self, unix: socket.socket) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            try:
-                conn, _ = await loop.sock_accept(unix)
-            except OSError:
-                return  # closed
-            self._spawn(self._register(conn))
+    async def _log_invalid(self, reason: str, registration: bytes) -> None:
+        logs.decision(INVALID, _invalid_fields(reason, registration))
 
-    async def _register(self, conn: socket.socket) -> None:
-        """Take sandbox_init's listening sockets (``SCM_RIGHTS``, one name line each: see
-        :mod:`policyd.sandbox_init`), check each, serve them; answer ``OK`` or ``ERROR``."""
-        fds: list[int] = []
-        with conn:
-            try:
-                conn.settimeout(HEAD_TIMEOUT_S)
-                message, fds = await asyncio.to_thread(_receive, conn)
-                problem = "" if not self.registered.is_set() else "this sandbox's listeners are registered already"
-                listeners = problem or self._check(message, fds)
-                if isinstance(listeners, str):
-                    logs.decision(INVALID, {"decision": "deny", "answer": "refused", "reason": listeners,
-                                            "registration": message[:200].decode("ascii", "backslashreplace")})
-                    await asyncio.to_thread(conn.sendall, f"ERROR {listeners}\n".encode())
-                    return
-                for listener, fd in listeners:
-                    fds.remove(fd)  # owned by the socket from here
-                    server = await asyncio.start_server(functools.partial(self._accepted, listener),
-                                                        sock=socket.socket(fileno=fd))
-                    self._servers.append(server)
-                self.registered.set()
-                await asyncio.to_thread(conn.sendall, b"OK\n")
-            except OSError as exc:
-                logs.get().warning("egress.registration_failed", error=str(exc))
-            finally:
-                for fd in fds:
-                    os.close(fd)
-
-    def _check(self, message: bytes, fds: list[int]) -> list[tuple[Forward | None, int]] | str:
-        """[(forward, or None for the proxy; fd)] of a registration, or why it is refused."""
-        if not message.startswith(_MAGIC) or not message.endswith(b"\n"):
-            return f"bad registration: expected {_MAGIC.decode().strip()!r} and one name per line"
-        names = message[len(_MAGIC):].decode("ascii", "replace").splitlines()
-        if len(names) != len(fds):
-            return f"bad registration: {len(names)} names for {len(fds)} sockets"
-        out: list[tuple[Forward | None, int]] = []
-        for name, fd in zip(names, fds, strict=True):
-            kind, _, key = name.partition(" ")
-            if name == "proxy":
-                listener, want = None, ("127.0.0.1", self.proxy_port)
-            elif kind == "forward" and key in self.forwards:
-                listener = self.forwards[key]
-                want = (listener.host, listener.port)
-            else:
-                return f"bad registration: {name[:80]!r} names no listener of this sandbox"
-            problem = _listening_at(fd, want)
-            if problem:
-                return f"bad registration: {name}: {problem}"
-            out.append((listener, fd))
-        if len({id(f) for f, _ in out}) != len(out) or len(out) != len(self.forwards) + 1:
-            return "bad registration: every listener exactly once (the proxy and each forward)"
-        return out
+    async def _serve_registered(self) -> None:
+        """Once sandbox_init's listeners are registered with the bridge: accept on them."""
+        if not await asyncio.to_thread(self.bridge.wait):
+            return  # closed first
+        forwards = self.forwards
+        for name, fd in self.bridge.take():
+            listener = forwards[name] if name else None
+            server = await asyncio.start_server(functools.partial(self._accepted, listener),
+                                                sock=socket.socket(fileno=fd))
+            self._servers.append(server)
+        self.registered.set()
 
     # ------------------------------------------------------------------ connections
 
@@ -532,46 +484,9 @@ class Egress:
         raise Refused(502, "connection failed: " + "; ".join(errors))
 
 
-#: The registration's first line (the same bytes as ``sandbox_init.MAGIC``).
-_MAGIC = b"POLICYD-EGRESS/2\n"
-#: Longest registration (names) and most sockets in one.
-MAX_REGISTRATION = 8192
-MAX_FDS = 64
-
-
-def _receive(conn: socket.socket) -> tuple[bytes, list[int]]:
-    """One registration: the message and the descriptors sent with it (blocking, on a
-    worker thread, within the socket's timeout). Raises OSError."""
-    message, fds, flags, _ = socket.recv_fds(conn, MAX_REGISTRATION, MAX_FDS)
-    if flags & socket.MSG_CTRUNC:
-        for fd in fds:
-            os.close(fd)
-        raise OSError(f"more than {MAX_FDS} descriptors sent")
-    while message and not message.endswith(b"\n") and len(message) < MAX_REGISTRATION:
-        more = conn.recv(MAX_REGISTRATION - len(message))
-        if not more:
-            break
-        message += more
-    return message, list(fds)
-
-
-def _listening_at(fd: int, want: tuple[str, int]) -> str:
-    """"" when ``fd`` is a listening TCP socket bound to ``want``, else what it is."""
-    try:
-        probe = socket.socket(fileno=os.dup(fd))
-    except OSError as exc:
-        return f"not a socket ({exc})"
-    with probe:
-        try:
-            listening = probe.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
-            bound = probe.getsockname()
-        except OSError as exc:
-            return f"not a socket ({exc})"
-        if probe.family not in (socket.AF_INET, socket.AF_INET6) or probe.type != socket.SOCK_STREAM or not listening:
-            return "not a listening TCP socket"
-        if (str(bound[0]), int(bound[1])) != want:
-            return f"bound to {bound[0]}:{bound[1]}, not {want[0]}:{want[1]}"
-    return ""
+def _invalid_fields(reason: str, registration: bytes) -> dict[str, Any]:
+    return {"decision": "deny", "answer": "refused", "reason": reason,
+            "registration": registration[:200].decode("ascii", "backslashreplace")}
 
 
 def _nodelay(writer: asyncio.StreamWriter) -> None:
@@ -636,28 +551,74 @@ async def _answer(writer: asyncio.StreamWriter, status: int, message: str) -> No
         await writer.drain()
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """Copy until EOF, then half-close. ``drain`` (flow control) only when the write did
-    not go out at once: most chunks leave in ``write`` itself, and an await per chunk is
-    most of the relay's cost on a stream of small events."""
-    transport = writer.transport
-    try:
-        while data := await reader.read(CHUNK):
-            writer.write(data)
-            if transport.get_write_buffer_size() or transport.is_closing():
-                await writer.drain()
-        if writer.can_write_eof():
-            writer.write_eof()
-    except (ConnectionError, OSError):
-        writer.close()
+class _Splice(asyncio.Protocol):
+    """One side of a relayed connection once decided: what arrives on its transport is
+    written to the peer's as it is, in ``data_received`` (no StreamReader buffer, no
+    coroutine woken per chunk: on a stream of small events that was most of the relay's
+    cost). Flow control both ways: when this side's write buffer fills, reading from the
+    peer pauses until it drains. An end of input is passed on as a half-close; the
+    connection closes when both sides have ended, or either is lost."""
+
+    def __init__(self, own: asyncio.Transport, peer: asyncio.Transport, done: asyncio.Future[None],
+                 ended: list[int]) -> None:
+        self.own, self.peer, self.done, self.ended = own, peer, done, ended
+
+    def data_received(self, data: bytes) -> None:
+        self.peer.write(data)
+
+    def eof_received(self) -> bool:
+        self.ended[0] += 1
+        if self.ended[0] >= 2 or not self.peer.can_write_eof():
+            self.own.close()
+            self.peer.close()
+            return False
+        self.peer.write_eof()
+        return True  # (this side still writes what the peer sends)
+
+    def pause_writing(self) -> None:
+        self.peer.pause_reading()
+
+    def resume_writing(self) -> None:
+        if not self.peer.is_closing():
+            self.peer.resume_reading()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.peer.close()
+        if not self.done.done():
+            self.done.set_result(None)
 
 
 async def _relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  up_reader: asyncio.StreamReader, up_writer: asyncio.StreamWriter) -> None:
+    """Relay both ways until both ends are done: the bytes the streams already read are
+    sent first, then each transport gets a :class:`_Splice` protocol."""
+    client, upstream = writer.transport, up_writer.transport
     try:
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        if not isinstance(client, asyncio.Transport) or not isinstance(upstream, asyncio.Transport):
+            return
+        if client.is_closing() or upstream.is_closing():
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        ended = [0]
+        sides = ((client, upstream, reader), (upstream, client, up_reader))
+        splices = [_Splice(own, peer, done, ended) for own, peer, _ in sides]
+        for (own, peer, stream), splice in zip(sides, splices, strict=True):
+            buffered: bytearray = cast(Any, stream)._buffer  # (read while deciding; no public API)
+            if buffered:
+                peer.write(bytes(buffered))
+                buffered.clear()
+            own.set_protocol(splice)
+        for (own, peer, stream), splice in zip(sides, splices, strict=True):
+            if stream.at_eof():
+                splice.eof_received()
+            elif not own.is_reading() and not own.is_closing():
+                own.resume_reading()  # (paused by the stream's own flow control)
+            if peer.get_write_buffer_size() > peer.get_write_buffer_limits()[1]:
+                own.pause_reading()
+        await done
     finally:
-        up_writer.close()
+        client.close()
+        upstream.close()
 
 
 def private_runtime_dir() -> Path:

@@ -11,7 +11,9 @@ What the agent and everything it starts see (docs/sandbox.md):
   by an empty read-only directory or ``/dev/null``; the home stays visible (read-only)
   also when it lies under ``/tmp``;
 - no network of its own (``--unshare-all``): every connection goes through policyd's egress
-  (:mod:`policyd.egress`, run here on its own thread: :class:`EgressThread`), which decides
+  (:mod:`policyd.egress`, run here on its own thread: :class:`EgressThread`; its socket and
+  sandbox_init's registration are :mod:`policyd.egress_bridge`'s, ready before the agent
+  is spawned, the egress proper adopts them later: :meth:`Plan.start_egress`), which decides
   it by ``network``, ``network_deny`` and the rules; the loopback endpoints ``network``
   names are reachable at the same address inside. Only when every file that declares
   ``network`` grants ``*:*`` does the agent get the host's network (``--share-net``, no
@@ -32,19 +34,21 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from policyd.core import paths as core_paths
 from policyd.core import sandbox as core
 
+#: ``typing.TYPE_CHECKING`` without importing typing (~4 ms on the way to a sandboxed
+#: spawn: see policyd.cli); type checkers read the name alike.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Protocol
+    from typing import Any, Protocol
 
+    from policyd.egress_bridge import Bridge
     from policyd.spawn import Spawned
 
     class Settings(Protocol):
@@ -98,6 +102,9 @@ class Plan:
     status_fd: int = -1
     pass_fds: tuple[int, ...] = ()
     notes: dict[str, object] = field(default_factory=dict)
+    #: The egress's socket and the registration of the sandbox's listeners (built before the
+    #: agent starts); the egress itself (:attr:`egress`) adopts it later (:meth:`start_egress`).
+    bridge: Bridge | None = None
     egress: EgressThread | None = None
     #: The combined ``[sandbox]`` the view was built from.
     config: core.SandboxConfig = field(default_factory=core.SandboxConfig)
@@ -107,22 +114,38 @@ class Plan:
     #: spawned that early; the loaded settings must agree.
     early: Any = None
 
+    def start_egress(self) -> EgressThread | None:
+        """The egress deciding the sandbox's connections, started now if not yet (it adopts
+        :attr:`bridge`: the listeners sandbox_init registered, or will); None when the
+        sandbox has the host's network. Raises Unavailable when it cannot start (the agent
+        then has no network at all: stop it)."""
+        if self.egress is None and self.bridge is not None:
+            self.egress = EgressThread(self.config, self.bridge)
+        return self.egress
+
     def close(self) -> None:
-        """Stop the egress (at the proxy's exit, or when the agent did not start)."""
+        """Stop the egress (at the proxy's exit, or when the agent did not start) and remove
+        the mount points the view made on the host (:func:`remove_made`)."""
         if self.egress is not None:
             self.egress.close()
             self.egress = None
+        if self.bridge is not None:
+            self.bridge.close()
+            self.bridge = None
+        made = self.notes.pop("created", None)
+        if isinstance(made, list):
+            remove_made(made)
 
 
 class EgressThread:
-    """:class:`policyd.egress.Egress` on an event loop of its own thread, listening before
-    the agent starts (the proxy's loop runs only later). Its decisions wait for
-    :meth:`set_decider` (the engine, once loaded; the egress denies after its own decision
-    timeout); ``network_deny`` is decided here, before the rules."""
+    """:class:`policyd.egress.Egress` on an event loop of its own thread (the proxy's loop
+    may not run yet), adopting ``bridge`` (made before the agent started: only its
+    registration had to be answered then). Its decisions wait for :meth:`set_decider` (the
+    engine, once loaded; the egress denies after its own decision timeout);
+    ``network_deny`` is decided here, before the rules."""
 
-    def __init__(self, config: core.SandboxConfig) -> None:
+    def __init__(self, config: core.SandboxConfig, bridge: Bridge) -> None:
         import asyncio
-        import tempfile
         import threading
 
         from policyd import egress
@@ -134,9 +157,11 @@ class EgressThread:
         self._thread = threading.Thread(target=self.loop.run_forever, name="policyd-egress", daemon=True)
         self._thread.start()
         network = [n for n in config.network if n != "*:*"]
-        forwards = [f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in core.loopback_endpoints(network)]
-        started = asyncio.run_coroutine_threadsafe(
-            egress.Egress.start(tempfile.gettempdir(), self._decide, network=network, forwards=forwards), self.loop)
+
+        async def adopt() -> egress.Egress:
+            return egress.Egress.adopt(bridge, self._decide, network)
+
+        started = asyncio.run_coroutine_threadsafe(adopt(), self.loop)
         try:
             self.egress = started.result(SETUP_TIMEOUT_S)
         except Exception as exc:
@@ -187,7 +212,8 @@ class EgressThread:
 
 def find_bwrap(environ: Mapping[str, str]) -> str:
     """The bwrap on ``PATH``; raises Unavailable naming the fix."""
-    found = shutil.which("bwrap", path=environ.get("PATH", os.defpath))
+    found = next((path for path in (os.path.join(d or ".", "bwrap") for d in environ.get("PATH", os.defpath).split(
+        os.pathsep)) if os.path.isfile(path) and os.access(path, os.X_OK)), "")  # (shutil.which: ~3 ms to import)
     if not found:
         raise Unavailable(f"bubblewrap (bwrap) is not on PATH: {FIX_BWRAP}")
     return found
@@ -248,28 +274,47 @@ def _glob(pattern: str, limit: int = MAX_WALK) -> list[str]:
     """Existing paths matching the absolute ``pattern`` (``policyd.core.paths.glob``
     semantics), found by walking from its longest plain prefix (bounded, see
     :data:`WALK_SKIP`)."""
-    if not core.is_glob(pattern):
-        return [pattern] if _exists(pattern) else []
-    parts = pattern.split("/")
+    return _glob_all([pattern], limit)
+
+
+def _base(pattern: str) -> str:
+    """The longest plain (glob-free) directory prefix of ``pattern``."""
     plain = []
-    for part in parts:
+    for part in pattern.split("/"):
         if core.is_glob(part):
             break
         plain.append(part)
-    base = "/".join(plain) or "/"
+    return "/".join(plain) or "/"
+
+
+def _glob_all(patterns: Sequence[str], limit: int = MAX_WALK) -> list[str]:
+    """Existing paths matching any of the absolute ``patterns``: what :func:`_glob` finds
+    for each, with one walk per plain prefix (a root) for all the patterns below it, each
+    entry matched once against one regex of them all (``glob_any_regex``): the shipped
+    baseline hides ~30 ``**`` globs in every root, walked once each before."""
     found: list[str] = []
-    seen = 0
-    base_depth = base.rstrip("/").count("/")
-    for top, dirs, files in os.walk(base, followlinks=False):
-        depth = top.rstrip("/").count("/") - base_depth
-        dirs[:] = [d for d in dirs if d not in WALK_SKIP] if depth < MAX_WALK_DEPTH else []
-        for name in [*dirs, *files]:
-            seen += 1
-            full = os.path.join(top, name)
-            if core_paths.glob(full, pattern):
-                found.append(full)
-        if seen > limit:
-            break
+    by_base: dict[str, list[str]] = {}
+    for pattern in patterns:
+        if not core.is_glob(pattern):
+            if _exists(pattern):
+                found.append(pattern)
+        else:
+            by_base.setdefault(_base(pattern), []).append(pattern)
+    for base, group in by_base.items():
+        match = core_paths.glob_any_regex(tuple(group)).match
+        seen = 0
+        base_depth = base.rstrip("/").count("/")
+        for top, dirs, files in os.walk(base, followlinks=False):
+            depth = top.rstrip("/").count("/") - base_depth
+            dirs[:] = [d for d in dirs if d not in WALK_SKIP] if depth < MAX_WALK_DEPTH else []
+            prefix = top if top.endswith("/") else top + "/"
+            for name in [*dirs, *files]:
+                full = prefix + name
+                if match(full):
+                    found.append(full)
+            seen += len(dirs) + len(files)
+            if seen > limit:
+                break
     return found
 
 
@@ -328,21 +373,19 @@ def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state
     if skipped:
         notes["writable_missing"] = skipped
     readonly: list[str] = []
+    made: list[str] = []
     for pattern in plan.readonly:
         for path in _glob(pattern):
             if _covered(path, writable):
                 args += ["--ro-bind", _real(path), path]
                 readonly.append(path)
         base = pattern.rstrip("/")
-        if (not core.is_glob(base) and base.endswith("/.git/hooks") and os.path.isdir(os.path.dirname(base))
-                and not _exists(base) and _covered(base, writable) and _mkdirs(base)):
-            args += ["--ro-bind", base, base]  # a missing hooks directory would be created writable
-            readonly.append(base)
+        if not core.is_glob(base) and _covered(base, writable):
+            args += _missing_git_target(base, made, readonly)
     notes["readonly"] = len(readonly)
-    hidden: list[str] = []
-    for pattern in plan.hide:
-        hidden.extend(_glob(pattern))
-    hidden = sorted(dict.fromkeys(hidden), key=len)
+    if made:
+        notes["created"] = made  # mount points made on the host; removed at the end when still empty
+    hidden = sorted(dict.fromkeys(_glob_all(plan.hide)), key=len)
     kept: list[str] = []
     for path in hidden:
         if _covered(path, kept):
@@ -354,6 +397,60 @@ def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state
             args += ["--ro-bind", "/dev/null", path]
     notes["hidden"] = len(kept)
     return args
+
+
+def _missing_git_target(target: str, made: list[str], readonly: list[str]) -> list[str]:
+    """bwrap options keeping a persistence target of a git directory that does not exist
+    (``.git/hooks``, ``.git/config``, ``.git/info``; or ``.git`` itself) from being created
+    inside the writable area ``target`` lies in: a missing path cannot be bound read-only, so
+    its first missing component becomes an empty read-only directory (a file, bound to
+    ``/dev/null``, when it is the target and git reads it as one: ``config``), made on the
+    host as the mount point and listed in ``made`` (:func:`remove_made` removes it at the
+    end when still empty). A ``.git`` that is a file (a worktree's or submodule's pointer to
+    its git directory) is bound read-only itself: rewritten, it would lead the host's git to
+    hooks the agent wrote. Only components at or below a ``.git`` are made: a target whose
+    missing part lies above it (``sub/.git/hooks`` without ``sub``) is left (the agent may
+    create ``sub``)."""
+    if _exists(target) or _covered(target, made):
+        return []
+    parts = target.split("/")
+    if ".git" not in parts or not os.path.isdir("/".join(parts[:parts.index(".git")]) or "/"):
+        return []
+    for i in range(parts.index(".git") + 1, len(parts) + 1):
+        prefix = "/".join(parts[:i])
+        if not _exists(prefix):
+            break
+        if os.path.islink(prefix):
+            return []  # (a symlinked git directory: the target is where it leads, bound if it exists)
+        if not os.path.isdir(prefix):
+            if prefix in readonly:
+                return []
+            readonly.append(prefix)
+            return ["--ro-bind", prefix, prefix]  # a gitfile: read-only itself
+    else:
+        return []
+    as_file = prefix == target and parts[-1] in core.MISSING_AS_FILE
+    try:
+        if as_file:
+            os.close(os.open(prefix, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        else:
+            os.mkdir(prefix, 0o755)
+    except OSError:
+        return []  # (the parent is not writable here: nor is it for the agent)
+    made.append(prefix)
+    readonly.append(prefix)
+    return ["--ro-bind", "/dev/null" if as_file else prefix, prefix]
+
+
+def remove_made(made: Sequence[str]) -> None:
+    """Remove the mount points :func:`_missing_git_target` made on the host, deepest first,
+    each only when still empty (something written there since is left alone)."""
+    for path in sorted(made, key=len, reverse=True):
+        with contextlib.suppress(OSError):
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)  # fails when not empty
+            elif os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
+                os.unlink(path)
 
 
 def agent_env(environ: Mapping[str, str], config: core.SandboxConfig) -> dict[str, str]:
@@ -462,13 +559,21 @@ def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], c
         args.append("--share-net")
         notes["network"] = "unrestricted ([sandbox] network = ['*:*'] in every file that declares it; no egress)"
     else:
-        box.egress = EgressThread(config)
-        for host, port, unix_path in forwards:
-            box.egress.egress.add_forward(host, port, unix_path)
-        args += box.egress.egress.bwrap_args()  # after the view: its socket directory may be under /tmp
-        box.inner = box.egress.egress.wrap_argv(agent)
-        env.update(box.egress.egress.agent_env())
-        notes["network"] = {"egress": box.egress.egress.socket_path, "listed": list(config.network),
+        from policyd.egress_bridge import Bridge
+
+        network = [n for n in config.network if n != "*:*"]
+        try:
+            loopback = [(host, port, "") for host, port in core.loopback_endpoints(network)]
+            box.bridge = Bridge(environ.get("TMPDIR") or "/tmp", loopback)
+            for host, port, unix_path in forwards:
+                box.bridge.add_forward(host, port, unix_path)
+        except (OSError, ValueError) as exc:
+            box.close()
+            raise Unavailable(f"the egress proxy did not start: {exc}") from exc
+        args += box.bridge.bwrap_args()  # after the view: its socket directory may be under /tmp
+        box.inner = box.bridge.wrap_argv(agent)
+        env.update(box.bridge.agent_env())
+        notes["network"] = {"egress": box.bridge.socket_path, "listed": list(config.network),
                             "denied": list(config.network_deny)}
     args += ["--chdir", cwd]
     return box
@@ -476,14 +581,15 @@ def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], c
 
 def start(settings: Settings, agent: Sequence[str], fallback: bool = True, environ: Mapping[str, str] | None = None,
           gateway_env: Mapping[str, str] | None = None, forwards: Sequence[tuple[str, int, str]] = (),
-          secrets: Sequence[str] = ()) -> tuple[Spawned | None, Plan | None, str]:
+          secrets: Sequence[str] = (), first: bool = False) -> tuple[Spawned | None, Plan | None, str]:
     """Start ``agent`` as ``settings.sandbox`` says: ``(spawned, plan, problem)``. ``plan``
     is None when the agent runs without a sandbox (``auto`` that could not set one up;
     ``problem`` says why); ``spawned`` is None when it must not run (``required``: ``problem``
     names what is missing and the fix). ``fallback`` False: never start it unsandboxed
     (the early spawn: the proxy's own start-up then decides, and warns). ``environ``: the
     agent's environment before the allow-list (default policyd's); ``gateway_env``,
-    ``forwards``, ``secrets``: the model gateway's, see :func:`plan`."""
+    ``forwards``, ``secrets``: the model gateway's, see :func:`plan`. ``first``: the early
+    spawn (no other thread yet: :func:`policyd.spawn.spawn` forks without importing subprocess)."""
     from policyd.spawn import spawn
 
     environ = dict(os.environ if environ is None else environ)
@@ -495,8 +601,10 @@ def start(settings: Settings, agent: Sequence[str], fallback: bool = True, envir
         return _fallback(settings, agent, str(exc), fallback, environ)
     read_fd, write_fd = os.pipe()
     argv = [*box.argv, "--json-status-fd", str(write_fd), "--", *box.inner]
-    spawned = spawn(argv, env=box.env, pass_fds=(write_fd,))
+    spawned = spawn(argv, first=first, env=box.env, pass_fds=(write_fd,))
     os.close(write_fd)
+    if box.bridge is not None:
+        box.bridge.serve()  # sandbox_init registers its listeners, then becomes the agent
     if spawned.error_code:
         os.close(read_fd)
         box.close()

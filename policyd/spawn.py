@@ -199,16 +199,16 @@ def _write_protocol() -> Any:
 def spawn(argv: Sequence[str], first: bool = False, env: Mapping[str, str] | None = None,
           pass_fds: Sequence[int] = ()) -> Spawned:
     """Start ``argv`` with pipes on stdin and stdout, stderr inherited, policyd's environment
-    (or ``env``: then never ``first``), and the descriptors ``pass_fds`` kept open in it.
-    Never raises for a missing or non-executable command (see :attr:`Spawned.error_code`).
-    ``first``: policyd has no other thread yet and has imported next to nothing: start it
-    with :class:`policyd.child.Child` (fork and exec, without importing subprocess); else
-    with ``subprocess.Popen``."""
+    (or ``env``), and the descriptors ``pass_fds`` kept open in it. Never raises for a
+    missing or non-executable command (see :attr:`Spawned.error_code`). ``first``: policyd
+    has no other thread yet and has imported next to nothing: start it with
+    :class:`policyd.child.Child` (fork and exec, without importing subprocess); else with
+    ``subprocess.Popen``."""
     global _agent_pid
     spawned = Spawned(argv)
     try:
-        if first and env is None:
-            spawned.popen = Child(argv)
+        if first and all(fd > 2 for fd in pass_fds):
+            spawned.popen = Child(argv, env, pass_fds)
         else:
             import subprocess
 

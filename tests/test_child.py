@@ -124,3 +124,25 @@ def test_sigchld_ignored_as_popen() -> None:
             c.stdout.close()
     finally:
         signal.signal(signal.SIGCHLD, previous)
+
+
+def test_env_and_pass_fds() -> None:
+    """``env`` is the child's whole environment (its ``PATH`` finds the program) and each
+    of ``pass_fds`` stays open in it, at the same number; no other descriptor does (the
+    sandboxed early spawn: bwrap gets its status pipe this way, without subprocess)."""
+    read_fd, write_fd = os.pipe()
+    other_r, other_w = os.pipe()
+    try:
+        script = ("import os, sys\n"
+                  "print(os.environ.get('ONLY'), 'HOME' in os.environ)\n"
+                  f"os.write({write_fd}, b'status')\n"
+                  f"try:\n    os.write({other_w}, b'x')\nexcept OSError:\n    print('closed')\n")
+        child = Child([os.path.basename(sys.executable), "-c", script],
+                      env={"ONLY": "this", "PATH": os.path.dirname(sys.executable)}, pass_fds=(write_fd,))
+        os.close(write_fd)
+        assert child.stdout.read() == b"this False\nclosed\n"
+        assert child.wait() == 0
+        assert os.read(read_fd, 100) == b"status"
+    finally:
+        for fd in (read_fd, other_r, other_w):
+            os.close(fd)

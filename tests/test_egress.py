@@ -813,3 +813,27 @@ def test_connections_beyond_the_limit_are_refused(tmp_path: Path, decision_log: 
     assert code == 0, err
     assert out.decode().splitlines() == ["HTTP/1.1 200 Connection Established"] * 2 + [
         "HTTP/1.1 503 Service Unavailable"]
+
+
+def test_the_switch_interval_is_back_once_registered_or_closed(tmp_path: Path) -> None:
+    """The bridge switches threads more often only while a registration is awaited: the
+    interpreter's interval is back once the listeners are registered, and when the bridge
+    closes without any."""
+    from policyd import egress_bridge
+
+    before = sys.getswitchinterval()
+    unused = egress_bridge.Bridge(str(runtime(tmp_path)))
+    unused.serve()
+    assert sys.getswitchinterval() == egress_bridge.SWITCH_S
+    unused.close()
+    assert sys.getswitchinterval() == before
+
+    async def main() -> int:
+        eg = await egress.Egress.start(runtime(tmp_path), engine_decide())
+        try:
+            return (await run_in_sandbox(eg, [sys.executable, "-c", "pass"]))[0]
+        finally:
+            await eg.close()
+
+    assert asyncio.run(main()) == 0
+    assert sys.getswitchinterval() == before

@@ -22,6 +22,7 @@ import pytest
 from acp_client import AcpAgentClient
 from conftest import ROOT, policyd_env
 
+from policyd.core import sandbox as core
 from policyd.sandbox import probe
 
 AGENT = Path(__file__).resolve().parent / "sandbox_agent.py"
@@ -209,6 +210,7 @@ def test_build_writing_outside_the_roots_fails(tmp_path: Path, mode: str) -> Non
 #: A workspace script (allowed as project code when sandboxed) trying what the rules deny.
 CHECK_SCRIPT = """
 echo "env=$(cat .env 2>&1)"
+echo "deepenv=$(cat src/a/b/c/d/.env.local 2>&1)"
 echo "ssh=$(ls -A ~/.ssh 2>/dev/null | wc -l)"
 echo "key=$(cat ~/.ssh/id_rsa 2>&1)"
 echo hook > .git/hooks/pre-commit 2>/dev/null; echo "hook=$?"
@@ -229,6 +231,9 @@ def test_hidden_files_and_persistence_targets(tmp_path: Path, mode: str) -> None
     the rules, sandbox or not."""
     home, ws, _ = make_world(tmp_path)
     (ws / "check.sh").write_text(CHECK_SCRIPT)
+    deep = ws / "src" / "a" / "b" / "c" / "d"
+    deep.mkdir(parents=True)
+    (deep / ".env.local").write_text(f"DEEP={SECRET}\n")
     policy = tmp_path / "home-writable.toml"
     policy.write_text('[policy]\nname = "home"\n[sandbox]\nwritable = ["~"]\n')
     reports, client, _ = run(tmp_path, home, ws, ["bash check.sh", "cat .env", "echo y >> ~/.bashrc"], mode,
@@ -242,11 +247,52 @@ def test_hidden_files_and_persistence_targets(tmp_path: Path, mode: str) -> None
     seen = dict(line.split("=", 1) for line in script["stdout"].splitlines())
     assert SECRET not in script["stdout"]
     assert "0" == seen["ssh"].strip()
+    assert "DEEP" not in seen["deepenv"]  # hidden (/dev/null, unreadable: nodev) however deep in the root
     assert "0" != seen["hook"] and not (ws / ".git" / "hooks" / "pre-commit").exists()
     assert "0" != seen["config"] and "x" not in (ws / ".git" / "config").read_text().split()
     assert "0" != seen["bashrc"] and "# original\n" == (home / ".bashrc").read_text()
     assert "0" == seen["notes"] and (home / "notes.txt").exists()
     assert "0" == seen["workspace"] and (ws / "src.txt").exists()
+
+
+#: A workspace script planting what the host's git would run later, in a git directory that
+#: does not exist yet (or lacks hooks/info).
+PLANT_SCRIPT = """
+git init -q . >/dev/null 2>&1; echo "init=$?"
+mkdir -p .git/hooks 2>/dev/null; printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/post-checkout 2>/dev/null
+echo "hook=$?"
+printf '[core]\\n\\tfsmonitor = echo pwned\\n' >> .git/config 2>/dev/null; echo "config=$?"
+mkdir -p .git/info 2>/dev/null; echo 'x filter=evil' > .git/info/attributes 2>/dev/null; echo "info=$?"
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize("missing", [".git", ".git/hooks and .git/info"])
+def test_missing_git_persistence_targets_stay_missing(tmp_path: Path, missing: str) -> None:
+    """A root without ``.git`` (``git init`` would make hooks and config the host's git runs
+    later), or whose ``.git`` lacks ``hooks`` and ``info``: a workspace script (project code,
+    allowed sandboxed) can create none of them, and the empty mount points policyd made on
+    the host are gone after the proxy exits, leaving the workspace as it was."""
+    home, ws, _ = make_world(tmp_path)
+    if missing == ".git":
+        shutil.rmtree(ws / ".git")
+    else:
+        shutil.rmtree(ws / ".git" / "hooks")
+        shutil.rmtree(ws / ".git" / "info", ignore_errors=True)
+    config_before = None if missing == ".git" else (ws / ".git" / "config").read_text()
+    (ws / "plant.sh").write_text(PLANT_SCRIPT)
+    policy = tmp_path / "git-info.toml"
+    policy.write_text('[policy]\nname = "git-info"\n[sandbox]\nreadonly = [".git/info"]\n')
+    reports, client, _ = run(tmp_path, home, ws, ["bash plant.sh"], "required", proxy_args=("--policy", str(policy)))
+    assert reports[0]["allowed"], client.stderr()[-2000:]
+    seen = dict(line.split("=", 1) for line in reports[0]["stdout"].splitlines())
+    assert "0" != seen["hook"] and "0" != seen["config"] and "0" != seen["info"], seen
+    if missing == ".git":
+        assert "0" != seen["init"]
+        assert not (ws / ".git").exists()  # the empty mount point is removed at the end
+    else:
+        assert not (ws / ".git" / "hooks").exists() and not (ws / ".git" / "info").exists()
+        assert config_before == (ws / ".git" / "config").read_text()
 
 
 @needs_sandbox
@@ -383,3 +429,65 @@ def test_sandbox_works_for_an_unprivileged_user(tmp_path: Path) -> None:
     finally:
         subprocess.run(["userdel", "--remove", user], check=False, capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
+
+
+@needs_sandbox
+def test_gitfile_of_a_worktree_is_read_only(tmp_path: Path) -> None:
+    """A root that is a git worktree (``.git`` is a file naming its git directory): the file
+    is bound read-only, so code inside cannot point the host's git at a directory of hooks
+    it wrote; the rest of the root stays writable."""
+    from policyd import sandbox
+    from policyd.core.policy import build_set
+    from policyd.settings import load_settings
+
+    main_repo, ws = tmp_path / "repo", tmp_path / "wt"
+    subprocess.run(["git", "init", "-q", str(main_repo)], check=True)
+    subprocess.run(["git", "-C", str(main_repo), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q",
+                    "--allow-empty", "-m", "x"], check=True)
+    subprocess.run(["git", "-C", str(main_repo), "worktree", "add", "-q", str(ws)], check=True)
+    pointer = (ws / ".git").read_text()
+    config = build_set([("baseline.toml", (ROOT / "policies" / "baseline.toml").read_text())]).sandbox
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home")}
+    box = sandbox.plan(load_settings({"sandbox": "required", "search_path": []}), ["sh"], env, str(ws), config)
+    try:
+        script = "echo 'gitdir: /tmp/evil' > .git; echo \"gitfile=$?\"; echo s > src.txt; echo \"workspace=$?\""
+        done = subprocess.run([*box.argv, "--", "sh", "-c", script], env=box.env, cwd=ws, capture_output=True,
+                              text=True, timeout=60, check=False)
+    finally:
+        box.close()
+    seen = dict(line.split("=", 1) for line in done.stdout.splitlines())
+    assert "0" != seen["gitfile"] and pointer == (ws / ".git").read_text(), done.stderr
+    assert "0" == seen["workspace"] and (ws / "src.txt").exists()
+
+
+def test_one_walk_finds_what_each_glob_finds(tmp_path: Path) -> None:
+    """The hide globs are matched in one walk per root (``_glob_all``): on a tree with
+    secrets at several depths, beside skipped directories and near misses, it finds exactly
+    what matching every entry against every pattern finds (the view stays complete)."""
+    from policyd import sandbox
+    from policyd.core import paths as core_paths
+    from policyd.core.policy import build_set
+
+    config = build_set([("baseline.toml", (ROOT / "policies" / "baseline.toml").read_text())]).sandbox
+    ws = tmp_path / "ws"
+    names = [".env", ".env.local", ".env.prod.local", "x.pem", "id_ed25519", ".envrc", "env", ".env.bak", "a.pem.txt",
+             "terraform.tfstate", ".npmrc"]
+    for depth in range(0, 6):
+        here = ws.joinpath(*[f"d{i}" for i in range(depth)])
+        here.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            (here / name).write_text("s")
+    (ws / "node_modules" / "p").mkdir(parents=True)
+    (ws / "node_modules" / "p" / ".env").write_text("s")  # WALK_SKIP: not walked, as before
+    (ws / "conf" / ".env").mkdir(parents=True)  # a directory named like a secret
+    patterns = [p for p in core.plan_view(config, (str(ws),), str(tmp_path / "home"), ()).hide if p.startswith(str(ws))]
+    expected = set()
+    for top, dirs, files in os.walk(ws):
+        dirs[:] = [d for d in dirs if d not in sandbox.WALK_SKIP]
+        for name in [*dirs, *files]:
+            full = os.path.join(top, name)
+            if any(core_paths.glob(full, p) for p in patterns):
+                expected.add(full)
+    assert len(expected) > 6 * 7
+    assert expected == set(sandbox._glob_all(patterns))
+    assert expected == {f for p in patterns for f in sandbox._glob(p)}

@@ -288,3 +288,64 @@ def test_what_runs_the_agent_stays_visible_under_the_private_tmp(tmp_path: Path)
     top = "/tmp/" + str(tmp_path).split("/")[2]
     assert [top] == _under_tmp([str(inside), str(inside / "sandbox_init.py")])
     assert [] == _under_tmp(["/usr/bin/python3", "relative/path", "/tmp"])
+
+
+QUICK_DOCS = {
+    "plain": '[policy]\nname = "x"\n[sandbox]\nhide = ["~/.ssh", \'C:\\\\x\', # why\n  "a\\"b\\\\c\\td",\n]  # end\n'
+             'env = "PATH"\nnetwork=[]\n\n[[rule]]\nid = "r"\nwhen = """\nsession.sandboxed\n"""\n',
+    "no table": '[policy]\nname = "x"\n[[rule]]\nid = "r"\nwhen = "session.sandboxed"\n',
+    "last table, no newline": '[sandbox]\nreadonly = [".git/hooks"]',
+}
+UNSURE_DOCS = {
+    "dotted key": 'sandbox.hide = ["~/.ssh"]\n',
+    "inline table": 'sandbox = { hide = ["~/.ssh"] }\n',
+    "sub-table too": '[sandbox]\nhide = []\n[sandbox.extra]\nx = ["a"]\n',
+    "spaced header": '[ sandbox ]\nhide = ["~/.ssh"]\n',
+    "multi-line string": '[sandbox]\nhide = ["""~/.ssh"""]\n',
+    "unicode escape": '[sandbox]\nhide = ["~/.s\\u0073h"]\n',
+    "escaped key elsewhere": '"s\\u0061ndbox" = { hide = ["~/.ssh"] }\n',
+    "nested array": '[sandbox]\nhide = [["~/.ssh"]]\n',
+    "two keys on a line": '[sandbox]\nhide = [] env = []\n',
+    "a number": '[sandbox]\nhide = [1]\n',
+}
+
+
+@pytest.mark.parametrize("name", [*QUICK_DOCS, *UNSURE_DOCS])
+def test_quick_sandbox_reads_what_tomllib_reads_or_gives_up(name: str) -> None:
+    """The ``[sandbox]`` read before a sandboxed spawn without tomllib (``quick_sandbox``):
+    a table written plainly is read exactly as tomllib reads it; any other way of writing
+    it (or anything it is unsure of) gives None, and tomllib then parses the file."""
+    import tomllib
+
+    text = QUICK_DOCS.get(name) or UNSURE_DOCS[name]
+    quick = core.quick_sandbox(text)
+    if name in UNSURE_DOCS:
+        assert quick is None
+        return
+    full = tomllib.loads(text)
+    assert quick == ({"sandbox": full["sandbox"]} if "sandbox" in full else {})
+
+
+def test_quick_sandbox_reads_the_shipped_policies() -> None:
+    """The shipped policies' tables are read by the quick path, as tomllib reads them."""
+    import tomllib
+
+    for path in sorted((ROOT / "policies").glob("*.toml")):
+        text = path.read_text()
+        full = tomllib.loads(text)
+        assert core.quick_sandbox(text) == ({"sandbox": full["sandbox"]} if "sandbox" in full else {}), path
+
+
+def test_a_quick_read_the_full_load_disagrees_with_stops_the_agent(tmp_path: Path) -> None:
+    """Fail closed on the quick ``[sandbox]`` read: a ``[sandbox]`` header inside a
+    multi-line string is read by ``quick_sandbox`` as a table the document does not have;
+    the agent is spawned early with that view, and once the policy is loaded in full the
+    proxy finds another ``[sandbox]``, stops the agent and exits 2."""
+    policy = tmp_path / "tricky.toml"
+    policy.write_text('[policy]\nname = "tricky"\ndescription = """\n[sandbox]\nhide = ["~/.nothing"]\n[end]\n"""\n')
+    assert core.quick_sandbox(policy.read_text()) == {"sandbox": {"hide": ["~/.nothing"]}}
+    done = subprocess.run([sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", "required",
+                           "--policy", str(policy), "--", "sleep", "30"], env=policyd_env(tmp_path), cwd=tmp_path,
+                          input="", capture_output=True, text=True, timeout=120, check=False)
+    assert 2 == done.returncode, done.stderr[-2000:]
+    assert "another [sandbox]" in done.stderr

@@ -101,7 +101,7 @@ def _spawn_sandboxed_first(argv: list[str], agent: list[str]) -> Spawned | None:
         return spawn(agent, first=True)
     from policyd import sandbox
 
-    started, box, _problem = sandbox.start(early, agent, fallback=False)
+    started, box, _problem = sandbox.start(early, agent, fallback=False, first=True)
     if started is None or box is None:
         return None
     box.early = early

@@ -120,9 +120,15 @@ def proxy(
             local = _local_session_policy(settings)()
             assert local is not None
             if box is not None:
-                from policyd.sandbox import check_loaded
+                from policyd.sandbox import Unavailable, check_loaded
 
-                if why := check_loaded(box, local.sandbox):
+                why = check_loaded(box, local.sandbox)
+                try:
+                    if not why:
+                        box.start_egress()  # it adopts the listeners sandbox_init registered
+                except Unavailable as exc:
+                    why = str(exc)
+                if why:
                     print(f"policyd: {why}", file=sys.stderr)
                     spawned.stop(settings.kill_grace_s)  # type: ignore[union-attr]
                     box.close()
@@ -211,6 +217,8 @@ class _EmbeddedStart:
 
     def _load(self, loop: asyncio.AbstractEventLoop) -> None:
         try:
+            if self.box is not None:
+                self.box.start_egress()  # adopts the listeners sandbox_init registered (Unavailable: stop)
             from policyd import bundle
             from policyd.cli.common import load_policy, load_shadow
 

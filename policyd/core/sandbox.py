@@ -32,9 +32,12 @@ import fnmatch
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from policyd.core import paths
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms before a sandboxed spawn)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: The keys of a ``[sandbox]`` table.
 KEYS = ("hide", "writable", "readonly", "network", "network_deny", "env")
@@ -288,6 +291,11 @@ def outside_view(dirs: Iterable[str], writable_roots: Sequence[str]) -> list[str
     return [d for d in dirs if not any(paths.within(d, r) for r in writable_roots)]
 
 
+#: Persistence targets of a git directory that, when missing, are kept from being created as
+#: a file (``/dev/null`` bound there: git reads it as one); any other missing one (``hooks``,
+#: ``info``, ``.git`` itself) as an empty read-only directory (``policyd.sandbox``).
+MISSING_AS_FILE = frozenset({"config"})
+
 #: JSON-RPC error code of a session refused because its roots are outside the sandbox's view
 #: (-32602: invalid params, as the client's request asks for what cannot be given).
 SESSION_OUTSIDE_VIEW = -32602
@@ -358,23 +366,115 @@ def plan_view(config: SandboxConfig, roots: Sequence[str], home: str, state: Seq
                     readonly=each(config.readonly), hide=each(config.hide), env=config.env)
 
 
+#: A line that may declare the top-level ``sandbox`` table (a header, a dotted or quoted key).
+_MENTION = re.compile(r"""^[ \t]*(?:\[+[ \t]*["']?sandbox\b|["']?sandbox["']?[ \t]*[.=])""", re.MULTILINE)
+_HEADER = re.compile(r"^[ \t]*\[", re.MULTILINE)
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_BASIC = re.compile(r'"((?:[^"\\\n]|\\["\\nt])*)"')  # only the escapes \" \\ \n \t
+_LITERAL = re.compile(r"'([^'\n]*)'")
+_GAP = re.compile(r"(?:[ \t\r\n]|#[^\n]*)*")  # spaces, line ends, comments
+_BLANKS = re.compile(r"[ \t]*")
+_ESCAPES = {'\\"': '"', "\\\\": "\\", "\\n": "\n", "\\t": "\t"}
+
+
+def quick_sandbox(text: str) -> dict[str, Any] | None:
+    """``{"sandbox": table}`` of a policy document (``{}`` when it has none) read without a
+    TOML parser when the table is written plainly: one ``[sandbox]`` header line, under it
+    only ``key = [strings]`` or ``key = "string"`` (basic strings with the escapes ``\\"``,
+    ``\\\\``, ``\\n``, ``\\t``, or literal strings) and comments. None when unsure (another
+    way to write the table, a dotted ``sandbox.`` key anywhere, a ``\\u`` escape): the caller
+    parses the document with tomllib. Before a sandboxed agent is spawned, importing
+    tomllib (typing, datetime) and parsing every policy file would cost ~20-40 ms; the full
+    load parses them anyway and the proxy compares the two ``[sandbox]`` (fail closed)."""
+    found = list(_MENTION.finditer(text))
+    if not found:
+        return {} if "\\u" not in text and "\\U" not in text else None
+    if len(found) != 1 or "\\u" in text or "\\U" in text:
+        return None
+    start = found[0].start()
+    end_of_line = text.find("\n", start)
+    end_of_line = len(text) if end_of_line < 0 else end_of_line
+    if text[start:end_of_line].split("#", 1)[0].strip() != "[sandbox]":
+        return None
+    following = _HEADER.search(text, end_of_line)
+    table = _plain_table(text[end_of_line:following.start() if following else len(text)])
+    return None if table is None else {"sandbox": table}
+
+
+def _plain_string(body: str, i: int) -> tuple[str, int] | None:
+    m = _BASIC.match(body, i)
+    if m:
+        return re.sub(r'\\["\\nt]', lambda e: _ESCAPES[e.group()], m.group(1)), m.end()
+    m = _LITERAL.match(body, i)
+    return (m.group(1), m.end()) if m else None
+
+
+def _plain_table(body: str) -> dict[str, Any] | None:
+    """The keys of a table body written as :func:`quick_sandbox` reads it, else None."""
+    out: dict[str, Any] = {}
+    i = _GAP.match(body, 0).end()  # type: ignore[union-attr]  # (matches the empty string)
+    while i < len(body):
+        key = _BARE_KEY.match(body, i)
+        if key is None or key.group() in out:
+            return None
+        i = _BLANKS.match(body, key.end()).end()  # type: ignore[union-attr]
+        if body[i:i + 1] != "=":
+            return None
+        i = _BLANKS.match(body, i + 1).end()  # type: ignore[union-attr]
+        value: Any
+        if body[i:i + 1] == "[":
+            value, i = [], i + 1
+            while True:
+                i = _GAP.match(body, i).end()  # type: ignore[union-attr]
+                if body[i:i + 1] == "]":
+                    i += 1
+                    break
+                item = _plain_string(body, i)
+                if item is None:
+                    return None
+                value.append(item[0])
+                i = _GAP.match(body, item[1]).end()  # type: ignore[union-attr]
+                if body[i:i + 1] == ",":
+                    i += 1
+                elif body[i:i + 1] == "]":
+                    i += 1
+                    break
+                else:
+                    return None
+        else:
+            item = _plain_string(body, i)
+            if item is None:
+                return None
+            value, i = item
+        out[key.group()] = value
+        i = _BLANKS.match(body, i).end()  # type: ignore[union-attr]
+        if body[i:i + 1] == "#":
+            i = body.find("\n", i) % (len(body) + 1)
+        if i < len(body) and body[i] not in "\r\n":
+            return None
+        i = _GAP.match(body, i).end()  # type: ignore[union-attr]
+    return out
+
+
 def from_sources(sources: Sequence[tuple[str, str]]) -> tuple[SandboxConfig, list[str]]:
     """The combined ``[sandbox]`` of policy sources ``[(path, text)]`` without compiling
     their rules (the sandbox is set up before the full load finishes): the config and
     ``path: message`` errors (a file that is not TOML is an error here too; command
     catalogue files are skipped)."""
-    import tomllib
-
     tables: list[SandboxTable] = []
     errors: list[str] = []
     for path, text in sources:
         if path.endswith(".catalogue.toml"):
             continue
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            errors.append(f"{path}: invalid TOML: {exc}")
-            continue
+        data = quick_sandbox(text)
+        if data is None:
+            import tomllib
+
+            try:
+                data = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                errors.append(f"{path}: invalid TOML: {exc}")
+                continue
         if "sandbox" not in data:
             continue
         table, problems = parse_table(data["sandbox"], path)
