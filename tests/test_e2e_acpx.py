@@ -361,8 +361,11 @@ def test_unicode_whitespace_request_is_decided_not_approved_by_acpx(runs: dict[s
 
 def test_scenarios_ran_through_policyd(runs: dict[str, Run]) -> None:
     """Every scenario really went acpx -> policyd -> agent: acpx initialised a session and
-    policyd wrote a decision log for each (a guard against vacuous passes)."""
+    policyd wrote a decision log for each (a guard against vacuous passes). (Not the
+    broken-policy one: its session/new is answered with the load error, so no prompt follows.)"""
     for name, run in runs.items():
+        if name == "broken-policy":
+            continue
         assert ["initialize", "session/new", "session/prompt"] == [
             m["method"] for m in run.messages if m.get("method") in ("initialize", "session/new", "session/prompt")
         ], run.describe()
