@@ -60,6 +60,8 @@ if TYPE_CHECKING:
         @property
         def sandbox_roots(self) -> list[str]: ...
         @property
+        def sandbox_engine(self) -> str: ...
+        @property
         def policy(self) -> list[str]: ...
         @property
         def search_path(self) -> list[str]: ...
@@ -113,6 +115,10 @@ class Plan:
     #: The settings read before policyd's own (``policyd.sandbox_early``), when the agent was
     #: spawned that early; the loaded settings must agree.
     early: Any = None
+    #: ``bwrap`` or ``landlock`` (:mod:`policyd.landlock`).
+    engine: str = "bwrap"
+    #: The agent's private temporary directory (Landlock: ``TMPDIR``), removed at the end.
+    tmpdir: str = ""
 
     def start_egress(self) -> EgressThread | None:
         """The egress deciding the sandbox's connections, started now if not yet (it adopts
@@ -124,8 +130,9 @@ class Plan:
         return self.egress
 
     def close(self) -> None:
-        """Stop the egress (at the proxy's exit, or when the agent did not start) and remove
-        the mount points the view made on the host (:func:`remove_made`)."""
+        """Stop the egress (at the proxy's exit, or when the agent did not start), remove
+        the mount points the view made on the host (:func:`remove_made`) and the private
+        tmp (Landlock)."""
         if self.egress is not None:
             self.egress.close()
             self.egress = None
@@ -135,6 +142,9 @@ class Plan:
         made = self.notes.pop("created", None)
         if isinstance(made, list):
             remove_made(made)
+        if self.tmpdir:
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            self.tmpdir = ""
 
 
 class EgressThread:
@@ -547,7 +557,8 @@ def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], c
     home = environ.get("HOME", "") or settings.home
     roots = writable_roots(settings, cwd)
     state = core.agent_state(agent, environ, home) if home else ()
-    notes: dict[str, object] = {"roots": list(roots), "state": list(state), "spawn": "after the settings"}
+    notes: dict[str, object] = {"engine": "bwrap", "roots": list(roots), "state": list(state),
+                                "spawn": "after the settings"}
     args = [bwrap, "--die-with-parent", "--unshare-all", "--new-session"]
     needed = [os.path.dirname(os.path.abspath(__file__)), sys.executable, *(a for a in agent if a.startswith("/"))]
     view = dataclasses.replace(config, hide=(*config.hide, *secrets)) if secrets else config
@@ -589,16 +600,49 @@ def start(settings: Settings, agent: Sequence[str], fallback: bool = True, envir
     (the early spawn: the proxy's own start-up then decides, and warns). ``environ``: the
     agent's environment before the allow-list (default policyd's); ``gateway_env``,
     ``forwards``, ``secrets``: the model gateway's, see :func:`plan`. ``first``: the early
-    spawn (no other thread yet: :func:`policyd.spawn.spawn` forks without importing subprocess)."""
-    from policyd.spawn import spawn
+    spawn (no other thread yet: :func:`policyd.spawn.spawn` forks without importing subprocess).
 
+    The engine (``settings.sandbox_engine``): ``bwrap``; ``landlock``
+    (:mod:`policyd.landlock`); ``auto``: bwrap when it can run, else Landlock when the
+    kernel has it; ``problem`` then names why neither could."""
     environ = dict(os.environ if environ is None else environ)
     cwd = os.getcwd()
     try:
         config = sandbox_config(settings)
-        box = plan(settings, agent, environ, cwd, config, gateway_env, forwards, secrets)
     except Unavailable as exc:
         return _fallback(settings, agent, str(exc), fallback, environ)
+    engine = settings.sandbox_engine
+    problems: list[str] = []
+    if engine != "landlock":
+        spawned, box, problem = _start_bwrap(settings, agent, environ, cwd, config, gateway_env, forwards, secrets,
+                                             first)
+        if spawned is not None:
+            return spawned, box, ""
+        if engine == "bwrap":
+            return _fallback(settings, agent, problem, fallback, environ)
+        problems.append(f"bubblewrap cannot run here: {problem}")
+    from policyd import landlock
+
+    spawned, box, problem = landlock.start(settings, agent, environ, cwd, config, gateway_env, forwards, secrets)
+    if spawned is not None:
+        if problems:
+            box.notes["bwrap_unavailable"] = problems[0]
+        return spawned, box, ""
+    problems.append(f"and Landlock cannot either: {problem}" if problems else f"Landlock: {problem}")
+    return _fallback(settings, agent, "; ".join(problems), fallback, environ)
+
+
+def _start_bwrap(settings: Settings, agent: Sequence[str], environ: dict[str, str], cwd: str,
+                 config: core.SandboxConfig, gateway_env: Mapping[str, str] | None,
+                 forwards: Sequence[tuple[str, int, str]], secrets: Sequence[str], first: bool = False
+                 ) -> tuple[Spawned | None, Plan | None, str]:
+    """The bwrap engine's start: ``(spawned, plan, "")`` or ``(None, None, why not)``."""
+    from policyd.spawn import spawn
+
+    try:
+        box = plan(settings, agent, environ, cwd, config, gateway_env, forwards, secrets)
+    except Unavailable as exc:
+        return None, None, str(exc)
     read_fd, write_fd = os.pipe()
     argv = [*box.argv, "--json-status-fd", str(write_fd), "--", *box.inner]
     spawned = spawn(argv, first=first, env=box.env, pass_fds=(write_fd,))
@@ -608,12 +652,12 @@ def start(settings: Settings, agent: Sequence[str], fallback: bool = True, envir
     if spawned.error_code:
         os.close(read_fd)
         box.close()
-        return _fallback(settings, agent, f"bwrap did not start: {spawned.error}", fallback, environ)
+        return None, None, f"bwrap did not start: {spawned.error}"
     if not _child_started(read_fd):
         os.close(read_fd)
         spawned.stop(0.5)  # (bwrap failed before running the agent: it has exited)
         box.close()
-        return _fallback(settings, agent, probe(environ) or diagnose(box.argv[0]), fallback, environ)
+        return None, None, probe(environ) or diagnose(box.argv[0])
     box.status_fd = read_fd  # kept open: bwrap writes the exit code there at the end (else SIGPIPE)
     spawned.argv = list(agent)
     return spawned, box, ""

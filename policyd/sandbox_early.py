@@ -1,6 +1,6 @@
 """The sandbox settings read before policyd's own start-up, so that a sandboxed agent can
 still be spawned first (:mod:`policyd.spawn`): ``policyd proxy`` reads ``sandbox``,
-``sandbox_roots``, ``policy`` and ``search_path`` here from the command line, the
+``sandbox_roots``, ``sandbox_engine``, ``policy`` and ``search_path`` here from the command line, the
 ``POLICYD_*`` environment and the config file, with the precedence of
 :mod:`policyd.settings` (flag > environment > config file > default), without pydantic
 (~100 ms of imports). Anything it does not read exactly as the settings would (an
@@ -20,22 +20,23 @@ if TYPE_CHECKING:
 
 #: The options read here; another option that abbreviates one of them (argparse accepts
 #: ``--sandbox-r``) makes the early read give up.
-_OPTIONS = ("--sandbox", "--sandbox-root", "--policy", "--config")
+_OPTIONS = ("--sandbox", "--sandbox-root", "--sandbox-engine", "--policy", "--config")
 
 
 class EarlySettings:
-    """The four settings the sandbox is built from, and the home (``$HOME``)."""
+    """The five settings the sandbox is built from, and the home (``$HOME``)."""
 
-    __slots__ = ("home", "policy", "sandbox", "sandbox_roots", "search_path")
+    __slots__ = ("home", "policy", "sandbox", "sandbox_engine", "sandbox_roots", "search_path")
 
     def __init__(self, sandbox: str, sandbox_roots: list[str], policy: list[str], search_path: list[str],
-                 home: str) -> None:
+                 home: str, sandbox_engine: str = "auto") -> None:
         self.sandbox, self.sandbox_roots, self.policy, self.search_path = sandbox, sandbox_roots, policy, search_path
-        self.home = home
+        self.home, self.sandbox_engine = home, sandbox_engine
 
     def same_as(self, settings: Any) -> bool:
         """Do the loaded settings say what was read here (so the running view is theirs)?"""
         return (self.sandbox == settings.sandbox and self.sandbox_roots == list(settings.sandbox_roots)
+                and self.sandbox_engine == settings.sandbox_engine
                 and self.policy == list(settings.policy) and self.search_path == list(settings.search_path))
 
 
@@ -80,7 +81,8 @@ class _GiveUp(Exception):
 
 
 #: The variables read here, as the settings spell them.
-_NAMES = ("POLICYD_SANDBOX", "POLICYD_SANDBOX_ROOTS", "POLICYD_POLICY", "POLICYD_SEARCH_PATH", "POLICYD_CONFIG")
+_NAMES = ("POLICYD_SANDBOX", "POLICYD_SANDBOX_ROOTS", "POLICYD_SANDBOX_ENGINE", "POLICYD_POLICY", "POLICYD_SEARCH_PATH",
+          "POLICYD_CONFIG")
 
 
 def _first(*candidates: Any) -> Any:
@@ -151,6 +153,10 @@ def read(argv: Sequence[str], environ: Mapping[str, str]) -> EarlySettings | Non
         mode = _first(flags.get("--sandbox", [None])[-1], environ.get("POLICYD_SANDBOX"), values.get("sandbox"), "off")
         if mode not in ("off", "auto", "required"):
             raise _GiveUp
+        engine = _first(flags.get("--sandbox-engine", [None])[-1], environ.get("POLICYD_SANDBOX_ENGINE"),
+                        values.get("sandbox_engine"), "auto")
+        if engine not in ("auto", "bwrap", "landlock"):
+            raise _GiveUp
         roots = _first(flags.get("--sandbox-root"), _env_list(environ, "POLICYD_SANDBOX_ROOTS"),
                        _file_list(values, "sandbox_roots"), [])
         policy = _first(flags.get("--policy"), _env_list(environ, "POLICYD_POLICY"), _file_list(values, "policy"), [])
@@ -159,4 +165,4 @@ def read(argv: Sequence[str], environ: Mapping[str, str]) -> EarlySettings | Non
                         [os.path.join(xdg, "policyd", "policies.d"), "/etc/policyd/policies.d"])
     except (_GiveUp, OSError, ValueError):
         return None
-    return EarlySettings(str(mode), list(roots), list(policy), list(search), environ.get("HOME", ""))
+    return EarlySettings(str(mode), list(roots), list(policy), list(search), environ.get("HOME", ""), str(engine))

@@ -159,6 +159,8 @@ class Settings(BaseSettings):
     gateway: GatewaySettings = Field(default_factory=lambda: GatewaySettings())
     sandbox: Literal["off", "auto", "required"] = "off"
     sandbox_roots: list[str] = Field(default_factory=list, description="writable roots of the sandbox beside the cwd")
+    sandbox_engine: Literal["auto", "bwrap", "landlock"] = Field(
+        "auto", description="auto: bubblewrap when it can run, else Landlock (docs/sandbox.md)")
     bundles: BundleSettings | None = None
 
     @field_validator("remember_expiry")

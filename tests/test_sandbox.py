@@ -350,15 +350,16 @@ def _proxy_once(tmp: Path, env: dict[str, str], mode: str,
 
 
 def test_required_without_bwrap_refuses_to_start(tmp_path: Path) -> None:
-    """``--sandbox required`` with no bwrap on PATH: exit 2, the agent never ran, the
-    message names the package to install; ``auto`` warns loudly and runs the agent."""
+    """``--sandbox required`` with no bwrap on PATH and the engine bwrap (``auto`` would
+    choose Landlock): exit 2, the agent never ran, the message names the package to
+    install; ``auto`` warns loudly and runs the agent."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("bash", "sh"):
         which = shutil.which(tool)
         assert which is not None
         (bin_dir / tool).symlink_to(which)
-    env = policyd_env(tmp_path, {"PATH": str(bin_dir)})
+    env = policyd_env(tmp_path, {"PATH": str(bin_dir), "POLICYD_SANDBOX_ENGINE": "bwrap"})
     done = _proxy_once(tmp_path, env, "required")
     assert 2 == done.returncode
     assert not (tmp_path / "agent-ran").exists()
@@ -376,8 +377,9 @@ UNSHARE = shutil.which("unshare")
 def test_required_without_user_namespaces_refuses_to_start(tmp_path: Path) -> None:
     """No user namespace can be created (simulated: a user namespace whose
     ``user.max_user_namespaces`` is 1, then an unprivileged one inside it, so that bwrap
-    can create none; the machine's own sysctl is untouched): exit 2, the agent never ran,
-    the message names the sysctl."""
+    can create none; the machine's own sysctl is untouched) and the engine is bwrap
+    (``auto`` would choose Landlock: tests/test_sandbox_landlock.py): exit 2, the agent
+    never ran, the message names the sysctl."""
     assert UNSHARE is not None
     script = ("echo 1 > /proc/sys/user/max_user_namespaces && exec " + UNSHARE + " --user -- \"$@\"")
     prefix = [UNSHARE, "--user", "--map-root-user", "--", "sh", "-c", script, "sh"]
@@ -385,13 +387,14 @@ def test_required_without_user_namespaces_refuses_to_start(tmp_path: Path) -> No
     if probe.returncode != 0:
         pytest.skip(f"cannot nest user namespaces here: {probe.stderr.strip()}")
     tmp_path.chmod(0o777)  # the nested namespace runs as the overflow uid
-    env = policyd_env(tmp_path)
+    env = policyd_env(tmp_path, {"POLICYD_SANDBOX_ENGINE": "bwrap"})
     for state in (tmp_path / "policyd-state",):
         state.chmod(0o777)
     done = _proxy_once(tmp_path, env, "required", prefix)
     assert 2 == done.returncode, done.stderr
     assert not (tmp_path / "agent-ran").exists()
     assert "user.max_user_namespaces" in done.stderr
+    assert "Landlock" not in done.stderr  # the engine asked for, no other
 
 
 # ----------------------------------------------------------------------------- unprivileged

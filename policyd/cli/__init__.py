@@ -161,6 +161,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         "gateway": {"mode": flag("gateway_mode")} if flag("gateway_mode") else None,
         "sandbox": flag("sandbox_mode"),
         "sandbox_roots": flag("sandbox_roots"),
+        "sandbox_engine": flag("sandbox_engine"),
     }
     return load_settings(cli, flag("config"))
 
@@ -337,8 +338,9 @@ def _sandbox_asked(args: argparse.Namespace) -> bool:
     Then the agent is started only once they are read."""
     from policyd.sandbox_early import may_sandbox
 
+    asked = args.sandbox_mode or args.sandbox_roots or args.sandbox_engine
     return may_sandbox(["proxy", *([f"--config={args.config}"] if args.config else []),
-                        *(["--sandbox"] if args.sandbox_mode or args.sandbox_roots else [])], os.environ)
+                        *(["--sandbox"] if asked else [])], os.environ)
 
 
 def _start_sandboxed(settings: Settings, agent: list[str], spawned: Spawned | None,

@@ -85,6 +85,9 @@ def _proxy(proxy: argparse.ArgumentParser) -> None:
     proxy.add_argument("--sandbox", dest="sandbox_mode", choices=["off", "auto", "required"],
                        help="confine the agent in an OS sandbox built from the policy's [sandbox] (docs/sandbox.md); "
                             "required: do not start it when the sandbox cannot be set up; default off")
+    proxy.add_argument("--sandbox-engine", dest="sandbox_engine", choices=["auto", "bwrap", "landlock"],
+                       help="the sandbox's engine: bubblewrap, Landlock, or auto (bwrap when it can run, else "
+                            "Landlock); default auto")
     proxy.add_argument("--sandbox-root", dest="sandbox_roots", action="append", metavar="DIR",
                        help="a writable root of the sandbox beside the current directory (repeatable)")
     proxy.add_argument("agent", nargs=argparse.REMAINDER, help="-- then the agent command line")
