@@ -312,7 +312,7 @@ def describe(r: Rules) -> Mapping[str, object]:
 #: Seconds to wait for the agent's first process to report the ruleset applied.
 SETUP_TIMEOUT_S = 30.0
 #: What the engine does not bound (logged with ``sandbox.started``; docs/sandbox.md says why).
-NOT_BOUNDED = ("UDP and other non-TCP sockets", "connections to Unix sockets by path",
+NOT_BOUNDED = ("connections to Unix sockets by path",
                "TCP by address (rules are by port)", "listing hidden names", "processes it leaves behind",
                "/proc of the user's other processes (their command lines; not their environment or memory)")
 
@@ -391,7 +391,8 @@ def plan(settings: Any, agent: Sequence[str], environ: Mapping[str, str], cwd: s
     notes.update(describe(ruleset), tmp=tmp, hidden=len(hidden), readonly=len(readonly),
                  not_bounded=list(NOT_BOUNDED))
     init = os.path.join(os.path.dirname(os.path.abspath(__file__)), "landlock_init.py")
-    box.argv = [sys.executable, "-I", "-S", init, "--ruleset-fd", str(fd), "--parent", str(os.getpid())]
+    box.argv = [sys.executable, "-I", "-S", init, "--ruleset-fd", str(fd), "--parent", str(os.getpid()),
+                *(["--tcp-only"] if ports is not None else [])]
     box.pass_fds = (fd,)
     return box
 

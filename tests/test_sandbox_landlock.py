@@ -178,6 +178,46 @@ def test_hidden_files_and_persistence_targets(tmp_path: Path, mode: str) -> None
     assert "0" != seen["top"] and not (ws / "top.txt").exists()  # the top of a git root is fixed
 
 
+@needs_landlock
+@pytest.mark.parametrize("mode", ["off", "landlock"])
+def test_udp_is_closed(tmp_path: Path, mode: str) -> None:
+    """Landlock's network rules cover TCP only: an allowed build sending the key over UDP
+    (IPv4 and IPv6) to a local receiver reaches it without the sandbox; under the engine the
+    seccomp filter refuses the socket (EACCES) and nothing arrives. TCP still works (the
+    agent's own connection to policyd is TCP), and Unix datagram sockets are untouched."""
+    import socket
+
+    home, ws, _ = make_world(tmp_path)
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", 0))
+    receiver.settimeout(5)
+    port = receiver.getsockname()[1]
+    sender = ("import socket, sys\n"
+              "for family, host in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET6, '::1')):\n"
+              "    try:\n"
+              "        socket.socket(family, socket.SOCK_DGRAM).sendto(open(sys.argv[1]).read().encode(), "
+              f"(host, {port}))\n"
+              "        print('sent')\n"
+              "    except OSError as e:\n"
+              "        print('ERR', e.errno)\n")
+    (ws / "send.py").write_text(sender)
+    (ws / "Makefile").write_text("all:\n\t@python3 send.py attack.txt\n")
+    (ws / "attack.txt").write_text("exfil")
+    try:
+        reports, stderr = run_in(tmp_path, home, ws, ["make"], mode)
+        assert reports[0]["allowed"], stderr[-2000:]
+        lines = str(reports[0]["stdout"]).splitlines()
+        if mode == "off":
+            assert "sent" == lines[0] and b"exfil" == receiver.recv(100)
+            return
+        assert ["ERR 13", "ERR 13"] == lines
+        receiver.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            receiver.recv(100)
+    finally:
+        receiver.close()
+
+
 #: Finds policyd (walking up the process tree; /proc/PID/stat and cmdline need no ptrace
 #: access), then tries its environment and a signal to it.
 PROBE_SCRIPT = r"""
