@@ -380,3 +380,55 @@ def test_rules_follow_the_abi(tmp_path: Path) -> None:
     assert all(0 == rights & ~one.fs for _, rights in one.paths)
     three = landlock.rules(3, [str(tmp_path)], [], [], None)
     assert three.fs & landlock.TRUNCATE and 0 == three.net
+
+
+# ----------------------------------------------------------------------------- the setting
+
+
+@pytest.mark.parametrize(("argv", "env", "config", "expected"), [
+    (["proxy", "--sandbox", "required", "--sandbox-engine", "landlock"], {"POLICYD_SANDBOX_ENGINE": "bwrap"},
+     'sandbox_engine = "bwrap"', "landlock"),
+    (["proxy", "--sandbox", "required"], {"POLICYD_SANDBOX_ENGINE": "landlock"}, 'sandbox_engine = "bwrap"',
+     "landlock"),
+    (["proxy", "--sandbox", "required"], {}, 'sandbox_engine = "landlock"', "landlock"),
+    (["proxy", "--sandbox", "required"], {}, "", "auto"),
+])
+def test_engine_setting_read_early_as_the_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   argv: list[str], env: dict[str, str], config: str,
+                                                   expected: str) -> None:
+    """``sandbox_engine``: flag > environment > config file > ``auto``, read the same way
+    before policyd's start-up (the early spawn) as by the settings; another engine in the
+    loaded settings than the early read's is a disagreement (the proxy stops the agent)."""
+    from policyd.sandbox_early import read
+    from policyd.settings import load_settings
+
+    path = tmp_path / "config.toml"
+    path.write_text(config + "\n")
+    environ = {"HOME": str(tmp_path), "POLICYD_CONFIG": str(path), "POLICYD_SEARCH_PATH": "[]", **env}
+    early = read([*argv, "--", "agent"], environ)
+    assert early is not None and expected == early.sandbox_engine
+    for name in [k for k in os.environ if k.upper().startswith(("POLICYD_", "XDG_CONFIG"))]:
+        monkeypatch.delenv(name)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    flag = "landlock" if "--sandbox-engine" in argv else None
+    settings = load_settings({"sandbox": "required", "sandbox_engine": flag})
+    assert expected == settings.sandbox_engine and early.same_as(settings)
+    other = "bwrap" if expected != "bwrap" else "landlock"
+    assert not early.same_as(settings.model_copy(update={"sandbox_engine": other}))
+
+
+@needs_landlock
+def test_landlock_agent_is_spawned_early(tmp_path: Path) -> None:
+    """``--sandbox required --sandbox-engine landlock``: the agent starts under Landlock before
+    policyd's own start-up (the early spawn), and ``sandbox.started`` names the engine, the
+    ABI and the TCP ports."""
+    done = subprocess.run([sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", "required",
+                           "--sandbox-engine", "landlock", "--", "true"], env=policyd_env(tmp_path), cwd=tmp_path,
+                          input="", capture_output=True, text=True, timeout=120, check=False)
+    assert 0 == done.returncode, done.stderr[-2000:]
+    started = [json.loads(line) for line in done.stderr.splitlines() if '"sandbox.started"' in line]
+    assert started, done.stderr[-2000:]
+    assert started[0]["spawn"].startswith("early")
+    assert "landlock" == started[0]["engine"] and ABI == started[0]["abi"]
+    assert started[0]["tcp_connect"] and all(isinstance(p, int) for p in started[0]["tcp_connect"])

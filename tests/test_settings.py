@@ -52,6 +52,7 @@ TABLE: list[tuple[list[str], str, str, str, Any]] = [
     (["proxy", "--shadow-policy", "/flag.toml"], "SHADOW_POLICY", '["/env.toml"]', "shadow_policy", ["/flag.toml"]),
     (["proxy", "--sandbox", "required"], "SANDBOX", "auto", "sandbox", "required"),
     (["proxy", "--sandbox-root", "/flag"], "SANDBOX_ROOTS", '["/env"]', "sandbox_roots", ["/flag"]),
+    (["proxy", "--sandbox-engine", "landlock"], "SANDBOX_ENGINE", "bwrap", "sandbox_engine", "landlock"),
 ]
 
 
