@@ -336,10 +336,12 @@ def _serve_loopback(egress: Any) -> int:
 
 
 def plan(settings: Any, agent: Sequence[str], environ: Mapping[str, str], cwd: str, config: core.SandboxConfig,
-         version: int, gateway_env: Mapping[str, str] | None = None, secrets: Sequence[str] = ()) -> Any:
+         version: int, gateway_env: Mapping[str, str] | None = None, secrets: Sequence[str] = (),
+         gateway_ports: Sequence[int] = ()) -> Any:
     """The Landlock start of ``agent`` (a :class:`policyd.sandbox.Plan` whose ``argv`` runs
     :mod:`policyd.landlock_init` with the ruleset's descriptor, ``pass_fds``); the egress
-    listening when the network is restricted. Raises Unavailable, OSError."""
+    listening when the network is restricted; ``gateway_ports``: the model gateway's TCP
+    listeners on the host's loopback, reachable. Raises Unavailable, OSError."""
     import dataclasses
     import shutil
     import sys
@@ -378,7 +380,8 @@ def plan(settings: Any, agent: Sequence[str], environ: Mapping[str, str], cwd: s
             notes["network"] = "unrestricted ([sandbox] network = ['*:*'] in every file that declares it; no egress)"
         else:
             box.egress = sandbox.EgressThread(config)
-            ports = connect_ports(_serve_loopback(box.egress), core.loopback_endpoints(config.network))
+            loopback = [*core.loopback_endpoints(config.network), *(("127.0.0.1", p) for p in gateway_ports)]
+            ports = connect_ports(_serve_loopback(box.egress), loopback)
             env.update(box.egress.egress.agent_env())
             notes["network"] = {"egress": f"127.0.0.1:{box.egress.egress.proxy_port}", "listed": list(config.network),
                                 "denied": list(config.network_deny)}
@@ -401,8 +404,10 @@ def start(settings: Any, agent: Sequence[str], environ: Mapping[str, str], cwd: 
           gateway_env: Mapping[str, str] | None = None, forwards: Sequence[tuple[str, int, str]] = (),
           secrets: Sequence[str] = (), version: int | None = None) -> tuple[Any, Any, str]:
     """Start ``agent`` under Landlock: ``(spawned, plan, "")``, or ``(None, None, why not)``
-    (no Landlock, an ABI without TCP rules while the network is restricted, the model
-    gateway, a ruleset that could not be made or applied: the agent never ran).
+    (no Landlock, an ABI without TCP rules while the network is restricted, a ruleset that
+    could not be made or applied: the agent never ran). ``forwards``: the model gateway's
+    ``(host, port, unix socket)``; its TCP listener on the host's loopback at that port
+    serves the agent here (no network namespace to present the Unix socket in).
     ``version``: the ABI to assume instead of probing (tests)."""
     import select
 
@@ -413,10 +418,9 @@ def start(settings: Any, agent: Sequence[str], environ: Mapping[str, str], cwd: 
     problem = why_not(version, not config.network_unrestricted)
     if problem:
         return None, None, problem
-    if forwards:
-        return None, None, "the model gateway's endpoint inside needs a network namespace (the bwrap engine)"
-    try:
-        box = plan(settings, agent, environ, cwd, config, version, gateway_env, secrets)
+    try:  # the gateway's Unix socket is for bwrap's bridge; here its TCP listener (same port) is reached
+        box = plan(settings, agent, environ, cwd, config, version, gateway_env, secrets,
+                   [port for _, port, _ in forwards])
     except sandbox.Unavailable as exc:
         return None, None, str(exc)
     except OSError as exc:

@@ -432,3 +432,32 @@ def test_landlock_agent_is_spawned_early(tmp_path: Path) -> None:
     assert started[0]["spawn"].startswith("early")
     assert "landlock" == started[0]["engine"] and ABI == started[0]["abi"]
     assert started[0]["tcp_connect"] and all(isinstance(p, int) for p in started[0]["tcp_connect"])
+
+
+@needs_landlock
+def test_gateway_under_landlock_hides_the_key_and_is_reachable(tmp_path: Path) -> None:
+    """``--gateway required --sandbox required --sandbox-engine landlock``: the key file policyd
+    read is unreadable inside, the agent's variable holds the placeholder, and the gateway's
+    listener (its base URL, on the host's loopback) is reachable through the TCP rule."""
+    from test_gateway_agents import PLACEHOLDER, REAL_KEY
+
+    key = tmp_path / "secrets" / "anthropic.key"
+    key.parent.mkdir()
+    key.write_text(REAL_KEY + "\n")
+    key.chmod(0o600)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = policyd_env(tmp_path)
+    env["POLICYD_GATEWAY"] = json.dumps({"provider": "anthropic", "key_file": str(key)})
+    agent = ["/bin/sh", "-c", 'cat "$0" > result 2>&1; echo "[$ANTHROPIC_API_KEY]" >> result; '
+             'python3 -c "import os, socket, urllib.parse as u; a = u.urlparse(os.environ[\'ANTHROPIC_BASE_URL\']); '
+             'socket.create_connection((a.hostname, a.port), 10); print(\'connected\')" >> result 2>&1', str(key)]
+    done = subprocess.run([sys.executable, "-m", "policyd", "proxy", "--headless", "--gateway", "required",
+                           "--sandbox", "required", "--sandbox-engine", "landlock", "--", *agent], env=env, cwd=ws,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, check=False)
+    assert 0 == done.returncode, done.stderr[-2000:]
+    assert '"engine": "landlock"' in done.stderr
+    result = (ws / "result").read_text()
+    assert REAL_KEY not in result and "Permission denied" in result
+    assert f"[{PLACEHOLDER}]" in result
+    assert "connected" in result, result
