@@ -19,9 +19,9 @@ Rules this module owns (docs/sandbox.md, "The Landlock engine"):
 - Listing (``READ_DIR``) is granted everywhere: hidden *names* can be listed, their
   contents not read.
 - A right granted on an ancestor of an excluded path reaches the excluded path too, so an
-  ancestor gets only what harms none of the paths below it (:func:`_ancestor_of`): with a
-  read-only directory below (a root's ``.git/hooks``) that is nothing but listing and
-  reading; so the top of a git root is fixed: its existing files can be edited in place,
+  ancestor gets only what harms none of the paths below it (:func:`_ancestor_rights`):
+  with a hidden or read-only directory below (a root's ``.git/hooks``) that is nothing but
+  listing and reading; so the top of a git root is fixed: its existing files can be edited in place,
   its existing directories are writable, but nothing can be created, removed or renamed
   directly in it (nor in ``.git``: git cannot write its index there). Landlock cannot do
   better: an exception inside a grant needs a mount namespace (the bwrap engine).
@@ -238,25 +238,17 @@ def _no_rights(_base: str, _within: Sequence[str]) -> int:
     return 0
 
 
-def _ancestor_of(readonly: Sequence[str]) -> Callable[[str, Sequence[str]], int]:
-    """The rights a writable directory may have when excluded paths lie below it. A rule on
-    a directory covers everything below, the excluded paths too, so only what harms none of
-    them: creating and removing entries when only hidden paths are below (a hidden file
-    removed or renamed in place stays unreadable; ``REFER`` refuses moving it where it
-    would gain a right); creating entries when read-only *files* are below (a new entry
-    replaces nothing; removing one would let it be replaced, moving a directory on the way
-    would let a new one take its place); nothing when a read-only *directory* is below
-    (creating in it would plant a ``.git/hooks`` entry)."""
-    fixed = set(readonly)
-
-    def rights(_base: str, within: Sequence[str]) -> int:
-        granted = MAKE | REMOVE
-        for path in within:
-            if path in fixed:
-                granted &= ~(MAKE | REMOVE) if _isdir(path) or not _kind(path) else ~REMOVE
-        return granted
-
-    return rights
+def _ancestor_rights(_base: str, within: Sequence[str]) -> int:
+    """The rights a writable directory may have when hidden or read-only paths lie below it.
+    A rule on a directory covers everything below, those paths too, so only what harms none
+    of them: creating entries when only *files* are below (a new entry replaces nothing);
+    nothing when a *directory* is below (creating in it would plant a ``.git/hooks`` entry
+    or a ``~/.ssh/authorized_keys``). Never removing or renaming (that would let an
+    excluded path, or a directory on the way to one, be replaced: a ``.env`` the project
+    loads, a ``.git`` with hooks), never writing (it would reach the excluded files)."""
+    if any(_isdir(path) or not _kind(path) for path in within):
+        return 0
+    return MAKE
 
 
 def _with_real(paths: Iterable[str]) -> list[str]:
@@ -283,7 +275,7 @@ def rules(version: int, writable: Sequence[str], readonly: Sequence[str], hidden
     out: dict[str, int] = {"/": READ_DIR}
     carve("/", READ, [*hide, "/dev"], _no_rights, out)
     for base in dict.fromkeys(os.path.realpath(w) for w in writable):
-        carve(base, WRITE | MAKE | REMOVE, [*hide, *fixed], _ancestor_of(fixed), out)
+        carve(base, WRITE | MAKE | REMOVE, [*hide, *fixed], _ancestor_rights, out)
     for dev in DEV_READ:
         _grant(out, dev, READ_FILE if os.path.exists(dev) else 0)
     for dev in DEV_WRITE:

@@ -358,16 +358,16 @@ def test_rules_carve_hidden_and_readonly_paths(tmp_path: Path) -> None:
     for ancestor in (root, root / ".git"):  # a rule there would reach .git/hooks and .git/config too
         assert not got.get(str(ancestor), 0) & (landlock.WRITE | landlock.MAKE | landlock.REMOVE)
     assert str(root / ".git" / "hooks") not in got and str(root / ".git" / "config") not in got
-    src = tmp_path / "src"  # only hidden paths below: create and remove, not write or read
-    (src / "lib").mkdir(parents=True)
-    (src / ".env").write_text("")
-    only_hidden = dict(landlock.rules(7, [str(src)], [], [str(src / ".env")], None).paths)
-    assert landlock.MAKE | landlock.REMOVE == only_hidden[str(src)]
-    files = tmp_path / "files"  # a read-only file below: create, not remove
-    files.mkdir()
+    files = tmp_path / "files"  # only files below (hidden, read-only): create, not remove nor write
+    (files / "lib").mkdir(parents=True)
+    (files / ".env").write_text("")
     (files / "config").write_text("")
-    only_file = dict(landlock.rules(7, [str(files)], [str(files / "config")], [], None).paths)
-    assert landlock.MAKE == only_file[str(files)] & ~landlock.READ
+    only_files = dict(landlock.rules(7, [str(files)], [str(files / "config")], [str(files / ".env")], None).paths)
+    assert landlock.MAKE == only_files[str(files)]
+    home = tmp_path / "home"  # a hidden directory below: nothing (no authorized_keys planted in ~/.ssh)
+    (home / ".ssh").mkdir(parents=True)
+    hidden_dir = dict(landlock.rules(7, [str(home)], [], [str(home / ".ssh")], None).paths)
+    assert str(home) not in hidden_dir
     assert "/dev" not in got and landlock.READ_FILE | landlock.WRITE_FILE | landlock.TRUNCATE == got["/dev/null"]
     assert (landlock.NET_BIND_TCP | landlock.NET_CONNECT_TCP, (3128,)) == (r.net, r.ports)
     assert landlock.SCOPE_SIGNAL & r.scoped
