@@ -9,7 +9,8 @@ read (``status.untrusted`` in the log; ``policyd status`` says why), so nobody e
 plant or read what ``policyd status`` shows.
 Fields: ``pid``, ``agent`` (argv), ``policy_hash``, ``loaded_at`` and ``last_error_at``
 (seconds since the epoch), ``files`` ([{path, rules}]), ``last_error`` (list of
-``file:line`` messages or null), ``reloads``.
+``file:line`` messages or null), ``reloads``; ``sandbox`` (when the agent is sandboxed:
+``engine``, ``bwrap`` or ``landlock``, and for Landlock its ``abi``).
 """
 
 from __future__ import annotations
@@ -67,9 +68,9 @@ def _proxies_dir() -> Path:
 _warned = False
 
 
-def write(status: ReloadStatus, agent: list[str]) -> None:
+def write(status: ReloadStatus, agent: list[str], sandbox: dict[str, object] | None = None) -> None:
     """Publish this process's status; errors are ignored (status is best effort, never
-    fatal), an untrusted directory is logged once."""
+    fatal), an untrusted directory is logged once. ``sandbox``: the agent's sandbox, if any."""
     global _warned
     try:
         d = _proxies_dir()
@@ -84,7 +85,7 @@ def write(status: ReloadStatus, agent: list[str]) -> None:
     except OSError:
         return
     with contextlib.suppress(OSError):
-        data = {"pid": os.getpid(), "agent": agent, **asdict(status)}
+        data = {"pid": os.getpid(), "agent": agent, **asdict(status), **({"sandbox": sandbox} if sandbox else {})}
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-")
         with os.fdopen(fd, "w") as f:
             json.dump(data, f)

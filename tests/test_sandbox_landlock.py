@@ -461,3 +461,25 @@ def test_gateway_under_landlock_hides_the_key_and_is_reachable(tmp_path: Path) -
     assert REAL_KEY not in result and "Permission denied" in result
     assert f"[{PLACEHOLDER}]" in result
     assert "connected" in result, result
+
+
+@needs_landlock
+def test_policyd_status_names_the_engine(tmp_path: Path) -> None:
+    """``policyd status`` lists a Landlock-sandboxed proxy with ``sandbox: landlock (ABI N)``."""
+    import time
+
+    env = policyd_env(tmp_path)
+    proxy = subprocess.Popen([sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", "required",
+                              "--sandbox-engine", "landlock", "--", "sleep", "600"], env=env, cwd=tmp_path,
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline, out = time.monotonic() + 60, ""
+        while f"proxy pid {proxy.pid}:" not in out and time.monotonic() < deadline:
+            time.sleep(0.2)
+            out = subprocess.run([sys.executable, "-m", "policyd", "status"], env=env, capture_output=True,
+                                 text=True, timeout=60, check=False).stdout
+        line = next((x for x in out.splitlines() if x.startswith(f"proxy pid {proxy.pid}:")), out)
+        assert line.endswith(f"; sandbox: landlock (ABI {ABI})"), line
+    finally:
+        proxy.terminate()
+        proxy.communicate(timeout=60)

@@ -112,6 +112,13 @@ def call_daemon(path: Path, method: str, params: Any, timeout_s: float = 5.0) ->
 NO_DAEMON = 3
 
 
+def _sandbox_words(sandbox: Any) -> str:
+    """``; sandbox: landlock (ABI 7)`` for a status file's ``sandbox`` (nothing without one)."""
+    if not isinstance(sandbox, dict) or "engine" not in sandbox:
+        return ""
+    return f"; sandbox: {sandbox['engine']}" + (f" (ABI {sandbox['abi']})" if "abi" in sandbox else "")
+
+
 def show_status(settings: Settings, as_json: bool = False) -> int:
     """The daemon's and every running proxy's policy. 0 when a daemon answered; 1 when its
     socket exists but it did not answer; :data:`NO_DAEMON` when there is no daemon."""
@@ -148,7 +155,8 @@ def show_status(settings: Settings, as_json: bool = False) -> int:
         print(f"no daemon answers at {path}")
     for e in proxies:
         print(f"proxy pid {e['pid']}: policy {e['policy_hash'][:12]} loaded {_when(e['loaded_at'])},"
-              f" {len(e['files'])} files, {e.get('reloads', 0)} reloads; agent: {' '.join(e['agent'])}")
+              f" {len(e['files'])} files, {e.get('reloads', 0)} reloads; agent: {' '.join(e['agent'])}"
+              + _sandbox_words(e.get("sandbox")))
         _print_bundle(e.get("policy_bundle"))
         _print_files_and_error(e["files"], e.get("last_error"), e.get("last_error_at"))
     if proxies_error is not None:

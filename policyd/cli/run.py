@@ -244,9 +244,11 @@ class _EmbeddedStart:
 
             engine = build_engine(self.settings, loaded, shadow=(shadow,))
             _observe_memory(engine)
+            box = self.box
+            sandbox = ({k: box.notes[k] for k in ("engine", "abi") if k in box.notes} if box is not None else None)
             reloader = build_reloader(engine, self.settings, self.cli_policy, self.config,
-                                      on_change=lambda st: status.write(st, self.agent))
-            status.write(reloader.status, self.agent)
+                                      on_change=lambda st: status.write(st, self.agent, sandbox))
+            status.write(reloader.status, self.agent, sandbox)
             if self.puller is not None:  # a new bundle reloads at once, watched or not
                 self.puller.on_installed = lambda: reloader.reload_soon("bundle")
             self.engine = engine
