@@ -27,6 +27,8 @@ JSON-RPC error naming the fix (:func:`refuse_session`), never run read-only in s
 Setting up: ``bwrap`` must be on ``PATH`` and able to create user namespaces. Failure is
 found by bwrap's ``--json-status-fd`` (no ``child-pid`` line: the agent never ran) and
 explained by :func:`diagnose` (the package to install, the sysctl or AppArmor setting).
+Where bwrap cannot run, the engine ``auto`` (``sandbox_engine``) starts the same plan under
+Landlock instead (:mod:`policyd.landlock`; :func:`start` chooses).
 """
 
 from __future__ import annotations
