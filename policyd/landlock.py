@@ -20,17 +20,20 @@ Rules this module owns (docs/sandbox.md, "The Landlock engine"):
   contents not read.
 - A right granted on an ancestor of an excluded path reaches the excluded path too, so an
   ancestor gets only what harms none of the paths below it (:func:`_ancestor_rights`):
-  with a hidden or read-only directory below (a root's ``.git/hooks``) that is nothing but
-  listing and reading; so the top of a git root is fixed: its existing files can be edited in place,
-  its existing directories are writable, but nothing can be created, removed or renamed
-  directly in it (nor in ``.git``: git cannot write its index there). Landlock cannot do
-  better: an exception inside a grant needs a mount namespace (the bwrap engine).
+  creating entries when only files are below, nothing when a directory is (a root's
+  ``.git/hooks``). So the top of a root holding a hidden or read-only path is fixed: its
+  existing files can be edited in place, its existing directories are writable, but no
+  file can be created, removed or renamed directly in it (nor in ``.git``: git cannot
+  write its index there). Landlock cannot do better: an exception inside a grant needs a
+  mount namespace (the bwrap engine).
 - ``/dev``: read only ``null``, ``zero``, ``full``, ``random``, ``urandom``; write only
   ``null``, ``zero``, ``full`` (no terminal, no pty: nothing to inject keystrokes into).
 - Network (ABI >= 4): TCP ``connect`` only to the egress proxy's port and the loopback
   ports ``network`` names; TCP ``bind`` nowhere. By **port**, not by address.
 - ABI >= 6: no signal to a process outside the sandbox, no connection to an abstract Unix
   socket made outside it.
+- UDP and other non-TCP IP sockets: closed by a seccomp filter the agent's first process
+  installs (:mod:`policyd.landlock_init`), since Landlock's network rules are TCP only.
 
 Why our own ctypes binding (three syscalls and three structures): the PyPI packages compared
 (2026-12) are ``landlock`` 1.0.0.dev5 (a pre-release, file rules only: no TCP rules, no
