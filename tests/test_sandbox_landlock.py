@@ -483,3 +483,50 @@ def test_policyd_status_names_the_engine(tmp_path: Path) -> None:
     finally:
         proxy.terminate()
         proxy.communicate(timeout=60)
+
+
+@needs_landlock
+def test_without_bwrap_auto_engine_picks_landlock(tmp_path: Path) -> None:
+    """No bwrap on PATH, engine ``auto``: ``--sandbox required`` starts the agent under
+    Landlock (the log says why bwrap was not used), and it cannot write outside its root."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("sh", "touch"):
+        which = shutil.which(tool)
+        assert which is not None
+        (bin_dir / tool).symlink_to(which)
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    ws.mkdir()
+    outside.mkdir()
+    env = policyd_env(tmp_path, {"PATH": str(bin_dir)})
+    done = subprocess.run([sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", "required", "--",
+                           "sh", "-c", f"touch {ws}/ran; touch {outside}/escaped"], env=env, cwd=ws, input="",
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert (ws / "ran").exists(), done.stderr[-2000:]
+    assert not (outside / "escaped").exists()
+    started = [json.loads(line) for line in done.stderr.splitlines() if '"sandbox.started"' in line]
+    assert "landlock" == started[0]["engine"] and "apt-get install bubblewrap" in started[0]["bwrap_unavailable"]
+
+
+@needs_landlock
+@pytest.mark.parametrize("args", [["--ruleset-fd", "PIPE"], ["--ruleset-fd", "RULES", "--bogus", "1"]])
+def test_landlock_init_fails_closed(tmp_path: Path, args: list[str]) -> None:
+    """``landlock_init`` that cannot apply its ruleset (a descriptor that is not one) or is
+    given a bad option exits 125 with a message and never runs the agent; it reports
+    nothing on the status pipe (policyd then says the sandbox did not start)."""
+    marker = tmp_path / "agent-ran"
+    rules_fd = landlock.build(landlock.rules(ABI, [str(tmp_path)], [], [], None))
+    pipe_r, pipe_w = os.pipe()
+    status_r, status_w = os.pipe()
+    argv = [a.replace("PIPE", str(pipe_r)).replace("RULES", str(rules_fd)) for a in args]
+    init = Path(landlock.__file__).with_name("landlock_init.py")
+    done = subprocess.run([sys.executable, "-I", "-S", str(init), *argv, "--status-fd", str(status_w), "--",
+                           "touch", str(marker)], pass_fds=(rules_fd, pipe_r, status_w), capture_output=True,
+                          text=True, timeout=60, check=False)
+    os.close(status_w)
+    said = os.read(status_r, 100)
+    for fd in (rules_fd, pipe_r, pipe_w, status_r):
+        os.close(fd)
+    assert 125 == done.returncode, done.stderr
+    assert "policyd.landlock_init:" in done.stderr
+    assert b"" == said and not marker.exists()
