@@ -253,18 +253,6 @@ class Egress:
         fwd = _forward_of((host, port))
         self.bridge.add_forward(fwd.host, fwd.port, target_unix_path)
 
-    async def serve_proxy(self, listener: socket.socket) -> None:
-        """Serve the proxy on ``listener``, a listening TCP socket policyd opened itself on the
-        host's loopback (the Landlock engine: no network namespace, no sandbox_init to
-        register one); its port becomes :attr:`proxy_port`. Takes the registration's place:
-        none is taken afterwards. Raises ValueError when one was."""
-        if self.registered.is_set():
-            raise ValueError("this egress's listeners are registered already")
-        self.proxy_port = listener.getsockname()[1]
-        server = await asyncio.start_server(functools.partial(self._accepted, None), sock=listener)
-        self._servers.append(server)
-        self.registered.set()
-
     def bwrap_args(self) -> list[str]:
         """See :meth:`policyd.egress_bridge.Bridge.bwrap_args`."""
         return self.bridge.bwrap_args()

@@ -131,6 +131,22 @@ class Bridge:
                 sys.setswitchinterval(SWITCH_S)
         _thread.start_new_thread(self._accept, ())
 
+    def register_own(self, fd: int) -> None:
+        """Take ``fd``, a listening TCP socket policyd opened itself on the host's loopback,
+        as the proxy's listener (the Landlock engine: no network namespace, no sandbox_init
+        to register one); its port becomes :attr:`proxy_port`. No registration is taken
+        afterwards. Raises ValueError when one was, or the bridge is closed."""
+        port = _socket.socket(fileno=os.dup(fd))
+        try:
+            self.proxy_port = port.getsockname()[1]
+        finally:
+            port.close()
+        with self._lock:
+            if self.listeners is not None or self._closed:
+                raise ValueError(ALREADY)
+            self.listeners = [("", fd)]
+            self._released()
+
     def wait(self, timeout: float = -1) -> bool:
         """Block until registered (True) or closed / ``timeout`` seconds passed (False)."""
         if self._registered.acquire(timeout=timeout):

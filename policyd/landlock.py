@@ -312,22 +312,19 @@ NOT_BOUNDED = ("connections to Unix sockets by path",
                "/proc of the user's other processes (their command lines; not their environment or memory)")
 
 
-def _serve_loopback(egress: Any) -> int:
-    """Open the egress proxy's listener on the host's loopback (an ephemeral port) and have
-    the egress (:class:`policyd.sandbox.EgressThread`) serve it; the port."""
-    import asyncio
+def _loopback_listener() -> int:
+    """A listening TCP socket on the host's ``127.0.0.1`` (an ephemeral port), for the egress
+    proxy: its descriptor (the bridge takes it, the egress serves it)."""
     import socket
 
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         listener.bind(("127.0.0.1", 0))
         listener.listen(128)
-        listener.setblocking(False)
-        asyncio.run_coroutine_threadsafe(egress.egress.serve_proxy(listener), egress.loop).result(SETUP_TIMEOUT_S)
     except BaseException:
         listener.close()
         raise
-    return int(listener.getsockname()[1])
+    return listener.detach()
 
 
 def plan(settings: Any, agent: Sequence[str], environ: Mapping[str, str], cwd: str, config: core.SandboxConfig,
@@ -356,12 +353,17 @@ def plan(settings: Any, agent: Sequence[str], environ: Mapping[str, str], cwd: s
             sandbox._mkdirs(extra)  # the agent would create its state directory itself
     writable = [os.path.realpath(p) for pattern in wanted.writable for p in sandbox._glob(pattern)]
     readonly = [p for pattern in wanted.readonly for p in sandbox._glob(pattern)]
-    for pattern in wanted.readonly:  # a missing hooks directory would be created writable
+    made: list[str] = []
+    for pattern in wanted.readonly:  # a missing target in an existing .git: made, then kept read-only
         base = pattern.rstrip("/")
-        if (not core.is_glob(base) and base.endswith("/.git/hooks") and os.path.isdir(os.path.dirname(base))
-                and not os.path.lexists(base) and any(core_paths.within(base, r) for r in roots)
-                and sandbox._mkdirs(base)):
-            readonly.append(base)
+        git = base[:base.find("/.git/") + 5] if "/.git/" in base else ""
+        if (not core.is_glob(base) and git and os.path.lexists(git)
+                and sandbox._covered(base, [*roots, *writable])):
+            sandbox._missing_git_target(base, made, readonly)  # (its bwrap options are not ours)
+    # (a root without .git gets no read-only .git made: it would fix the root's top level,
+    # see the module doc; so a .git the agent creates there is its own: docs/sandbox.md)
+    if made:
+        notes["created"] = made  # removed at the end when still empty (Plan.close)
     hidden = [p for pattern in wanted.hide for p in sandbox._glob(pattern)]
     tmp = tempfile.mkdtemp(prefix="policyd-agent-")  # mode 0700: the agent's private TMPDIR
     env = sandbox.agent_env(environ, config)
@@ -374,11 +376,19 @@ def plan(settings: Any, agent: Sequence[str], environ: Mapping[str, str], cwd: s
         if config.network_unrestricted:
             notes["network"] = "unrestricted ([sandbox] network = ['*:*'] in every file that declares it; no egress)"
         else:
-            box.egress = sandbox.EgressThread(config)
+            from policyd.egress_bridge import Bridge
+
+            box.bridge = Bridge(environ.get("TMPDIR") or "/tmp")  # the egress adopts it (Plan.start_egress)
+            fd = _loopback_listener()
+            try:
+                box.bridge.register_own(fd)
+            except BaseException:
+                os.close(fd)
+                raise
             loopback = [*core.loopback_endpoints(config.network), *(("127.0.0.1", p) for p in gateway_ports)]
-            ports = connect_ports(_serve_loopback(box.egress), loopback)
-            env.update(box.egress.egress.agent_env())
-            notes["network"] = {"egress": f"127.0.0.1:{box.egress.egress.proxy_port}", "listed": list(config.network),
+            ports = connect_ports(box.bridge.proxy_port, loopback)
+            env.update(box.bridge.agent_env())
+            notes["network"] = {"egress": f"127.0.0.1:{box.bridge.proxy_port}", "listed": list(config.network),
                                 "denied": list(config.network_deny)}
         ruleset = rules(version, [*roots, *writable, tmp], readonly, hidden, ports)
         fd = build(ruleset)

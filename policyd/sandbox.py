@@ -145,6 +145,8 @@ class Plan:
         if isinstance(made, list):
             remove_made(made)
         if self.tmpdir:
+            import shutil
+
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = ""
 
