@@ -165,13 +165,14 @@ class Peer:
 GO = b'{"jsonrpc":"2.0","method":"bench/go","params":{}}\n'
 
 
-def blast(argv: list[str], tmp: Path, name: str) -> tuple[float, int, int]:
-    """(seconds from go to last byte, bytes received, crc32 of the payload)."""
+def blast(argv: list[str], tmp: Path, name: str, n: int = N_MESSAGES) -> tuple[float, int, int]:
+    """(seconds from go to last byte, bytes received, crc32 of the payload) of ``n`` messages
+    (the blast agent's ``argv`` must ask for as many)."""
     peer = Peer(argv, tmp, name)
     ready = peer.readline()
     assert b'"ready"' in ready, ready
     assert not peer.buf
-    expected = N_MESSAGES * MSG_SIZE
+    expected = n * MSG_SIZE
     got = 0
     crc = 0
     t0 = time.perf_counter_ns()
