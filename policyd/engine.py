@@ -12,6 +12,7 @@ rules and hash) and ``shadow_differs``; the shadow never changes the answer.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -26,9 +27,17 @@ from policyd.core.relay import RememberChoice, Resolution
 from policyd.core.remember import RememberSpec, combine, explain_spec, spec_for
 from policyd.memory import Memory
 from policyd.realpaths import Resolver
+from policyd.store import StoreBusy
 
 #: Time one decision's rule evaluation may take before it answers ask (seconds).
 EVAL_BUDGET_S = 0.1
+#: Largest request (bytes of its JSON-RPC line) judged on the event loop by
+#: :meth:`Engine.decide_on_loop`; larger ones (long commands: analysis grows with their
+#: length) go to a worker thread.
+INLINE_MAX_BYTES = 4 * 1024
+#: Seconds of rule evaluation a request judged on the event loop may take before it is
+#: judged again on a worker thread (with the engine's whole budget).
+INLINE_BUDGET_S = 0.005
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +84,28 @@ class Engine:
     def decide(self, query: PermissionQuery) -> Resolution:
         """The whole decision: :meth:`judge` then :meth:`recall` (which may wait for the store)."""
         return self.recall(self.judge(query))
+
+    async def decide_on_loop(self, query: PermissionQuery, request_bytes: int = 0) -> Resolution:
+        """:meth:`decide` for a caller on an event loop (the daemon, the proxy), which must
+        never stop: a request of at most :data:`INLINE_MAX_BYTES` (``request_bytes``, its
+        line; 0: unknown) is judged on the loop within :data:`INLINE_BUDGET_S` (a fraction of
+        a millisecond, typically: a thread hop costs more and, holding the GIL, slows the
+        loop's own I/O); a larger one, or one whose rules ran past that, on a worker thread
+        with the engine's whole budget, so a long evaluation holds the loop up at most
+        ``INLINE_BUDGET_S``. The store is read on the loop without waiting for a lock
+        (``Memory.lookup(wait=False)``), else on a worker thread: a SQLite lock held by
+        another process never stops the loop. Raises what :meth:`judge` raises."""
+        judged = None
+        if 0 < request_bytes <= INLINE_MAX_BYTES:
+            judged = self.judge(query, INLINE_BUDGET_S)
+            if judged.verdict.over_budget and self.eval_budget_s > INLINE_BUDGET_S:
+                judged = None  # the full budget, off the loop
+        if judged is None:
+            judged = await asyncio.to_thread(self.judge, query)
+        try:
+            return self.recall(judged, wait=False)
+        except StoreBusy:  # policyd.memory.MemoryBusy: the lookup would wait
+            return await asyncio.to_thread(self.recall, judged)
 
     def judge(self, query: PermissionQuery, budget_s: float | None = None) -> Judged:
         """The policy's verdict and the decision record (CPU only: facts, rules; the

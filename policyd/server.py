@@ -59,7 +59,7 @@ from policyd.core.decide import choose_outcome
 from policyd.core.model import Decision
 from policyd.core.relay import RememberChoice
 from policyd.jsonout import dumps_strict
-from policyd.store import Store, StoreBusy, StoreError
+from policyd.store import Store, StoreError
 
 if TYPE_CHECKING:  # a proxy imports this module for default_socket_path: no engine, no CEL
     from policyd.engine import Engine
@@ -87,12 +87,6 @@ READ_CHUNK = 64 * 1024
 SHUTDOWN_GRACE_S = 5.0
 #: Seconds a write to a client may block before that client is dropped.
 WRITE_TIMEOUT_S = 10.0
-#: Largest v1/decide request line (bytes) judged on the event loop; larger ones (long
-#: commands: analysis grows with their length) go to a worker thread.
-INLINE_MAX_BYTES = 4 * 1024
-#: Seconds of rule evaluation a request judged on the event loop may take before it is
-#: judged again on a worker thread (with the engine's whole budget).
-INLINE_BUDGET_S = 0.005
 #: Seconds a request waits at most for a requested reload (SIGHUP, ``v1/reload``) in flight
 #: before it is answered under the set in force (well within a proxy's 2 s deadline).
 RELOAD_WAIT_S = 0.5
@@ -467,25 +461,11 @@ class Daemon:
         answered the agent itself, so it is logged ``permission.abandoned`` (answer
         ``none``); and an allow whose record cannot be written is answered ask.
 
-        Where it runs: a request of at most :data:`INLINE_MAX_BYTES` is judged on the event
-        loop within :data:`INLINE_BUDGET_S` (a fraction of a millisecond, typically; a thread
-        hop costs more and, holding the GIL, slows the loop's own I/O); a larger one, or one
-        whose rules ran past that, on a worker thread with the engine's whole budget, so a
-        long evaluation holds up other peers at most ``INLINE_BUDGET_S``. The store is read
-        on the loop without waiting for a lock (``Memory.lookup(wait=False)``), else on a
-        worker thread."""
+        Where it runs: :meth:`policyd.engine.Engine.decide_on_loop` (a small request on the
+        event loop, a long one or a locked store's lookup on a worker thread), so a long
+        evaluation holds up other peers at most ``policyd.engine.INLINE_BUDGET_S``."""
         query = wire.query_from_wire(params, time.time())
-        judged = None
-        if request_bytes and request_bytes <= INLINE_MAX_BYTES:
-            judged = self.engine.judge(query, INLINE_BUDGET_S)
-            if judged.verdict.over_budget and self.engine.eval_budget_s > INLINE_BUDGET_S:
-                judged = None  # the full budget, off the loop
-        if judged is None:
-            judged = await asyncio.to_thread(self.engine.judge, query)
-        try:
-            resolution = self.engine.recall(judged, wait=False)
-        except StoreBusy:  # policyd.memory.MemoryBusy: the lookup would wait
-            resolution = await asyncio.to_thread(self.engine.recall, judged)
+        resolution = await self.engine.decide_on_loop(query, request_bytes)
         decision = resolution.decision or Decision.ASK
         outcome = choose_outcome(decision, query.options, self.engine.policy.answer_prefer)
         fields = dict(resolution.fields)

@@ -267,13 +267,15 @@ class _EmbeddedStart:
             await asyncio.Event().wait()
         return self.engine
 
-    # Each decision and remember runs on a worker thread: a store lookup waiting for SQLite's
-    # lock (up to its busy timeout) never stops the event loop, so relaying goes on meanwhile.
+    # A decision runs where Engine.decide_on_loop says (a small request on the event loop, a
+    # long one and a store lookup that would wait for SQLite's lock on a worker thread); a
+    # remember on a worker thread: a held lock never stops the event loop, relaying goes on.
 
     async def decide(self, consult: Consult) -> Resolution:
         assert consult.query is not None
-        engine = await self._engine()
-        result: Resolution = await asyncio.to_thread(engine.decide, consult.query)
+        loaded = self.future.done() and self.future.exception() is None  # no await: most decisions
+        engine = self.engine if loaded and self.engine is not None else await self._engine()
+        result: Resolution = await engine.decide_on_loop(consult.query, consult.size)
         return result
 
     async def remember(self, choice: RememberChoice) -> object:

@@ -128,12 +128,14 @@ class Consult:
     """Decide the permission request ``key``; call :meth:`Relay.resolve` with the result.
 
     ``query`` is None when the request could not be understood (``problem`` says why); the
-    shell still resolves it (with None), and the relay answers safely.
+    shell still resolves it (with None), and the relay answers safely. ``size``: the bytes
+    of the request's line (a decider judges a small request on its event loop).
     """
 
     key: int
     query: PermissionQuery | None
     problem: str = ""
+    size: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -805,7 +807,7 @@ class Relay:
         pending = _Pending(key, line, msg["id"], session_id, query, problem, side=side, msg=msg)
         self._queue.append(pending)
         self._by_key[key] = pending
-        return [Consult(key, query, problem)]
+        return [Consult(key, query, problem, len(line))]
 
     def _query(self, params: object, now_s: float) -> tuple[PermissionQuery | None, str, str]:
         if not isinstance(params, Mapping):
