@@ -9,6 +9,9 @@ does, ECMA-262 §25.5.2), where ``json`` writes the non-JSON tokens ``NaN``/``In
 
 - :func:`dumps_finite` is for values known to hold neither (the daemon's records of a
   request that had none); it reads back as ``json.dumps``'s output does;
+- :func:`dumps_as_json` is for any value (the proxy's records): orjson's output when it has
+  no ``null`` in it (so no non-finite number was written as one), else ``json``'s — either
+  way it reads back as ``json.dumps``'s output does;
 - :func:`dumps_strict` is for replies, which must be strict JSON (RFC 8259) whatever a
   request held (Python's parser accepts ``NaN`` and ``1e400``): non-finite numbers are
   written as ``null``.
@@ -31,6 +34,24 @@ def dumps_finite(value: Any, default: Callable[[Any], Any] | None = None) -> byt
         return orjson.dumps(value, default=_refuse)
     except TypeError:  # orjson.JSONEncodeError included
         return json.dumps(value, default=default, separators=(",", ":")).encode()
+
+
+#: orjson writes these natively where ``json`` would call ``default``: left to ``json``.
+_PASSTHROUGH = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def dumps_as_json(value: Any, default: Callable[[Any], Any] | None = None) -> bytes:
+    """UTF-8 JSON of ``value`` that reads back as ``json.dumps(value, default=default)``
+    does. orjson's output is kept unless a ``null`` value is in it (after ``:``, ``,`` or
+    ``[``: a ``null`` inside a string may match too, which only costs the slower path),
+    since a NaN or an infinity would be one there; otherwise ``json`` writes it."""
+    try:
+        data = orjson.dumps(value, default=_refuse, option=_PASSTHROUGH)
+    except TypeError:  # orjson.JSONEncodeError included
+        data = b""
+    if data and b":null" not in data and b",null" not in data and b"[null" not in data:
+        return data
+    return json.dumps(value, default=default).encode()
 
 
 def dumps_strict(value: Any) -> bytes:

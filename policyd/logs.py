@@ -10,16 +10,16 @@ returns False; the first failure is reported on stderr (``decision_log.write_fai
 later success too (``decision_log.write_recovered``). Callers that need the record before
 they act (an allow: see ``Relay.audit``) act only when it was written.
 
-Lines are written by the standard library's ``json``, or, for fields known to hold no
-non-finite float (``finite=True``: the daemon's records of a request that had none), by
-orjson (:func:`policyd.jsonout.dumps_finite`); either way a line parses to the same values.
+Lines are written by orjson: :func:`policyd.jsonout.dumps_finite` for fields known to hold
+no non-finite float (``finite=True``: the daemon's records of a request that had none),
+else :func:`policyd.jsonout.dumps_as_json` (the standard library's ``json`` when a NaN or an
+infinity may be in them); either way a line parses to the same values.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
-import json
 import logging
 import os
 import sys
@@ -29,7 +29,7 @@ from typing import IO, Any, TextIO, cast
 
 import structlog
 
-from policyd.jsonout import dumps_finite
+from policyd.jsonout import dumps_as_json, dumps_finite
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
@@ -194,7 +194,7 @@ def _render(event: str, fields: Mapping[str, Any], level: str, finite: bool = Fa
     _run_taps(None, level, record)
     if finite:
         return dumps_finite(record, _json_fallback).decode()
-    return json.dumps(record, default=_json_fallback)
+    return dumps_as_json(record, _json_fallback).decode()
 
 
 def _json_fallback(obj: Any) -> Any:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from policyd import logs
 from policyd.core.jsonline import RawNumber
-from policyd.jsonout import dumps_finite, dumps_strict
+from policyd.jsonout import dumps_as_json, dumps_finite, dumps_strict
 
 
 class Custom:
@@ -97,6 +97,24 @@ def test_dumps_finite_writes_the_values_json_writes(value: Any) -> None:
     """Whether orjson writes it or refuses it (ints beyond 64 bits, lone surrogates, float
     subclasses), the line reads back as the standard library's line does."""
     assert json.loads(json.dumps(value)) == json.loads(dumps_finite(value))
+
+
+_ANY_VALUES = st.recursive(_SCALARS | st.floats() | st.sampled_from(["a:null", "[null,", "/dev/null"]),
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+                           max_leaves=20)
+
+
+@given(_ANY_VALUES)
+def test_dumps_as_json_reads_back_as_json_writes_non_finite_numbers_included(value: Any) -> None:
+    """The proxy's records (no promise about NaN or infinity): orjson's line where it is
+    exact, else the standard library's; compared through json.dumps so NaN compares equal."""
+    assert json.dumps(json.loads(json.dumps(value))) == json.dumps(json.loads(dumps_as_json(value)))
+
+
+def test_dumps_as_json_keeps_nan_and_infinity_and_takes_orjsons_line_otherwise() -> None:
+    record = {"rawInput": {"n": math.nan, "m": -math.inf}, "custom": Custom()}
+    assert b'{"rawInput": {"n": NaN, "m": -Infinity}, "custom": "<custom>"}' == dumps_as_json(record, repr)
+    assert b'{"paths":["/dev/null"],"n":1}' == dumps_as_json({"paths": ["/dev/null"], "n": 1})
 
 
 def _nulled(value: Any) -> Any:
