@@ -503,6 +503,7 @@ class Proxy:
                 await self.stdout.write(refused)  # the view is fixed at spawn: fail closed and say so
                 continue
             await self._execute(self.relay.from_client(line))
+            self.relay.coverage.settle()
         logs.get().info("client.eof")
         self._client_eof = True
         self._stop_agent_soon()
@@ -527,6 +528,7 @@ class Proxy:
             if not self._loaded.is_set() and self.relay.needs_policy(line):
                 await self._loaded.wait()
             await self._execute(self.relay.from_agent(line, time.time()))
+            self.relay.coverage.settle()  # what the answers sent need not wait for
 
 
 #: Events of the decision log: permission answers, side-channel decisions (``fs.decided``,

@@ -187,6 +187,39 @@ def test_ask_is_covered_by_the_humans_allow_and_interactive_ask_is_forwarded() -
     assert [unknown] == to_client(run(relay, unknown, Decision.ASK))
 
 
+def test_coverage_read_after_the_answer_sees_what_it_would_have_seen_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An allowed request's facts are read into the coverage after its answer is out
+    (``Coverage.settle``, which the proxy calls once a line's actions are done): the allow
+    is answered without reading them; a later side request is covered the same; a session
+    closed before the settle is forgotten whole; at most MAX_UNSETTLED wait."""
+    from policyd.core import sidechannel
+
+    read: list[str] = []
+    real_settle = sidechannel.Coverage.settle
+
+    def counting(self: sidechannel.Coverage) -> None:
+        read.extend(q.tool_call["toolCallId"] for q in self._unsettled)
+        real_settle(self)
+
+    monkeypatch.setattr(sidechannel.Coverage, "settle", counting)
+    relay = new_relay(headless=True)
+    asked = _permission(40, "c40", "edit", locations=[{"path": f"{CWD}/notes.txt"}])
+    answered = run(relay, asked, Decision.ALLOW)
+    assert [{"outcome": "selected", "optionId": "ok"}] == [m["result"]["outcome"] for m in to_agent(answered)]
+    assert [] == read  # answered: the coverage is read later
+    write = side(41, "fs/write_text_file", path=f"{CWD}/notes.txt", content="x")
+    assert [write] == to_client(run(relay, write, Decision.ASK))  # covers() settled first
+    assert ["c40"] == read
+    run(relay, _permission(42, "c42", "edit", locations=[{"path": f"{CWD}/b.txt"}]), Decision.ALLOW)
+    relay.from_client(line({"jsonrpc": "2.0", "id": 9, "method": "session/close", "params": {"sessionId": SID}}))
+    relay.coverage.settle()
+    assert not relay.coverage.covers(next(a.query for a in relay.from_agent(
+        side(43, "fs/write_text_file", path=f"{CWD}/b.txt", content="x"), 1.0) if isinstance(a, Consult)))
+    for n in range(sidechannel.MAX_UNSETTLED):
+        relay.coverage.allowed(relay.from_agent(_permission(50 + n, f"m{n}", "read"), 1.0)[-1].query)
+    assert [] == relay.coverage._unsettled  # the bound read them
+
+
 def test_engine_failure_is_never_an_allow_headless() -> None:
     relay = new_relay(headless=True)
     [consult] = [a for a in relay.from_agent(side(41, "fs/read_text_file", path=f"{CWD}/a")) if isinstance(a, Consult)]

@@ -47,6 +47,8 @@ REFUSED_CODE = -32000
 #: Paths and commands remembered per session, and sessions (oldest forgotten first).
 MAX_COVERED = 4096
 MAX_SESSIONS = 64
+#: Allowed requests noted and not yet read into the coverage (see :class:`Coverage`).
+MAX_UNSETTLED = 64
 #: What ``terminal/create``'s ``env`` names may be (a shell variable name, as in ``A=b cmd``).
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: Terminals tracked at once.
@@ -122,21 +124,36 @@ def _env_assignments(env: object) -> tuple[list[str], str]:
 
 
 class Coverage:
-    """Paths and commands of permission requests allowed so far, per session."""
+    """Paths and commands of permission requests allowed so far, per session.
+
+    :meth:`allowed` only notes the request: its facts are read by :meth:`settle`, which the
+    shell calls once the answers of a line were sent (so the agent does not wait for it),
+    and which :meth:`covers` and :meth:`end_session` call first — what they see is the same
+    as if every request had been read when it was allowed. At most
+    :data:`MAX_UNSETTLED` requests wait to be read."""
 
     def __init__(self) -> None:
         self._paths: OrderedDict[str, set[str]] = OrderedDict()
         self._commands: OrderedDict[str, set[str]] = OrderedDict()
+        self._unsettled: list[PermissionQuery] = []
 
     def allowed(self, query: PermissionQuery) -> None:
         """Record a permission request that was allowed (by policy or by the human)."""
+        self._unsettled.append(query)
+        if len(self._unsettled) >= MAX_UNSETTLED:
+            self.settle()
+
+    def settle(self) -> None:
+        """Read the requests noted by :meth:`allowed` into the coverage, in order."""
         from policyd.core.facts import Facts  # the shell stack loads with the policy
 
-        facts = Facts(query)
-        sid = query.session.session_id
-        _add(self._paths, sid, facts.paths)
-        if facts.command:
-            _add(self._commands, sid, [_action(facts)])
+        unsettled, self._unsettled = self._unsettled, []
+        for query in unsettled:
+            facts = Facts(query)
+            sid = query.session.session_id
+            _add(self._paths, sid, facts.paths)
+            if facts.command:
+                _add(self._commands, sid, [_action(facts)])
 
     def covers(self, query: PermissionQuery) -> bool:
         """Every path (reads, writes) or the action (terminals: the same command text, its
@@ -144,6 +161,7 @@ class Coverage:
         named by an allowed permission request of its session."""
         from policyd.core.facts import Facts
 
+        self.settle()
         facts = Facts(query)
         sid = query.session.session_id
         if facts.kind == "execute":
@@ -152,6 +170,7 @@ class Coverage:
         return bool(facts.paths) and all(p in known for p in facts.paths)
 
     def end_session(self, session_id: str) -> None:
+        self.settle()
         self._paths.pop(session_id, None)
         self._commands.pop(session_id, None)
 
