@@ -18,7 +18,12 @@
 
 ``--baseline TREE`` adds another checkout's proxy to (a) and (b) in the same blocks
 (``python -m policyd`` with ``PYTHONPATH=TREE``; this checkout runs the same way), so a
-change is measured before/after at the same moment of the machine (as ``bench_compare``).
+change is measured before/after at the same moment of the machine (as ``bench_compare``),
+and (d): **the proxy's per-request work in process**, each checkout in its own worker
+process running its real ``Proxy._execute`` on the relay's actions for the same request
+line (decide, answer, decision log file; the pipes to the agent and client replaced by
+in-memory writers), the two workers asked in turn request by request (alternating who goes
+first), so machine noise hits both alike: median per-request time of each and their ratio.
 
 Targets (issue 36): added p50 <= 0.5 ms per request; relay >= 0.8x direct; replay >= 5,000
 decisions/s per core.
@@ -90,6 +95,71 @@ for i, params in enumerate(requests):
     outcome = (answer.get("result") or {}).get("outcome") or {}
     chosen.append(outcome.get("optionId", outcome.get("outcome", "error")))
 send({"jsonrpc": "2.0", "method": "bench/done", "params": {"times_ns": times, "chosen": chosen}})
+"""
+
+
+#: (d)'s worker: argv[1] the checkout, argv[2] a scratch directory; reads request lines
+#: (JSON params) on stdin, answers each with the nanoseconds its proxy path took.
+WORKER = r"""
+import asyncio, json, os, sys, time
+tree, scratch = sys.argv[1], sys.argv[2]
+sys.path.insert(0, tree)
+os.environ["POLICYD_SEARCH_PATH"] = "[]"
+from policyd import logs, loader
+from policyd.cli.common import build_engine
+from policyd.cli.run import _EmbeddedStart
+from policyd.core.relay import Relay
+from policyd.proxy import Proxy
+from policyd.settings import Settings
+
+class Sink:
+    def write(self, data):
+        pass
+    async def drain(self):
+        pass
+
+class Out:
+    closed = asyncio.Event()
+    async def write(self, data):
+        pass
+
+class Proc:
+    stdin = Sink()
+
+policies = [os.path.join(tree, "policies", "baseline.toml"), os.path.join(tree, "policies", "ci.toml")]
+settings = Settings(search_path=[], policy=policies, headless=True, store_path=os.path.join(scratch, "store.sqlite3"))
+logs.configure("info", os.path.join(scratch, "decisions.jsonl"))
+
+async def main():
+    relay = Relay(headless=True, id_prefix="bench")
+    embedded = _EmbeddedStart(settings, ["agent"], None, None)
+    embedded.engine = build_engine(settings, loader.load(policies, []))  # on the loop's thread, as _finish
+    embedded.future.set_result(None)
+    relay.policy = lambda: embedded.engine.policy
+    relay.audit = lambda log: logs.decision(log.event, log.fields)
+    proxy = Proxy(["agent"], relay, embedded.decide, 1.0)
+    proxy.proc, proxy.stdout = Proc(), Out()
+    settle = getattr(relay.coverage, "settle", lambda: None)
+    for line in (b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"clientInfo":{"name":"c"}}}\n',
+                 b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/workspace/project"}}\n'):
+        await proxy._execute(relay.from_client(line))
+    for line in (b'{"jsonrpc":"2.0","id":0,"result":{"agentInfo":{"name":"a"}}}\n',
+                 b'{"jsonrpc":"2.0","id":1,"result":{"sessionId":"bench-session"}}\n'):
+        await proxy._execute(relay.from_agent(line, time.time()))
+    print("ready", flush=True)
+    loop = asyncio.get_running_loop()
+    rid = 1000
+    while line := await loop.run_in_executor(None, sys.stdin.readline):
+        rid += 1
+        data = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "session/request_permission",
+                           "params": json.loads(line)}).encode() + b"\n"
+        t0 = time.perf_counter_ns()
+        await proxy._execute(relay.from_agent(data, time.time()))
+        settle()
+        elapsed = time.perf_counter_ns() - t0
+        print(elapsed, flush=True)
+
+asyncio.run(main())
 """
 
 
@@ -238,6 +308,12 @@ def main() -> int:
             print(f"    {label:<12}{p50:>9.3f}{p99:>9.3f}{sum(turn[label]) / args.rounds:>10.1f}{p50 - d50:>+11.3f}"
                   f"{p99 - d99:>+11.3f}{statistics.median(paired[label]):>+12.3f}"
                   f"{statistics.median(cpu[label]) * 1000:>10.3f}")
+        for label in trees:
+            print(f"    {label} CPU ms per request, by block: {', '.join(f'{c * 1000:.2f}' for c in cpu[label])}")
+        if "baseline" in trees:
+            ratios = [b / p for b, p in zip(cpu["baseline"], cpu["proxy"], strict=True)]
+            print(f"    CPU per request, baseline / this checkout, median of the blocks' ratios: "
+                  f"{statistics.median(ratios):.2f}")
         added = statistics.median(turn["proxy"]) - d50
         print(f"    target added p50 <= 0.5 ms: {added:.3f} ms -> {'met' if added <= 0.5 else 'NOT MET'}")
 
@@ -252,10 +328,57 @@ def main() -> int:
         ratio = direct_s / statistics.median(relay["proxy"])
         print(f"    target >= 0.8x direct: {ratio:.2f}x -> {'met' if ratio >= 0.8 else 'NOT MET'}")
 
+        if "baseline" in trees:
+            in_process(trees, tmp, args.rounds)
         if not args.skip_replay:
             replay_section(tmp)
     print(f"\ntotal wall time {time.perf_counter() - started:.1f} s")
     return 0
+
+
+def in_process(trees: dict[str, Path], tmp: Path, rounds: int) -> None:
+    """(d): see the module doc."""
+    import subprocess
+
+    workers = {}
+    for label, tree in trees.items():
+        scratch = tmp / f"worker-{label}"
+        scratch.mkdir()
+        workers[label] = subprocess.Popen([sys.executable, "-c", WORKER, str(tree), str(scratch)],
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    for w in workers.values():
+        assert w.stdout is not None and "ready" == w.stdout.readline().strip()
+    times: dict[str, list[list[int]]] = {label: [] for label in trees}
+    labels = list(trees)
+    for r in range(rounds):
+        for i, params in enumerate(turn_requests(100 + r)):
+            for label in (labels if (i + r) % 2 == 0 else labels[::-1]):
+                w = workers[label]
+                assert w.stdin is not None and w.stdout is not None
+                w.stdin.write(json.dumps(params) + "\n")
+                w.stdin.flush()
+                elapsed = int(w.stdout.readline())
+                if r == 0:
+                    times[label].append([])
+                times[label][i].append(elapsed)
+    for w in workers.values():
+        assert w.stdin is not None
+        w.stdin.close()
+        w.wait()
+    print(f"\n(d) the proxy's work per request in process (relay, decision, answer, decision log; no pipes), "
+          f"{rounds} rounds of the {TURN} requests, the checkouts alternated per request; ms")
+    medians = {label: [statistics.median(x) / 1e6 for x in times[label]] for label in trees}
+    for label in trees:
+        flat = sorted(t / 1e6 for x in times[label] for t in x)
+        print(f"    {label:<12} p50 {statistics.median(flat):7.3f}  p99 {nearest_rank(flat, 99):7.3f}  "
+              f"mean {statistics.fmean(flat):7.3f}")
+    answers = {label: [(r.get("tool_call_id"), r.get("decision"), r.get("answer")) for r in map(
+        json.loads, (tmp / f"worker-{label}" / "decisions.jsonl").read_text().splitlines())] for label in trees}
+    print(f"    {len(answers['proxy'])} decisions logged; the checkouts' decisions and answers equal: "
+          f"{answers['baseline'] == answers['proxy']}")
+    ratios = [b / p for b, p in zip(medians["baseline"], medians["proxy"], strict=True)]
+    print(f"    median per-request ratio baseline / this checkout: {statistics.median(ratios):.2f}; "
+          f"sum of per-request medians {sum(medians['baseline']):.1f} / {sum(medians['proxy']):.1f} ms")
 
 
 def replay_section(tmp: Path) -> None:
