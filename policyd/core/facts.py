@@ -119,6 +119,11 @@ TOOL_FIELDS: tuple[str, ...] = (
 )
 
 RealPath = Callable[[str], str]
+#: Other names a program told to run a file may open in its place when the file is missing
+#: or a directory (node: NAME.js, NAME.json, NAME.node, NAME/index.js; python DIR runs
+#: DIR/__main__.py): each must lead inside the roots too.
+RUN_CANDIDATES: tuple[str, ...] = (".js", ".json", ".node", ".mjs", ".cjs", "/index.js", "/index.json",
+                                   "/index.node", "/index.mjs", "/index.cjs", "/package.json", "/__main__.py")
 #: The real paths the symbolic links below a directory lead to; None when not known (too big).
 #: ``(directory, readable_only) -> targets`` (see ``realpaths.links_below``).
 LinksBelow = Callable[[str, bool], "tuple[str, ...] | None"]
@@ -471,9 +476,49 @@ class Facts:
         found.extend(f"{c.name}: {why}" for c, cf in zip(a.commands, self.shell_facts, strict=True)
                      for why in cf.unknown)
         found.extend(self._links_out())
+        found.extend(why for refused in self.run_refusals for why in refused)
         if not a.parse_ok:
             found.extend(a.errors)
         return _unique(found)
+
+    @once
+    def run_refusals(self) -> tuple[tuple[str, ...], ...]:
+        """Per command, why a file it runs on purpose (``CommandFacts.runs``: ``python FILE``,
+        ``bash FILE``, ``./build/app``) is not the project's code: it lies outside the session
+        roots (its real path too, and every name the program may open in its place: see
+        :data:`RUN_CANDIDATES`), under ``.git``, or the same call writes, moves, links or
+        fetches it (``echo ... > p.sh && bash p.sh``; any write of an unknown path counts).
+        Empty tuples: each run is project code (effect ``run``)."""
+        a = self.analysis
+        if a is None or not any(cf.runs for cf in self.shell_facts):
+            return tuple(() for _ in self.shell_facts)
+        roots = list(self.query.session.roots)
+        real_roots = ([*roots, *(self._realpath(r) for r in self.query.session.raw_roots)]
+                      if self._realpath is not None else roots)
+        written = [*self.write_paths, *self.real_write_paths]
+        if any("write" in cf.judgement.effects and not cf.writes for cf in self.shell_facts):
+            written.append(UNKNOWN_PATH)  # a write whose files the command line does not name (wget URL)
+        out: list[tuple[str, ...]] = []
+        for c, cf in zip(a.commands, self.shell_facts, strict=True):
+            why: list[str] = []
+            for p in cf.runs:
+                if why:
+                    break
+                if p == UNKNOWN_PATH or not any(paths.within(p, r) and p != r for r in roots):
+                    why.append(f"{c.name}: runs {p}, outside the session roots")
+                    continue
+                reals = [p, *(p + s for s in RUN_CANDIDATES)]
+                if self._realpath is not None:
+                    reals = [self._realpath(x) for x in reals]
+                away = next((r for r in reals if not any(paths.within(r, root) for root in real_roots)), None)
+                if away is not None:
+                    why.append(f"{c.name}: runs {p}, which leads to {away}, outside the session roots")
+                elif any("/.git/" in x + "/" for x in (p, reals[0])):
+                    why.append(f"{c.name}: runs {p}, inside a .git directory")
+                elif any(w == UNKNOWN_PATH or paths.within(x, w) for w in written for x in (p, reals[0])):
+                    why.append(f"{c.name}: runs {p}, which the same command writes")
+            out.append(tuple(why))
+        return tuple(out)
 
     def _links_out(self) -> list[str]:
         """Why a command that follows symbolic links below its directories is unknown: a link
@@ -517,6 +562,8 @@ class Facts:
         if a is None:
             return frozenset()
         out: set[str] = {e for cf in self.shell_facts for e in cf.judgement.effects}
+        if any(self.run_refusals):
+            out.add("exec")  # a file that is not the project's code: code we do not vouch for
         if self.unknown:
             out.add("unknown")
         if any(raw and op.lstrip("0123456789") in WRITE_REDIRECTS for op, raw, _, _ in self.redirect_targets):
@@ -659,7 +706,8 @@ def _commands(f: Facts) -> list[dict[str, Any]]:
     a = f.analysis
     if not a:
         return []
-    return [_command_map(c, f.command_paths(c, cf), cf) for c, cf in zip(a.commands, f.shell_facts, strict=True)]
+    return [_command_map(c, f.command_paths(c, cf), cf, refused)
+            for c, cf, refused in zip(a.commands, f.shell_facts, f.run_refusals, strict=True)]
 
 
 def _shell_map(f: Facts) -> dict[str, Any]:
@@ -758,8 +806,10 @@ def _global_args(c: shell.SimpleCommand) -> list[str]:
     return list(c.args[: c.args.index(first)]) if first in c.args else []
 
 
-def _command_map(c: shell.SimpleCommand, paths_: list[str], cf: CommandFacts) -> dict[str, Any]:
+def _command_map(c: shell.SimpleCommand, paths_: list[str], cf: CommandFacts,
+                 refused: tuple[str, ...] = ()) -> dict[str, Any]:
     j = cf.judgement
+    unknown = [*cf.unknown, *refused]
     return {
         "global_args": _global_args(c),
         "paths": list(_unique([*paths_, *cf.reads, *cf.writes, *cf.chdirs])),
@@ -775,14 +825,14 @@ def _command_map(c: shell.SimpleCommand, paths_: list[str], cf: CommandFacts) ->
         "depth": c.depth,
         "dynamic": c.dynamic,
         "entry": j.entry,
-        "effects": sorted(j.effects | ({"unknown"} if cf.unknown else set())),
+        "effects": sorted(j.effects | ({"unknown"} if unknown else set()) | ({"exec"} if refused else set())),
         "reads": list(cf.reads),
         "writes": list(cf.writes),
         "deletes": list(cf.deletes),
         "creates": list(cf.creates),
         "execs": list(j.execs),
         "cwds": list(cf.cwds),
-        "unknown": list(cf.unknown),
+        "unknown": unknown,
     }
 
 

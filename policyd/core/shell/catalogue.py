@@ -24,13 +24,13 @@ SCHEMA_VERSION = 1
 _H = TypeVar("_H")
 
 EFFECTS: frozenset[str] = frozenset({
-    "read", "write", "delete", "exec", "build", "test", "network", "env-read", "privilege",
+    "read", "write", "delete", "exec", "run", "build", "test", "network", "env-read", "privilege",
     "process", "persist", "install", "endless", "unknown",
 })
 ROLES: frozenset[str] = frozenset({
     "read", "write", "delete", "exec", "shell", "script", "chdir", "url", "arg", "env",
     "unknown", "git-config", "var", "link", "create", "package", "list", "filter", "filter-regex",
-    "target", "size", "bound", "duration",
+    "target", "size", "bound", "duration", "run",
 })
 SYNTAXES: frozenset[str] = frozenset({"gnu", "exact", "posix", "single-dash", "none"})
 HANDLERS: frozenset[str] = frozenset({

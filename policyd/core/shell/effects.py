@@ -38,6 +38,10 @@ _INSTALL_TARGET = re.compile(r"(un)?install([-/_:.].*)?|.*[-_:]install|publishTo
 #: git subcommands whose pathspec operands lose uncommitted work (or untracked files).
 _GIT_DISCARDS = frozenset({"checkout", "restore", "rm", "clean"})
 _GLOB_CHARS = re.compile(r"[*?\[]")
+#: The characters of a file named on purpose (``scripts/gen_v2.py``, ``build/app-1.0+x.jar``).
+_PLAIN_PATH = re.compile(r"[\w.,/+@%:=-]+")
+#: A program word that is no literal path: an expansion, a substitution, a glob, braces, quoting.
+_NOT_LITERAL = re.compile(r"[$`*?\[{}\\'\"]")
 _RISKY_VALUE_ROLES = frozenset({"exec", "shell", "unknown", "chdir", "url", "env", "git-config"})
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CHMOD_MODE = re.compile(r"[-+=][rwxXstugo,+=-]*")
@@ -70,6 +74,11 @@ class Judgement:
     links, whose targets are ``writes``: the file is writable through the new name);
     ``follows``: it follows symbolic links below its directory reads and writes (``grep -R``,
     ``cp -rL``, ``find -L``, ``zip -r``): what they lead to is read or written too.
+    ``runs``: the files of code it runs, named on purpose (``python FILE``, ``bash FILE``,
+    ``source FILE``, ``java -jar FILE``, a workspace binary ``./build/app``): literal words, effect
+    ``run``; whether each is the project's code (inside the roots, not written by the same
+    call) is the facts layer's check (``Facts.run_refusals``). ``placeholders``: what ``{}``
+    stands for in find's ``-exec`` commands (its start points, narrowed by ``-name``).
     """
 
     entry: str
@@ -92,6 +101,8 @@ class Judgement:
     reads_endless: bool = False
     #: a ``bound`` option caps what it reads (``head -c 1M``): an endless input ends
     bounded: bool = False
+    runs: tuple[Word, ...] = ()
+    placeholders: tuple[Word, ...] = ()
 
 
 @dataclass
@@ -118,6 +129,9 @@ class _Acc:
     reads_endless: bool = False
     bounded: bool = False
     seconds: float = 0.0  # the durations it waits (role duration), summed
+    runs: list[Word] = field(default_factory=list)
+    placeholders: list[Word] = field(default_factory=list)
+    wide_placeholders: bool = False  # some find -exec's {} is anything find reads
 
     def unknown(self, why: str) -> None:
         self.effects.add("unknown")
@@ -130,6 +144,11 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
     name = cmd.name.lower()
     entry = catalogue.get(name)
     if entry is None:
+        head = cmd.argv[0] if cmd.argv else ""
+        if ("/" in head and head.rsplit("/", 1)[0] not in SYSTEM_DIRS and not _NOT_LITERAL.search(head)
+                and _runnable((head, LITERAL))):
+            # a workspace binary (./build/app, bin/tool): project code, checked like a script
+            return Judgement("", frozenset({"run"}), runs=((head, LITERAL),))
         return Judgement("", frozenset({"unknown"}), reasons=(f"{name!r} is not in the catalogue",))
     kinds = tuple(cmd.arg_kinds) + (LITERAL,) * (len(cmd.args) - len(cmd.arg_kinds))
     words = list(zip(cmd.args, kinds, strict=True))
@@ -161,6 +180,11 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
             # its tests (.venv/bin/python -m pytest): it runs the project's code, so it must lie where
             # the project does (the file is a read path)
             acc.reads.append((cmd.argv[0], LITERAL))
+        elif not _NOT_LITERAL.search(cmd.argv[0]) and _runnable((cmd.argv[0], LITERAL)):
+            # a workspace binary named like a catalogue program (./ls, .venv/bin/python x.py): the
+            # file runs (project code, checked like a script); the entry still judges its arguments
+            acc.effects.add("run")
+            acc.runs.append((cmd.argv[0], LITERAL))
         else:
             acc.unknown(f"runs the file {cmd.argv[0]!r}, not the catalogue's {name!r}")
     if (entry.handler == "git" and len(chain) > 1 and chain[1].names[0] == "clean"
@@ -192,9 +216,15 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
             and not {"--version", "--help", "-V", "-h", "-v", "-m"} & set(acc.all_names)):
         acc.effects.add("exec")  # reads code from stdin
         acc.execs.append(cmd.name)
-    if entry.handler == "shell" and "-c" not in acc.options:
-        acc.effects.add("exec")  # runs a script file or its stdin: code we do not see
+    if entry.handler == "shell" and "-c" not in acc.options and (not acc.runs or "-s" in acc.options):
+        acc.effects.add("exec")  # runs its stdin (bash -s, bash alone): code we do not see
         acc.execs.append(cmd.name)
+    if acc.runs and (cmd.stdin_args or cmd.wrapper.startswith("find")):
+        # a script operand behind find -exec or xargs: chosen at run time, not on purpose
+        acc.effects.discard("run")
+        acc.effects.add("exec")
+        acc.execs.extend(w for w, _ in acc.runs)
+        acc.runs.clear()
     stdin_role = ""
     if cmd.stdin_args:
         stdin_role = _absorbing_role(last)
@@ -218,6 +248,8 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         and not acc.keeps,
         acc.reads_endless,
         acc.bounded,
+        tuple(acc.runs),
+        tuple(acc.reads) if acc.wide_placeholders else tuple(acc.placeholders),
     )
 
 
@@ -596,6 +628,18 @@ def _files_under(s: Operand, role: str, w: Word) -> list[Word]:
     return [(f"{base}/**/{g}", max(kind, PATTERN)) for g in s.files]
 
 
+def _runnable(w: Word) -> bool:
+    """A file of code named on purpose: a literal path, not stdin (``-``), not find's ``{}``,
+    no ``..`` component (the kernel resolves it after links, the analysis before), not a
+    pipe (``/dev/fd/N``, ``/dev/stdin``, ``/proc/self/fd/N``), only ordinary file-name
+    characters (no blank, quote, shell operator, glob or brace: a word mangled by quoting is
+    no file named on purpose). Where it lies is the facts layer's check."""
+    value, kind = w
+    return (kind == LITERAL and _PLAIN_PATH.fullmatch(value) is not None and value != "-"
+            and not value.startswith(("-", "~")) and ".." not in value.split("/")
+            and not value.startswith(("/dev/", "/proc/")))
+
+
 def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> None:
     value, kind = w
     handler = chain[0].handler
@@ -644,6 +688,15 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
         acc.effects.add("delete")
         acc.writes.append(w)
         acc.deletes.append(w)
+    elif role == "run":
+        acc.effects.add("read")
+        acc.reads.append(w)
+        if _runnable(w):
+            acc.effects.add("run")
+            acc.runs.append(w)
+        else:  # stdin, a pipe, an expansion, a glob, find's {}: code chosen at run time
+            acc.effects.add("exec")
+            acc.execs.append(value)
     elif role in ("exec", "shell"):
         acc.execs.append(value)
         if not unwraps(chain[0].names[0], chain[1].names[0] if len(chain) > 1 else ""):
@@ -862,6 +915,12 @@ def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
             while j < n and words[j][0] not in (";", "+"):
                 j += 1
             acc.execs.append(" ".join(w for w, _ in words[i + 1 : j]))
+            # what {} stands for: START/.../P when -name P tests before it narrow an expression
+            # of -a alone (as for -delete), else every start and every name filter's matches
+            if plain and names:
+                acc.placeholders.extend((s[0].rstrip("/") + "/" + nm[0], PATTERN) for s in starts for nm in names)
+            else:
+                acc.wide_placeholders = True
             i = j + 1
             continue
         o = entry.option_index.get(a)

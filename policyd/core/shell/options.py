@@ -34,7 +34,7 @@ class _Spec:
 
 _DEFAULT = _Spec()
 #: Option value and operand roles that name a file or directory (``path_args``).
-PATH_ROLES = frozenset({"read", "write", "delete", "create", "chdir"})
+PATH_ROLES = frozenset({"read", "write", "delete", "create", "chdir", "run"})
 
 
 def _spec_from(options: Sequence[Option], syntax: str) -> _Spec:

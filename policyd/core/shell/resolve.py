@@ -69,7 +69,8 @@ class CommandFacts:
     ``cwds``: directories it may run in; ``reads``/``writes``/``deletes``/``creates``:
     absolute, normalised paths (a directory means everything under it); ``discards``: the
     directories whose work a git delete effect without an operand throws away (also in
-    ``writes``); ``unknown``: why something about it is unknown.
+    ``writes``); ``unknown``: why something about it is unknown; ``runs``: the files of code
+    it runs on purpose (``Judgement.runs`` resolved; also in ``reads``).
     """
 
     judgement: Judgement
@@ -81,6 +82,7 @@ class CommandFacts:
     unknown: tuple[str, ...]
     creates: tuple[str, ...] = ()
     discards: tuple[str, ...] = ()
+    runs: tuple[str, ...] = ()
 
 
 def analyse_text(text: str, catalogue: Catalogue, cwd: str,
@@ -108,7 +110,7 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
     in_exec = ""  # the name of the last command of a find -exec chain (`-exec env rm {} +`)
     for i, (c, j) in enumerate(zip(cmds, judgements, strict=True)):
         if c.name.lower() == "find":
-            found = j.reads
+            found = j.placeholders
             in_exec = ""
         elif (c.wrapper.startswith("find -") or (in_exec and c.wrapper == in_exec)) and found:
             j = _placeholders(j, found)  # also behind the wrappers -exec runs
@@ -125,6 +127,7 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
         writes = [r for w in j.writes for r in res.word(w, own)]
         deletes = [r for w in j.deletes for r in res.word(w, own)]
         creates = [r for w in j.creates for r in res.word(w, own)]
+        runs = [r for w in j.runs for r in res.word(w, own)]
         if c.stdin_args:
             fed, option_like, no_dash = _stdin_words(cmds, judgements, out, c, res, own)
             if j.stdin_role in ("read", "write", "delete") and (no_dash or not (j.risky_options or option_like)):
@@ -157,7 +160,7 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
             own = _bounded([*own, *(posixpath.dirname(r) for r in res.word((head, LITERAL), own))])
         out.append(CommandFacts(j, tuple(own), _unique(reads), _unique(writes),
                                 _unique(deletes), _unique(chdirs), tuple(unknown),
-                                _unique(creates), _unique(discards)))
+                                _unique(creates), _unique(discards), _unique(runs)))
         moved = _cd_targets(c, j, res, current)
         if moved is not None:
             current = moved if c.seq == "and" else _bounded([*current, *moved])
@@ -183,14 +186,22 @@ def _links_out(j: Judgement, cwds: list[str], writes: list[str], root: str, res:
 
 
 def _placeholders(j: Judgement, starts: tuple[Word, ...]) -> Judgement:
-    """``find START -exec cmd {} ;``: ``{}`` is each file under START."""
+    """``find START -exec cmd {} ;``: ``{}`` is each file find selects under START (its
+    ``placeholders``); a word holding ``{}`` inside a larger word (``{}.bak``, ``{}/../x``)
+    names a path relative to each of them, which is unknown."""
     def sub(words: tuple[Word, ...]) -> tuple[Word, ...]:
         out: list[Word] = []
         for w in words:
-            out.extend(starts if w[0] == "{}" else (w,))
+            if w[0] == "{}":
+                out.extend(starts)
+            elif "{}" in w[0]:
+                out.append((UNKNOWN_PATH, LITERAL))
+            else:
+                out.append(w)
         return tuple(out)
 
-    return replace(j, reads=sub(j.reads), writes=sub(j.writes), deletes=sub(j.deletes))
+    return replace(j, reads=sub(j.reads), writes=sub(j.writes), deletes=sub(j.deletes),
+                   creates=sub(j.creates))
 
 
 def _wraps(c: SimpleCommand, i: int, cmds: Sequence[SimpleCommand]) -> bool:
