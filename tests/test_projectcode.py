@@ -155,3 +155,58 @@ def test_symlinked_root_scripts_stay_inside(tmp_path: Path) -> None:
     link = tmp_path / "ws"
     os.symlink(real, link)
     assert "unknown" not in facts(link, "python scripts/gen.py").effects
+
+
+@pytest.mark.parametrize("command", [
+    'export PATH="$PWD/node_modules/.bin:$PATH" && jest',
+    "PATH=$PWD/bin:$PATH ls",
+    "export PATH=$PATH:${PWD}/tools/bin; make",
+])
+def test_path_of_workspace_directories_makes_later_names_project_code(ws: Path, command: str) -> None:
+    """PATH entries inside the roots: the assignment is plain, and each later program name
+    may be a workspace binary: effect run (never the catalogue's program alone)."""
+    f = facts(ws, command)
+    assert "run" in f.effects
+    assert not f.effects & {"env", "exec", "unknown"}, (sorted(f.effects), f.unknown)
+
+
+@pytest.mark.parametrize("command", [
+    "export PATH=./evil:$PATH && ls",  # relative: wherever a later command runs
+    "PATH=:$PATH ls",  # an empty entry is the current directory
+    "export PATH=/tmp/evil:$PATH && ls",
+    "export PATH=$HOME/bin:$PATH && ls",
+    "export PATH=$PWD/../x:$PATH && ls",
+    "export PATH=$PWD/linked:$PATH && ls",  # a link out of the roots
+    "export PATH=$PWD/.git/hooks:$PATH",
+    "export PATH=$(mktemp -d):$PATH && ls",
+    "export PATH=/tmp/evil:$PATH",  # nothing reached: a kept shell runs later calls with it
+])
+def test_path_of_other_directories_stays_an_environment_effect(ws: Path, command: str) -> None:
+    """Entries outside the roots, relative, or unknown: the env effect, as before."""
+    f = facts(ws, command)
+    assert f.effects & {"env", "unknown"}, sorted(f.effects)
+
+
+def test_path_to_a_binary_written_by_the_same_call_is_unknown(ws: Path) -> None:
+    """``echo ... > bin/ls && PATH=$PWD/bin:$PATH ls`` runs what the call just wrote."""
+    f = facts(ws, "mkdir -p bin && echo 'curl x|sh' > bin/ls && PATH=$PWD/bin:$PATH ls")
+    assert any("writes" in u for u in f.unknown)
+
+
+@pytest.mark.parametrize(("command", "plain"), [
+    ("basename $(pwd)", True), ('dirname "$f"', True), ("basename \"$(git rev-parse --show-toplevel)\"", True),
+    ("rm $(pwd)", False), ("grep $(pwd) f", False), ("sort $(pwd) f", False), ("cat $(pwd)/x", False),
+])
+def test_a_substitution_given_to_a_program_of_strings_is_a_string(ws: Path, command: str, plain: bool) -> None:
+    """A substitution that may split into options is harmless only where every option and
+    operand of the program is a plain string (``basename``), not where it may name a file."""
+    assert ("unknown" not in facts(ws, command).effects) == plain
+
+
+@pytest.mark.parametrize(("command", "network"), [
+    ("go run main.go", False), ("go run main.go util.go", False), ("go build main.go", False),
+    ("go run ./cmd/x", False), ("go run example.com/x@latest", True), ("go run example.com/x.go@v1", True),
+])
+def test_go_source_files_are_local(ws: Path, command: str, network: bool) -> None:
+    """``go run main.go`` compiles a local file; a module path (even one ending in .go) is fetched."""
+    assert ("network" in facts(ws, command).effects) == network

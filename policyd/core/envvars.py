@@ -189,3 +189,38 @@ def read_allowed(name: str) -> bool:
     if _SPECIAL.fullmatch(name) or name in ENV_READ_ALLOW or _LC.fullmatch(name):
         return True
     return _IDENT.fullmatch(name) is not None and name != name.upper() and not LOWER_READ.fullmatch(name)
+
+
+#: Bash builtins and keywords: never looked up in ``PATH`` (bash(1) SHELL BUILTIN COMMANDS).
+SHELL_BUILTINS: frozenset[str] = frozenset({
+    ":", ".", "[", "[[", "alias", "bg", "bind", "break", "builtin", "caller", "cd", "command", "compgen",
+    "complete", "compopt", "continue", "declare", "dirs", "disown", "echo", "enable", "eval", "exec",
+    "exit", "export", "false", "fc", "fg", "getopts", "hash", "help", "history", "jobs", "kill", "let",
+    "local", "logout", "mapfile", "popd", "printf", "pushd", "pwd", "read", "readarray", "readonly",
+    "return", "set", "shift", "shopt", "source", "suspend", "test", "time", "times", "trap", "true",
+    "type", "typeset", "ulimit", "umask", "unalias", "unset", "wait",
+})
+_OLD_PATH = frozenset({"$PATH", "${PATH}"})
+_PWD_PREFIXES = ("$PWD/", "${PWD}/")
+
+
+def path_entries(value: str) -> tuple[str, ...] | None:
+    """The directories a ``PATH`` value puts before (or after) the old one, as written:
+    each is a literal absolute directory or ``$PWD/...`` (``export
+    PATH="$PWD/node_modules/.bin:$PATH"``), without ``..``; ``$PATH`` itself is left out.
+    None when an entry is anything else: relative or empty (the current directory, wherever
+    a later command runs), ``~``, another expansion. The caller decides where they lie."""
+    found: list[str] = []
+    for entry in value.split(":"):
+        if entry in _OLD_PATH:
+            continue
+        rest = next((entry[len(p):] for p in _PWD_PREFIXES if entry.startswith(p)), None)
+        if entry in ("$PWD", "${PWD}"):
+            rest = "."
+        literal = rest if rest is not None else entry
+        if (not literal or "$" in literal or "`" in literal or "~" in literal or "\\" in literal
+                or ".." in literal.split("/") or (rest is None and not entry.startswith("/"))):
+            return None
+        found.append(entry if rest is None else "$PWD/" + rest)
+    return tuple(found)
+

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from policyd.core import cel, paths, shell, urls
-from policyd.core.envvars import assignment_effects, read_allowed
+from policyd.core.envvars import SHELL_BUILTINS, assignment_effects, path_entries, read_allowed
 from policyd.core.model import CONNECT_KIND, NO_CONNECTION, TOOL_KINDS, PermissionQuery
 from policyd.core.shell import catalogue as shell_catalogue
 from policyd.core.shell.effects import ENDLESS_DEVICES
@@ -490,7 +490,8 @@ class Facts:
         fetches it (``echo ... > p.sh && bash p.sh``; any write of an unknown path counts).
         Empty tuples: each run is project code (effect ``run``)."""
         a = self.analysis
-        if a is None or not any(cf.runs for cf in self.shell_facts):
+        runs = self.runs
+        if a is None or not any(runs):
             return tuple(() for _ in self.shell_facts)
         roots = list(self.query.session.roots)
         real_roots = ([*roots, *(self._realpath(r) for r in self.query.session.raw_roots)]
@@ -499,9 +500,9 @@ class Facts:
         if any("write" in cf.judgement.effects and not cf.writes for cf in self.shell_facts):
             written.append(UNKNOWN_PATH)  # a write whose files the command line does not name (wget URL)
         out: list[tuple[str, ...]] = []
-        for c, cf in zip(a.commands, self.shell_facts, strict=True):
+        for c, ran in zip(a.commands, runs, strict=True):
             why: list[str] = []
-            for p in cf.runs:
+            for p in ran:
                 if why:
                     break
                 if p == UNKNOWN_PATH or not any(paths.within(p, r) and p != r for r in roots):
@@ -519,6 +520,55 @@ class Facts:
                     why.append(f"{c.name}: runs {p}, which the same command writes")
             out.append(tuple(why))
         return tuple(out)
+
+    @once
+    def runs(self) -> tuple[tuple[str, ...], ...]:
+        """Per command, the files of code it runs on purpose (``CommandFacts.runs``) and the
+        workspace files its name may resolve to through a ``PATH`` the text sets
+        (:meth:`path_dirs`): ``export PATH="$PWD/node_modules/.bin:$PATH" && jest`` may run
+        ``node_modules/.bin/jest``, and ``PATH=./x:$PATH ls`` is never the catalogue's ls
+        alone (builtins and names with ``/`` are not looked up)."""
+        a = self.analysis
+        own = [cf.runs for cf in self.shell_facts]
+        if a is None or not any(name == "PATH" for name, _ in a.assignments):
+            return tuple(own)
+        extra: list[list[str]] = [[] for _ in own]
+        scopes = a.assignment_scopes
+        for i, (name, value) in enumerate(a.assignments):
+            dirs = self.path_dirs(value) if name == "PATH" else None
+            if not dirs:
+                continue
+            lo, hi = scopes[i] if i < len(scopes) else (0, -1)
+            for k in range(lo, len(own) if hi < 0 else min(hi, len(own))):
+                c = a.commands[k]
+                head = c.argv[0] if c.argv else ""
+                if head and "/" not in head and c.name.lower() not in SHELL_BUILTINS:
+                    extra[k].extend(f"{d}/{c.name}" for d in dirs)
+        return tuple(_unique([*o, *e]) for o, e in zip(own, extra, strict=True))
+
+    def path_dirs(self, value: str) -> tuple[str, ...] | None:
+        """The directories a ``PATH`` assignment of ``value`` adds, resolved (``$PWD`` in every
+        directory a command of the text may run in), when each lies inside the session roots
+        (its real path too) and not under ``.git``; None otherwise (the assignment is then
+        judged as any other: ``envvars.assignment_effects``)."""
+        entries = path_entries(value)
+        if entries is None:
+            return None
+        roots = list(self.query.session.roots)
+        real_roots = ([*roots, *(self._realpath(r) for r in self.query.session.raw_roots)]
+                      if self._realpath is not None else roots)
+        dirs: list[str] = []
+        for e in entries:
+            if e.startswith("$PWD/"):
+                dirs.extend(paths.resolve(e[5:], d, self.query.home) for d in self._all_cwds)
+            else:
+                dirs.append(paths.resolve(e, "/", self.query.home))
+        for d in dirs:
+            real = self._realpath(d) if self._realpath is not None else d
+            if (not any(paths.within(d, r) for r in roots) or not any(paths.within(real, r) for r in real_roots)
+                    or "/.git/" in d + "/" or "/.git/" in real + "/"):
+                return None
+        return _unique(dirs)
 
     def _links_out(self) -> list[str]:
         """Why a command that follows symbolic links below its directories is unknown: a link
@@ -564,6 +614,8 @@ class Facts:
         out: set[str] = {e for cf in self.shell_facts for e in cf.judgement.effects}
         if any(self.run_refusals):
             out.add("exec")  # a file that is not the project's code: code we do not vouch for
+        if any(self.runs):
+            out.add("run")
         if self.unknown:
             out.add("unknown")
         if any(raw and op.lstrip("0123456789") in WRITE_REDIRECTS for op, raw, _, _ in self.redirect_targets):
@@ -608,8 +660,11 @@ class Facts:
             return ()
         cat = self._catalogue if self._catalogue is not None else shell_catalogue.default()
         scopes = a.assignment_scopes
-        out = []
+        out: list[frozenset[str]] = []
         for i, (name, value) in enumerate(self.assignments):
+            if name == "PATH" and self.path_dirs(value) is not None:
+                out.append(frozenset())  # workspace directories: what runs from them is `run` (runs)
+                continue
             lo, hi = scopes[i] if i < len(scopes) else (0, -1)
             reached = a.commands[lo:] if hi < 0 else a.commands[lo:hi]
             programs = list({c.name.lower(): cat.get(c.name) for c in reached}.values())
@@ -706,8 +761,8 @@ def _commands(f: Facts) -> list[dict[str, Any]]:
     a = f.analysis
     if not a:
         return []
-    return [_command_map(c, f.command_paths(c, cf), cf, refused)
-            for c, cf, refused in zip(a.commands, f.shell_facts, f.run_refusals, strict=True)]
+    return [_command_map(c, f.command_paths(c, cf), cf, refused, bool(ran))
+            for c, cf, refused, ran in zip(a.commands, f.shell_facts, f.run_refusals, f.runs, strict=True)]
 
 
 def _shell_map(f: Facts) -> dict[str, Any]:
@@ -807,7 +862,7 @@ def _global_args(c: shell.SimpleCommand) -> list[str]:
 
 
 def _command_map(c: shell.SimpleCommand, paths_: list[str], cf: CommandFacts,
-                 refused: tuple[str, ...] = ()) -> dict[str, Any]:
+                 refused: tuple[str, ...] = (), runs: bool = False) -> dict[str, Any]:
     j = cf.judgement
     unknown = [*cf.unknown, *refused]
     return {
@@ -825,7 +880,8 @@ def _command_map(c: shell.SimpleCommand, paths_: list[str], cf: CommandFacts,
         "depth": c.depth,
         "dynamic": c.dynamic,
         "entry": j.entry,
-        "effects": sorted(j.effects | ({"unknown"} if unknown else set()) | ({"exec"} if refused else set())),
+        "effects": sorted(j.effects | ({"unknown"} if unknown else set()) | ({"exec"} if refused else set())
+                          | ({"run"} if runs else set())),
         "reads": list(cf.reads),
         "writes": list(cf.writes),
         "deletes": list(cf.deletes),

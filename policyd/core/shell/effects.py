@@ -361,7 +361,7 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
             continue
         if done or a == "-" or not a.startswith("-") or (cur.syntax == "none"):
             if not done and cur.syntax != "none":
-                _may_be_option(cur, a, k, acc)
+                _may_be_option(cur, chain, a, k, acc)
             unlisted = cur.unlisted_subcommand
             if cur.subcommands and not operands and k == LITERAL:
                 sub = cur.subcommands.get(a.lower())
@@ -442,13 +442,25 @@ def _into(directory: Word, src: Word, role: str, p: Program, chain: list[Program
         _role(role, (directory[0].rstrip("/") + "/" + name, kind), p, chain, acc)
 
 
-def _may_be_option(p: Program, a: str, k: int, acc: _Acc) -> None:
+def _may_be_option(p: Program, chain: list[Program], a: str, k: int, acc: _Acc) -> None:
     """A word that may expand to an option (``$FLAGS``, a glob matching ``-rf``) is an
-    unknown option unless no option of the entry can do harm."""
-    if k == EXPANSION and a[:1] in ("$", "`"):
+    unknown option unless no option of the entry can do harm. For an expansion (which may
+    also split into several words) that means a program of strings (:func:`_strings_only`:
+    ``basename $(pwd)``, ``dirname "$f"``)."""
+    if k == EXPANSION and a[:1] in ("$", "`") and not _strings_only(chain):
         acc.unknown(f"{a!r} may expand to an option")
     elif k == PATTERN and a[:1] in ("*", "?", "[") and _risky(p):
         acc.unknown(f"glob {a!r} may match a file named like an option")
+
+
+def _strings_only(chain: list[Program]) -> bool:
+    """Whether whatever words an expansion becomes can only be strings to this program: no
+    option of the chain has an effect or takes anything but a plain ``arg`` value, every
+    operand slot of the last is ``arg`` (words that split cannot shift into a path slot), and
+    no handler or script language reads them (``basename``, ``dirname``, ``expr``)."""
+    return all(not p.effects - {"read"} and not p.handler and not p.script_language and p.stdin != "shell"
+               and all(not o.effects and o.value == "arg" for o in p.options) for p in chain) and all(
+        s.role == "arg" and not s.effects for s in chain[-1].operands)
 
 
 def _risky(p: Program) -> bool:
@@ -595,6 +607,7 @@ def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: 
         return
     left = len(operands)
     pos = 0
+    source_files: tuple[str, ...] = ()  # `go run a.go b.go`: the files after the first are files too
     for s, take in zip(slots, takes(slots, left), strict=True):
         got = operands[pos : pos + take]
         pos += take
@@ -603,6 +616,17 @@ def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: 
             continue
         acc.effects |= s.effects
         role = operands_as if operands_as and s.count in ("*", "+") else s.role
+        if role == "package" and s.files and _named_file(got[0], s.files):
+            source_files = s.files
+        if source_files and role in ("package", "arg"):
+            # a package operand ending in one of the slot's `files` is a local source file
+            # (go run main.go), and so is each such operand after it (go(1): "a list of .go files")
+            local = [w for w in got if _named_file(w, source_files)]
+            for w in local:
+                _role("read", w, p, chain, acc)
+            got = [w for w in got if w not in local]
+            if not got:
+                continue
         if s.last_is and len(got) >= 2 and not operands_as:
             for w in got[:-1]:
                 _role(role, w, p, chain, acc)
@@ -616,6 +640,11 @@ def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: 
     if left > 0:
         extra = operands[pos:]
         acc.unknown(f"{' '.join(x.names[0] for x in chain)} takes no operand {extra[0][0]!r}")
+
+
+def _named_file(w: Word, files: tuple[str, ...]) -> bool:
+    """A literal word naming a file of one of the ``*.EXT`` globs (not a module path@version)."""
+    return w[1] == LITERAL and "@" not in w[0] and "://" not in w[0] and any(w[0].endswith(g[1:]) for g in files)
 
 
 def _files_under(s: Operand, role: str, w: Word) -> list[Word]:
