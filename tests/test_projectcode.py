@@ -179,6 +179,8 @@ def test_path_of_workspace_directories_makes_later_names_project_code(ws: Path, 
     "export PATH=$PWD/linked:$PATH && ls",  # a link out of the roots
     "export PATH=$PWD/.git/hooks:$PATH",
     "export PATH=$(mktemp -d):$PATH && ls",
+    "PWD=/tmp; export PATH=$PWD/bin:$PATH && ls",
+    "declare PWD=/tmp; export PATH=$PWD/bin:$PATH",
     "export PATH=/tmp/evil:$PATH",  # nothing reached: a kept shell runs later calls with it
 ])
 def test_path_of_other_directories_stays_an_environment_effect(ws: Path, command: str) -> None:
@@ -210,3 +212,10 @@ def test_a_substitution_given_to_a_program_of_strings_is_a_string(ws: Path, comm
 def test_go_source_files_are_local(ws: Path, command: str, network: bool) -> None:
     """``go run main.go`` compiles a local file; a module path (even one ending in .go) is fetched."""
     assert ("network" in facts(ws, command).effects) == network
+
+
+def test_pwd_reassigned_is_no_longer_where_it_runs(ws: Path) -> None:
+    """``$PWD`` in a PATH entry names the workspace only while the text leaves PWD alone."""
+    assert facts(ws, "export PATH=$PWD/bin:$PATH").path_dirs("$PWD/bin:$PATH") == (f"{ws}/bin",)
+    assert facts(ws, "PWD=/tmp; export PATH=$PWD/bin:$PATH").path_dirs("$PWD/bin:$PATH") is None
+    assert facts(ws, "cd /tmp && export PATH=$PWD/bin:$PATH").path_dirs("$PWD/bin:$PATH") is None

@@ -552,8 +552,9 @@ class Facts:
         (its real path too) and not under ``.git``; None otherwise (the assignment is then
         judged as any other: ``envvars.assignment_effects``)."""
         entries = path_entries(value)
-        if entries is None:
-            return None
+        if entries is None or (any(e.startswith("$PWD/") for e in entries)
+                               and any(name == "PWD" for name, _ in self.assignments)):
+            return None  # `PWD=/tmp; export PATH=$PWD/bin:$PATH`: $PWD is no longer where it runs
         roots = list(self.query.session.roots)
         real_roots = ([*roots, *(self._realpath(r) for r in self.query.session.raw_roots)]
                       if self._realpath is not None else roots)
