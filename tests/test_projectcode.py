@@ -83,10 +83,10 @@ def test_project_code_named_on_purpose_is_run(ws: Path, command: str) -> None:
 ])
 def test_a_file_that_is_not_project_code_is_unknown(ws: Path, command: str, why: str) -> None:
     """Outside the roots (lexically or through a link), under .git, or written, moved or
-    fetched by the same call: exec and unknown, with the reason."""
+    fetched by the same call: exec, not run, the reason among the call's execs."""
     f = facts(ws, command)
-    assert {"exec", "unknown"} <= f.effects
-    assert any(why in u for u in f.unknown), f.unknown
+    assert "exec" in f.effects and "run" not in f.effects
+    assert any(why in e for e in f.tool_field("execs")), f.tool_field("execs")
 
 
 @pytest.mark.parametrize("command", [
@@ -113,11 +113,11 @@ def test_interpreter_options_that_load_other_code_stay_unknown(ws: Path, command
 
 
 def test_each_command_shows_why_its_run_is_refused(ws: Path) -> None:
-    """``tool.commands[i]`` carries the refusal: effects exec/unknown and the reason."""
+    """``tool.commands[i]`` carries the refusal: effect exec instead of run, the reason in its execs."""
     cmds = facts(ws, "python scripts/gen.py && python scripts/out.py").tool_field("commands")
-    assert "unknown" not in cmds[0]["effects"]
-    assert {"exec", "unknown"} <= set(cmds[1]["effects"])
-    assert any("leads to" in u for u in cmds[1]["unknown"])
+    assert "run" in cmds[0]["effects"] and "exec" not in cmds[0]["effects"]
+    assert "exec" in cmds[1]["effects"] and "run" not in cmds[1]["effects"]
+    assert any("leads to" in e for e in cmds[1]["execs"])
 
 
 def test_find_exec_placeholders_are_what_find_selects(ws: Path) -> None:
@@ -192,7 +192,7 @@ def test_path_of_other_directories_stays_an_environment_effect(ws: Path, command
 def test_path_to_a_binary_written_by_the_same_call_is_unknown(ws: Path) -> None:
     """``echo ... > bin/ls && PATH=$PWD/bin:$PATH ls`` runs what the call just wrote."""
     f = facts(ws, "mkdir -p bin && echo 'curl x|sh' > bin/ls && PATH=$PWD/bin:$PATH ls")
-    assert any("writes" in u for u in f.unknown)
+    assert any("writes" in e for e in f.tool_field("execs"))
 
 
 @pytest.mark.parametrize(("command", "plain"), [

@@ -476,19 +476,21 @@ class Facts:
         found.extend(f"{c.name}: {why}" for c, cf in zip(a.commands, self.shell_facts, strict=True)
                      for why in cf.unknown)
         found.extend(self._links_out())
-        found.extend(why for refused in self.run_refusals for why in refused)
         if not a.parse_ok:
             found.extend(a.errors)
         return _unique(found)
 
     @once
     def run_refusals(self) -> tuple[tuple[str, ...], ...]:
-        """Per command, why a file it runs on purpose (``CommandFacts.runs``: ``python FILE``,
-        ``bash FILE``, ``./build/app``) is not the project's code: it lies outside the session
-        roots (its real path too, and every name the program may open in its place: see
-        :data:`RUN_CANDIDATES`), under ``.git``, or the same call writes, moves, links or
-        fetches it (``echo ... > p.sh && bash p.sh``; any write of an unknown path counts).
-        Empty tuples: each run is project code (effect ``run``)."""
+        """Per command, why a file it runs on purpose (:attr:`runs`: ``python FILE``,
+        ``bash FILE``, ``./build/app``, a name found through a workspace ``PATH``) is not the
+        project's code: it lies outside the session roots (its real path too, and every name
+        the program may open in its place: see :data:`RUN_CANDIDATES`), under ``.git``, or
+        the same call writes, moves, links or fetches it (``echo ... > p.sh && bash p.sh``;
+        any write of an unknown path counts). Such a command is ``exec`` instead of ``run``
+        (code the analysis does not vouch for, as before issue 32: the sandboxed rule may
+        still allow an interpreter's), and the reasons are listed in its ``execs``. Empty
+        tuples: each run is project code (effect ``run``)."""
         a = self.analysis
         runs = self.runs
         if a is None or not any(runs):
@@ -612,11 +614,8 @@ class Facts:
         a = self.analysis
         if a is None:
             return frozenset()
-        out: set[str] = {e for cf in self.shell_facts for e in cf.judgement.effects}
-        if any(self.run_refusals):
-            out.add("exec")  # a file that is not the project's code: code we do not vouch for
-        if any(self.runs):
-            out.add("run")
+        out: set[str] = {e for cf, refused, ran in zip(self.shell_facts, self.run_refusals, self.runs, strict=True)
+                         for e in _run_effects(cf.judgement.effects, refused, bool(ran))}
         if self.unknown:
             out.add("unknown")
         if any(raw and op.lstrip("0123456789") in WRITE_REDIRECTS for op, raw, _, _ in self.redirect_targets):
@@ -706,6 +705,8 @@ class Facts:
             cwds.update(dict.fromkeys(cf.cwds))
             creates.update(dict.fromkeys(cf.creates))
             execs.update(dict.fromkeys(cf.judgement.execs))
+        for refused in self.run_refusals:
+            execs.update(dict.fromkeys(refused))
         for d in found:
             d.pop("", None)
         return tuple(list(d) for d in found)
@@ -865,7 +866,6 @@ def _global_args(c: shell.SimpleCommand) -> list[str]:
 def _command_map(c: shell.SimpleCommand, paths_: list[str], cf: CommandFacts,
                  refused: tuple[str, ...] = (), runs: bool = False) -> dict[str, Any]:
     j = cf.judgement
-    unknown = [*cf.unknown, *refused]
     return {
         "global_args": _global_args(c),
         "paths": list(_unique([*paths_, *cf.reads, *cf.writes, *cf.chdirs])),
@@ -881,16 +881,23 @@ def _command_map(c: shell.SimpleCommand, paths_: list[str], cf: CommandFacts,
         "depth": c.depth,
         "dynamic": c.dynamic,
         "entry": j.entry,
-        "effects": sorted(j.effects | ({"unknown"} if unknown else set()) | ({"exec"} if refused else set())
-                          | ({"run"} if runs else set())),
+        "effects": sorted(_run_effects(j.effects, refused, runs) | ({"unknown"} if cf.unknown else set())),
         "reads": list(cf.reads),
         "writes": list(cf.writes),
         "deletes": list(cf.deletes),
         "creates": list(cf.creates),
-        "execs": list(j.execs),
+        "execs": [*j.execs, *refused],
         "cwds": list(cf.cwds),
-        "unknown": unknown,
+        "unknown": list(cf.unknown),
     }
+
+
+def _run_effects(effects: frozenset[str], refused: tuple[str, ...], runs: bool) -> frozenset[str]:
+    """A command's effects with its runs judged (``Facts.run_refusals``): a file that is not
+    the project's code is ``exec`` (code the analysis does not vouch for), else ``run``."""
+    if refused:
+        return (effects - {"run"}) | {"exec"}
+    return effects | {"run"} if runs else effects
 
 
 def _kind_of(c: shell.SimpleCommand, arg: str) -> int:
