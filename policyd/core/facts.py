@@ -487,7 +487,8 @@ class Facts:
         project's code: it lies outside the session roots (its real path too, and every name
         the program may open in its place: see :data:`RUN_CANDIDATES`), under ``.git``, or
         the same call writes, moves, links or fetches it (``echo ... > p.sh && bash p.sh``;
-        any write of an unknown path counts). Such a command is ``exec`` instead of ``run``
+        a write of an unknown path, or a download to a name the command line does not give,
+        counts). Such a command is ``exec`` instead of ``run``
         (code the analysis does not vouch for, as before issue 32: the sandboxed rule may
         still allow an interpreter's), and the reasons are listed in its ``execs``. Empty
         tuples: each run is project code (effect ``run``)."""
@@ -499,8 +500,8 @@ class Facts:
         real_roots = ([*roots, *(self._realpath(r) for r in self.query.session.raw_roots)]
                       if self._realpath is not None else roots)
         written = [*self.write_paths, *self.real_write_paths]
-        if any("write" in cf.judgement.effects and not cf.writes for cf in self.shell_facts):
-            written.append(UNKNOWN_PATH)  # a write whose files the command line does not name (wget URL)
+        if any({"write", "network"} <= cf.judgement.effects and not cf.writes for cf in self.shell_facts):
+            written.append(UNKNOWN_PATH)  # a download whose file the command line does not name (wget URL, curl -O)
         out: list[tuple[str, ...]] = []
         for c, ran in zip(a.commands, runs, strict=True):
             why: list[str] = []

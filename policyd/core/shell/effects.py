@@ -178,8 +178,10 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         if project_tool or ({"build", "test"} & acc.effects and "exec" not in acc.effects):
             # a project's own build wrapper (./gradlew, ./mvnw) or environment's interpreter running
             # its tests (.venv/bin/python -m pytest): it runs the project's code, so it must lie where
-            # the project does (the file is a read path)
+            # the project does (the file is a read path, and a run when named plainly: checked as one)
             acc.reads.append((cmd.argv[0], LITERAL))
+            if not _NOT_LITERAL.search(cmd.argv[0]) and _runnable((cmd.argv[0], LITERAL)):
+                acc.runs.append((cmd.argv[0], LITERAL))
         elif not _NOT_LITERAL.search(cmd.argv[0]) and _runnable((cmd.argv[0], LITERAL)):
             # a workspace binary named like a catalogue program (./ls, .venv/bin/python x.py): the
             # file runs (project code, checked like a script); the entry still judges its arguments
