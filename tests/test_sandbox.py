@@ -224,11 +224,12 @@ echo s > src.txt 2>/dev/null; echo "workspace=$?"
 @needs_sandbox
 @pytest.mark.parametrize("mode", ["off", "required"])
 def test_hidden_files_and_persistence_targets(tmp_path: Path, mode: str) -> None:
-    """A workspace script (``bash check.sh``: project code, allowed when sandboxed) reads a
-    workspace .env and ~/.ssh as nothing (~/.ssh lists nothing), cannot write .git/hooks or
-    .git/config though the workspace is writable, and with the home made writable
-    (``writable = ["~"]``) still cannot touch ~/.bashrc. The direct forms stay denied by
-    the rules, sandbox or not."""
+    """A workspace script (``bash check.sh``: project code run on purpose, allowed sandbox or
+    not since issue 32) reads a workspace .env and ~/.ssh as nothing (~/.ssh lists nothing),
+    cannot write .git/hooks or .git/config though the workspace is writable, and with the
+    home made writable (``writable = ["~"]``) still cannot touch ~/.bashrc; without the
+    sandbox it reaches all of them, as ``make`` would. The direct forms stay denied by the
+    rules, sandbox or not."""
     home, ws, _ = make_world(tmp_path)
     (ws / "check.sh").write_text(CHECK_SCRIPT)
     deep = ws / "src" / "a" / "b" / "c" / "d"
@@ -240,11 +241,12 @@ def test_hidden_files_and_persistence_targets(tmp_path: Path, mode: str) -> None
                              proxy_args=("--policy", str(policy)))
     script, read_env, bashrc = reports
     assert not read_env["allowed"] and not bashrc["allowed"]  # the decisions say no either way
-    if mode == "off":  # without the sandbox a script is not project code the policy runs unasked
-        assert not script["allowed"]
-        return
     assert script["allowed"], client.stderr()[-2000:]
     seen = dict(line.split("=", 1) for line in script["stdout"].splitlines())
+    if mode == "off":  # project code unbounded: only the walls stop what the rules cannot see
+        assert SECRET in seen["env"] and SECRET in seen["key"]
+        assert "0" == seen["hook"] and (ws / ".git" / "hooks" / "pre-commit").exists()
+        return
     assert SECRET not in script["stdout"]
     assert "0" == seen["ssh"].strip()
     assert "DEEP" not in seen["deepenv"]  # hidden (/dev/null, unreadable: nodev) however deep in the root
