@@ -133,17 +133,45 @@ def links_below(path: str, readable_only: bool = False, budget: int = MAX_LINK_S
     return tuple(found)
 
 
+def file_kind(path: str) -> str:
+    """What ``path`` is, symbolic links followed (``Facts`` ``file_kind``): ``"file"`` (a
+    regular file), ``"dir"``, ``"missing"`` (nothing there, not even a dangling link) or
+    ``"other"`` (a device, FIFO or socket, a dangling link, a loop, a path that cannot be
+    looked at)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        try:
+            os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return "missing"
+        except (OSError, ValueError):
+            return "other"
+        return "other"  # a dangling link: what it names may appear
+    except (OSError, ValueError):
+        return "other"
+    return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
+
+
 class Resolver:
     """:func:`realpath` and :func:`links_below` with the results of one decision remembered
     (see the module doc)."""
 
-    __slots__ = ("_dirs", "_links", "_paths")
+    __slots__ = ("_dirs", "_kinds", "_links", "_paths")
 
     def __init__(self) -> None:
         self._paths: dict[str, str] = {}
         #: directory -> (its real path, whether it exists as something openable)
         self._dirs: dict[str, tuple[str, bool]] = {}
         self._links: dict[tuple[str, bool], tuple[str, ...] | None] = {}
+        self._kinds: dict[str, str] = {}
+
+    def file_kind(self, path: str) -> str:
+        """:func:`file_kind`, once per path per decision."""
+        found = self._kinds.get(path)
+        if found is None:
+            found = self._kinds[path] = file_kind(path)
+        return found
 
     def links_below(self, path: str, readable_only: bool = False) -> tuple[str, ...] | None:
         """:func:`links_below`, once per directory per decision."""

@@ -37,6 +37,9 @@ def ws(tmp_path: Path) -> Path:
     (root / "scripts" / "out.py").symlink_to(outside / "evil.py")
     (root / "scripts" / "late.js.js").symlink_to(outside / "evil.js")  # node's NAME.js for a missing NAME
     (root / "linked").symlink_to(outside)
+    for binary in ("node_modules/.bin/jest", "bin/ls", "tools/bin/make"):  # workspace binaries PATH may name
+        (root / binary).parent.mkdir(parents=True, exist_ok=True)
+        (root / binary).write_text("#!/bin/sh\n")
     return root
 
 
@@ -44,7 +47,7 @@ def facts(ws: Path, command: str) -> Facts:
     tool: dict[str, Any] = {"toolCallId": "t", "kind": "execute", "rawInput": {"command": command}}
     resolver = Resolver()
     return Facts(PermissionQuery(SessionInfo("s", str(ws)), tool, OPTIONS, home=str(ws.parent.parent / "home")),
-                 realpath=resolver, links_below=resolver.links_below)
+                 realpath=resolver, links_below=resolver.links_below, file_kind=resolver.file_kind)
 
 
 @pytest.mark.parametrize("command", [
@@ -198,6 +201,12 @@ def test_path_to_a_binary_written_by_the_same_call_is_unknown(ws: Path) -> None:
 @pytest.mark.parametrize(("command", "plain"), [
     ("basename $(pwd)", True), ('dirname "$f"', True), ("basename \"$(git rev-parse --show-toplevel)\"", True),
     ("rm $(pwd)", False), ("grep $(pwd) f", False), ("sort $(pwd) f", False), ("cat $(pwd)/x", False),
+    # builtins whose options the catalogue lists without their meaning (red team P2)
+    ("hash $(echo -p /tmp/evil.sh ls) && ls", False), ("history $(echo -w /home/dev/.bashrc)", False),
+    ("history $(echo -r /home/dev/.ssh/id_rsa); history", False), ("set $(echo -k); npm test X=1", False),
+    ("umask $(echo 000)", False), ("ulimit $(echo -c unlimited)", False), ("type $(echo -p ls)", False),
+    ("which $(echo -a ls)", False), ("alias $(echo ls=rm)", False), ("unalias $(echo -a)", False),
+    ("popd $(echo +1)", False), ("dirs $(echo -c)", False), ("expr $(echo 1 + 1)", True),
 ])
 def test_a_substitution_given_to_a_program_of_strings_is_a_string(ws: Path, command: str, plain: bool) -> None:
     """A substitution that may split into options is harmless only where every option and
@@ -235,3 +244,75 @@ def test_a_project_build_wrapper_linked_out_is_not_project_code(ws: Path) -> Non
     f = facts(ws, "./gradlew build")
     assert "exec" in f.effects and "run" not in f.effects
     assert "run" in facts(ws, "./mvnw -q test").effects
+
+
+@pytest.mark.parametrize("command", [
+    "bash zcat -f /home/dev/.ssh/id_rsa",  # no ./zcat: bash searches PATH, runs /usr/bin/zcat
+    "bash -x gzexe /home/dev/.bashrc", "bash -- rgrep -r aws_secret /home/dev",
+    "timeout 5 bash zcat -f x", "env bash zcat -f x", "command bash zcat -f x", "bash -c 'bash zcat -f x'",
+    "sh zcat -f x",
+    'export PATH="$PWD/node_modules/.bin:$PATH" && bash zcat -f x',
+    "bash scripts",  # a directory
+    "python3 scripts", "node scripts", "java -jar build/libs",  # the interpreter runs what a directory holds
+    "node late",  # missing: node may open late.js, late/index.js...; late.js is a directory
+])
+def test_a_script_that_is_no_regular_file_as_written_is_unknown(ws: Path, command: str) -> None:
+    """Red team P1/P5: a script name bash searches for in PATH when it is no file in the
+    directory it runs in, or a directory an interpreter runs the entry point of: unknown,
+    never run (the file that runs is not the one named)."""
+    (ws / "late.js").mkdir()
+    f = facts(ws, command)
+    assert "unknown" in f.effects and "run" not in f.effects, (sorted(f.effects), f.unknown)
+
+
+@pytest.mark.parametrize("command", [
+    "source zcat -f /home/dev/.ssh/id_rsa", ". gzexe /home/dev/.bashrc", "source lint.sh",
+])
+def test_source_of_a_name_without_a_slash_is_never_project_code(ws: Path, command: str) -> None:
+    """``source NAME``/``. NAME`` search PATH first (bash(1)): exec, even where ./NAME exists."""
+    (ws / "lint.sh").write_text("true\n")
+    f = facts(ws, command)
+    assert "exec" in f.effects and "run" not in f.effects, sorted(f.effects)
+
+
+def test_bash_name_in_the_directory_it_runs_in_is_project_code(ws: Path) -> None:
+    """``bash NAME``: bash opens ./NAME first (only a missing one is searched in PATH)."""
+    f = facts(ws, "cd scripts && bash lint.sh")
+    assert "run" in f.effects and not f.effects & {"exec", "unknown"}, f.unknown
+    assert "unknown" in facts(ws, "bash lint.sh").effects  # not here: PATH
+
+
+@pytest.mark.parametrize(("command", "known"), [
+    ("python3 -W ignore::unittest.__main__.X scripts/gen.py", False),  # a dotted category imports its module
+    ("python -W ignore::venv.__main__.X scripts/gen.py", False),
+    ("python -W 'error::a.b' -m pytest -q", False), ("python -W $W scripts/gen.py", False),
+    ("python -m pytest -W ignore::mod.Warn -q", False),
+    ("python -W error -m pytest -q", True), ("python3 -W ignore::DeprecationWarning scripts/gen.py", True),
+    ("python -W 'ignore:deprecated:UserWarning:foo.bar:12' scripts/gen.py", True),
+    ("node --test --test-reporter /tmp/rep.mjs t.test.js", False),
+    ("node --test --test-reporter ./rep.mjs t.test.js", False),
+    ("node --test --test-reporter spec t.test.js", True),
+])
+def test_interpreter_option_values_that_load_code_are_unknown(ws: Path, command: str, known: bool) -> None:
+    """Red team P6: ``-W`` with a module-qualified category imports that module, a test
+    reporter that is not built in is loaded: unknown; the plain forms are not."""
+    assert ("unknown" not in facts(ws, command).effects) == known, facts(ws, command).unknown
+
+
+@pytest.mark.parametrize("command", [
+    'PATH="$PWD/bin:$PATH" tar czf out.tgz src',  # tar runs gzip by name: bin/gzip may be a link out
+    "export PATH=$PWD/bin:$PATH && make", 'export PATH="$PWD/node_modules/.bin:$PATH" && npm test',
+    'export PATH="$PWD/node_modules/.bin:$PATH" && git status', "PATH=$PWD/bin:$PATH cat x",
+])
+def test_under_a_workspace_path_a_program_that_is_no_workspace_file_is_unknown(ws: Path, command: str) -> None:
+    """Red team P4: with a workspace PATH entry in force, a program from elsewhere may run
+    others by name and reach the workspace's directories: only names that are workspace
+    files there are project code, any other program is unknown."""
+    f = facts(ws, command)
+    assert "unknown" in f.effects, sorted(f.effects)
+
+
+def test_under_a_workspace_path_a_directory_of_the_name_is_unknown(ws: Path) -> None:
+    """A workspace PATH entry holding a directory of the program's name: no regular file."""
+    (ws / "bin" / "cat").mkdir()
+    assert "unknown" in facts(ws, "PATH=$PWD/bin:$PATH cat x").effects

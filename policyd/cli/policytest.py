@@ -22,7 +22,15 @@ from typing import Any
 
 from policyd.cli.common import USAGE_ERROR, load_policy, report_load_error
 from policyd.cli.logfile import read_entries
-from policyd.core.cases import CASES_HOME, case_query, passed, symlinks, virtual_links_below, virtual_realpath
+from policyd.core.cases import (
+    CASES_HOME,
+    case_query,
+    passed,
+    symlinks,
+    virtual_file_kind,
+    virtual_links_below,
+    virtual_realpath,
+)
 from policyd.core.decide import decide
 from policyd.core.facts import Facts
 from policyd.core.policy import PolicyError
@@ -52,7 +60,7 @@ def run(settings: Settings, files: Sequence[str], home: str,
                 query = case_query(case, home, sandboxed)
                 links = symlinks(case)
                 facts = Facts(query, realpath=virtual_realpath(links), catalogue=policy.catalogue,
-                              links_below=virtual_links_below(links))
+                              links_below=virtual_links_below(links), file_kind=virtual_file_kind(links))
             except ValueError as exc:
                 problems.append(f"{entry.where}: {exc}")
                 continue

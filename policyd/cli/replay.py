@@ -53,7 +53,8 @@ _MEMO: dict[bytes, tuple[Decision, tuple[str, ...]] | str] = {}  # replay_key ->
 def _facts(query: PermissionQuery, policy: PolicySet) -> Facts:
     """The facts of ``query`` with the filesystem's symlinks (as the daemon sees them)."""
     resolver = Resolver()
-    return Facts(query, realpath=resolver, catalogue=policy.catalogue, links_below=resolver.links_below)
+    return Facts(query, realpath=resolver, catalogue=policy.catalogue, links_below=resolver.links_below,
+                 file_kind=resolver.file_kind)
 
 
 def _outcome(verdict: Verdict) -> tuple[Decision, tuple[str, ...]]:

@@ -142,6 +142,27 @@ def virtual_links_below(links: Mapping[str, str]) -> Callable[[str, bool], tuple
     return below
 
 
+def virtual_file_kind(links: Mapping[str, str]) -> Callable[[str], str]:
+    """``realpaths.file_kind`` over ``links`` (as :func:`virtual_realpath`): a path some
+    link lies below is a directory, anything else is missing (the cases name no files)."""
+    resolve = virtual_realpath(links)
+    dirs = {resolve(posixpath.dirname(posixpath.normpath(k))) for k in links}
+    parents = {d for x in dirs for d in _ancestors(x)}
+
+    def kind(path: str) -> str:
+        return "dir" if resolve(path) in parents else "missing"
+
+    return kind
+
+
+def _ancestors(path: str) -> list[str]:
+    out = [path]
+    while path not in ("/", ""):
+        path = posixpath.dirname(path)
+        out.append(path)
+    return out
+
+
 def passed(case: Mapping[str, Any], decision: Decision) -> bool:
     """Right when ``decision`` is the case's ``expected`` or one of its ``acceptable``."""
     return decision.value == case.get("expected") or decision.value in case.get("acceptable", [])

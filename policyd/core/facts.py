@@ -119,6 +119,9 @@ TOOL_FIELDS: tuple[str, ...] = (
 )
 
 RealPath = Callable[[str], str]
+#: What a path is, links followed: ``"file"`` (a regular file), ``"dir"``, ``"missing"``
+#: (nothing there, not even a dangling link) or ``"other"`` (see ``realpaths.file_kind``).
+FileKind = Callable[[str], str]
 #: Other names a program told to run a file may open in its place when the file is missing
 #: or a directory (node: NAME.js, NAME.json, NAME.node, NAME/index.js; python DIR runs
 #: DIR/__main__.py): each must lead inside the roots too.
@@ -214,14 +217,18 @@ class Facts:
     ``links_below`` (the shell passes ``realpaths.links_below``) lists where the symbolic links
     below a directory lead: a command that follows links below its directories (``grep -R``,
     ``cp -rL``, ``zip -r``) through one that leaves the roots is unknown; without it nothing
-    is scanned (pure contexts: policy examples).
+    is scanned (pure contexts: policy examples). ``file_kind`` (``realpaths.file_kind``) says
+    whether a file a command runs is a regular file, a directory or missing (see
+    :attr:`run_unknowns`); without it a file the program would search for is unknown and
+    nothing else is looked at.
     """
 
     def __init__(self, query: PermissionQuery, realpath: RealPath | None = None,
                  catalogue: shell_catalogue.Catalogue | None = None,
-                 links_below: LinksBelow | None = None) -> None:
+                 links_below: LinksBelow | None = None, file_kind: FileKind | None = None) -> None:
         self.query = query
         self._realpath = realpath
+        self._file_kind = file_kind
         self._links_below = links_below
         self._catalogue = catalogue
         self.call: Mapping[str, Any] = query.tool_call
@@ -476,6 +483,7 @@ class Facts:
         found.extend(f"{c.name}: {why}" for c, cf in zip(a.commands, self.shell_facts, strict=True)
                      for why in cf.unknown)
         found.extend(self._links_out())
+        found.extend(w for ws in self.run_unknowns for w in ws)
         if not a.parse_ok:
             found.extend(a.errors)
         return _unique(found)
@@ -490,12 +498,30 @@ class Facts:
         a write of an unknown path, or a download to a name the command line does not give,
         counts). Such a command is ``exec`` instead of ``run``
         (code the analysis does not vouch for, as before issue 32: the sandboxed rule may
-        still allow an interpreter's), and the reasons are listed in its ``execs``. Empty
-        tuples: each run is project code (effect ``run``)."""
+        still allow an interpreter's), and the reasons are listed in its ``execs``; what
+        :attr:`run_unknowns` finds refuses it too. Empty tuples: each run is project code
+        (effect ``run``)."""
+        return tuple((*r, *u) for r, u in zip(self._run_checks[0], self.run_unknowns, strict=True))
+
+    @once
+    def run_unknowns(self) -> tuple[tuple[str, ...], ...]:
+        """Per command, why what it runs is not known (these make the call unknown): the file
+        is a directory or no regular file (``python3 tool``, ``node app``: the program runs
+        what it holds, ``__main__.pyc``, package.json's ``main``), a name the program
+        searches for elsewhere is no regular file as written (``bash zcat``: bash searches
+        ``PATH``; ``node app`` missing, app.js a directory), or a program under a workspace
+        ``PATH`` is no workspace file (:meth:`path_lookups`). Without a file-kind lookup
+        (pure contexts) a searched name is unknown and nothing else is looked at."""
+        return tuple((*u, *(f"{c.name}: {w}" for w in pw)) for u, c, (_, pw) in zip(
+            self._run_checks[1], self.analysis.commands if self.analysis else (), self.path_lookups, strict=True))
+
+    @once
+    def _run_checks(self) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
         a = self.analysis
         runs = self.runs
         if a is None or not any(runs):
-            return tuple(() for _ in self.shell_facts)
+            empty = tuple(() for _ in self.shell_facts)
+            return empty, empty
         roots = list(self.query.session.roots)
         real_roots = ([*roots, *(self._realpath(r) for r in self.query.session.raw_roots)]
                       if self._realpath is not None else roots)
@@ -503,14 +529,17 @@ class Facts:
         if any({"write", "network"} <= cf.judgement.effects and not cf.writes for cf in self.shell_facts):
             written.append(UNKNOWN_PATH)  # a download whose file the command line does not name (wget URL, curl -O)
         out: list[tuple[str, ...]] = []
-        for c, ran in zip(a.commands, runs, strict=True):
+        unknown: list[tuple[str, ...]] = []
+        for c, cf, ran in zip(a.commands, self.shell_facts, runs, strict=True):
             why: list[str] = []
+            odd: list[str] = []
             for p in ran:
                 if why:
                     break
                 if p == UNKNOWN_PATH or not any(paths.within(p, r) and p != r for r in roots):
                     why.append(f"{c.name}: runs {p}, outside the session roots")
                     continue
+                odd.extend(self._run_kind(c.name, p, p in cf.must_exist))
                 reals = [p, *(p + s for s in RUN_CANDIDATES)]
                 if self._realpath is not None:
                     reals = [self._realpath(x) for x in reals]
@@ -522,32 +551,77 @@ class Facts:
                 elif any(w == UNKNOWN_PATH or paths.within(x, w) for w in written for x in (p, reals[0])):
                     why.append(f"{c.name}: runs {p}, which the same command writes")
             out.append(tuple(why))
-        return tuple(out)
+            unknown.append(tuple(_unique(odd)))
+        return tuple(out), tuple(unknown)
+
+    def _run_kind(self, name: str, p: str, searched: bool) -> list[str]:
+        """Why running ``p`` is unknown by what it is: a directory or no regular file (the
+        program runs something it holds), missing where the program then searches
+        (``searched``: ``bash NAME``), or a name the program may open in its place
+        (:data:`RUN_CANDIDATES`) that is a directory or no regular file."""
+        if self._file_kind is None:
+            return [f"{name}: runs {p}: whether it is a file is not known here, and {name} searches for it"
+                    ] if searched else []
+        kind = self._file_kind(p)
+        if kind == "file":
+            return []
+        if kind != "missing":
+            return [f"{name}: runs {p}, which is {'a directory' if kind == 'dir' else 'no regular file'}: "
+                    f"{name} runs what it holds or leads to"]
+        if searched:
+            return [f"{name}: runs {p}, which is no file here: {name} then searches PATH for it"]
+        odd = next((x for x in (p + s for s in RUN_CANDIDATES) if self._file_kind(x) not in ("missing", "file")), None)
+        return [f"{name}: runs {p}, missing, and {odd} it may open instead is no regular file"] if odd else []
 
     @once
     def runs(self) -> tuple[tuple[str, ...], ...]:
         """Per command, the files of code it runs on purpose (``CommandFacts.runs``) and the
-        workspace files its name may resolve to through a ``PATH`` the text sets
-        (:meth:`path_dirs`): ``export PATH="$PWD/node_modules/.bin:$PATH" && jest`` may run
-        ``node_modules/.bin/jest``, and ``PATH=./x:$PATH ls`` is never the catalogue's ls
-        alone (builtins and names with ``/`` are not looked up)."""
+        workspace file its name resolves to through a ``PATH`` the text sets
+        (:meth:`path_dirs`): ``export PATH="$PWD/node_modules/.bin:$PATH" && jest`` runs
+        ``node_modules/.bin/jest`` when that is a file (builtins and names with ``/`` are not
+        looked up; see :meth:`path_lookups` for a name that is no workspace file)."""
+        return tuple(_unique([*cf.runs, *e]) for cf, (e, _) in zip(self.shell_facts, self.path_lookups, strict=True))
+
+    @once
+    def path_lookups(self) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]:
+        """Per command in the scope of a ``PATH`` assignment of workspace directories, the
+        workspace files its name may be (``runs``) and why it is unknown. A name that is an
+        existing file in one of those directories runs it (the first one found); any other
+        program is unknown: it is a program outside the workspace that may run others by name
+        (tar runs gzip, make runs cc, npm runs node), and those names reach the workspace's
+        directories first (``bin/gzip -> /tmp/evil.sh``). Without a file-kind lookup (pure
+        contexts: policy examples) every directory's file of that name is a run."""
         a = self.analysis
-        own = [cf.runs for cf in self.shell_facts]
+        none: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
         if a is None or not any(name == "PATH" for name, _ in a.assignments):
-            return tuple(own)
-        extra: list[list[str]] = [[] for _ in own]
+            return tuple(none for _ in self.shell_facts)
+        extra: list[list[str]] = [[] for _ in self.shell_facts]
+        why: list[list[str]] = [[] for _ in self.shell_facts]
         scopes = a.assignment_scopes
         for i, (name, value) in enumerate(a.assignments):
             dirs = self.path_dirs(value) if name == "PATH" else None
             if not dirs:
                 continue
             lo, hi = scopes[i] if i < len(scopes) else (0, -1)
-            for k in range(lo, len(own) if hi < 0 else min(hi, len(own))):
+            for k in range(lo, len(extra) if hi < 0 else min(hi, len(extra))):
                 c = a.commands[k]
                 head = c.argv[0] if c.argv else ""
-                if head and "/" not in head and c.name.lower() not in SHELL_BUILTINS:
-                    extra[k].extend(f"{d}/{c.name}" for d in dirs)
-        return tuple(_unique([*o, *e]) for o, e in zip(own, extra, strict=True))
+                if not head or "/" in head or c.name.lower() in SHELL_BUILTINS:
+                    continue
+                found = [f"{d}/{c.name}" for d in dirs]
+                if self._file_kind is None:
+                    extra[k].extend(found)
+                    continue
+                kinds = [self._file_kind(f) for f in found]
+                first = next((f for f, kd in zip(found, kinds, strict=True) if kd != "missing"), None)
+                if first is not None and self._file_kind(first) == "file":
+                    extra[k].append(first)
+                elif first is not None:
+                    why[k].append(f"runs {first} through PATH, which is no regular file")
+                else:
+                    why[k].append(f"is no file of the workspace directories PATH names ({', '.join(dirs)}): "
+                                  "a program from elsewhere, which may run others by name from them")
+        return tuple((_unique(e), _unique(w)) for e, w in zip(extra, why, strict=True))
 
     def path_dirs(self, value: str) -> tuple[str, ...] | None:
         """The directories a ``PATH`` assignment of ``value`` adds, resolved (``$PWD`` in every

@@ -47,13 +47,15 @@ _PROGRAM_KEYS = frozenset({
     "names", "summary", "source", "syntax", "handler", "effects", "operands", "options",
     "subcommand", "stdout", "stdin", "script_language", "env", "writes_into",
     "response_files", "registry", "follows_links", "bare", "unlisted_subcommand", "examples",
-    "env_plain", "env_closed", "bare_effects",
+    "env_plain", "env_closed", "bare_effects", "strings",
 })
 _EXAMPLE_KEYS = frozenset({"command", "effects"})
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
                           "repeat", "summary", "values", "lists_only", "remote", "forces_local",
-                          "follows_links", "keeps_links"})
-_OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is", "files"})
+                          "follows_links", "keeps_links", "pattern"})
+_OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is", "files", "lookup"})
+#: Where a program looks for a ``run`` operand besides the path as written (SCHEMA.md ``lookup``).
+LOOKUPS: frozenset[str] = frozenset({"path", "path-first", "candidates"})
 
 
 class CatalogueError(ValueError):
@@ -80,6 +82,9 @@ class Option:
     forces_local: bool = False  # turns ``remote`` values back into local files (tar --force-local)
     follows_links: bool = False  # follows symlinks below its directories (grep -R, cp -L, tar -h)
     keeps_links: bool = False  # copies symlinks as links after all (zip -y)
+    #: a regular expression every value must match as a whole (a literal word), else unknown
+    #: (python -W: a category without a dot, which would import its module)
+    pattern: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +99,11 @@ class Operand:
     #: file-name globs (``*.py``): a written operand that is a directory stands for the matching
     #: files under it (a formatter rewrites only its language's files), not the directory
     files: tuple[str, ...] = ()
+    #: a ``run`` slot: where the program looks for the file besides the path as written
+    #: (``path``: a name without ``/`` missing here is searched in ``PATH``, bash FILE;
+    #: ``path-first``: a name without ``/`` is searched in ``PATH`` first, source FILE;
+    #: ``candidates``: other names and a directory's entry point, node FILE); "" none
+    lookup: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +159,9 @@ class Program:
     #: ``(command, effects)`` pairs the tests run through the analysis: the command's effects
     #: must be exactly these (SCHEMA.md ``examples``)
     examples: tuple[tuple[str, frozenset[str]], ...] = ()
+    #: every option and operand is a plain string to it, whatever words an expansion becomes
+    #: (``basename $(pwd)``): no option changes what it does beyond its output
+    strings: bool = False
 
 
 def slots_for(p: Program, replaced: Sequence[str]) -> list[Operand]:
@@ -330,13 +343,22 @@ class _Checker:
         values = self.strings(w, raw.get("values"), "values")
         if values and arity == 0:
             self.bad(w, "values given for an option of arity 0")
+        pattern = raw.get("pattern", "")
+        if not isinstance(pattern, str) or (pattern and arity == 0):
+            self.bad(w, "pattern must be a string, for an option with a value")
+            pattern = ""
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            self.bad(w, f"pattern {pattern!r} is no regular expression: {exc}")
+            pattern = ""
         remote, forces_local, follows, keeps = (self.flag(w, raw, k) for k in (
             "remote", "forces_local", "follows_links", "keeps_links"))
         if remote and arity == 0:
             self.bad(w, "remote given for an option of arity 0")
         return self.intern(Option(self.intern(names), arity, value, self.intern(frozenset(effects)), replaces,
                                   operands_as, self.intern(frozenset(values)), lists_only, remote,
-                                  forces_local, follows, keeps))
+                                  forces_local, follows, keeps, pattern))
 
     def flag(self, where: str, raw: Mapping[str, Any], key: str) -> bool:
         value = raw.get(key, False)
@@ -367,8 +389,11 @@ class _Checker:
         for g in files:
             if "/" in g or not g.startswith("*.") or len(g) < 3:
                 self.bad(where, f"files glob {g!r} must be *.EXT")
+        lookup = self.choice(where, raw.get("lookup"), "lookup", LOOKUPS, "")
+        if lookup and role != "run":
+            self.bad(where, "lookup is only for a run operand")
         return self.intern(Operand(role, count, self.intern(frozenset(effects)), default, last_is,
-                                   self.intern(files)))
+                                   self.intern(files), lookup))
 
     def program(self, where: str, raw: object, depth: int = 0) -> Program | None:
         if not isinstance(raw, dict):
@@ -410,6 +435,7 @@ class _Checker:
             writes_into = ""
         response_files = self.flag(path, raw, "response_files")
         follows_links = self.flag(path, raw, "follows_links")
+        strings = self.flag(path, raw, "strings")
         registry = self.choice(path, raw.get("registry"), "registry", REGISTRIES, "")
         bare = raw.get("bare", "")
         unlisted = raw.get("unlisted_subcommand", "")
@@ -449,7 +475,7 @@ class _Checker:
                        registry, follows_links, self.intern(frozenset(env_plain)), env_closed,
                        self.intern(frozenset(bare_effects)),
                        bare if isinstance(bare, str) else "",
-                       unlisted if isinstance(unlisted, str) else "", examples)
+                       unlisted if isinstance(unlisted, str) else "", examples, strings)
 
     def _examples(self, where: str, value: object) -> tuple[tuple[str, frozenset[str]], ...]:
         """``examples = [{ command = "nm x.o", effects = ["read"] }]``: checked shapes."""

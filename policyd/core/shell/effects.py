@@ -103,6 +103,9 @@ class Judgement:
     bounded: bool = False
     runs: tuple[Word, ...] = ()
     placeholders: tuple[Word, ...] = ()
+    #: runs the program searches for (``PATH``) unless they are a regular file as written
+    #: (``bash NAME``): the facts layer makes the command unknown when one is not
+    must_exist: tuple[Word, ...] = ()
 
 
 @dataclass
@@ -130,6 +133,7 @@ class _Acc:
     bounded: bool = False
     seconds: float = 0.0  # the durations it waits (role duration), summed
     runs: list[Word] = field(default_factory=list)
+    must_exist: list[Word] = field(default_factory=list)  # runs that are searched for when missing
     placeholders: list[Word] = field(default_factory=list)
     wide_placeholders: bool = False  # some find -exec's {} is anything find reads
 
@@ -227,6 +231,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         acc.effects.add("exec")
         acc.execs.extend(w for w, _ in acc.runs)
         acc.runs.clear()
+        acc.must_exist.clear()
     stdin_role = ""
     if cmd.stdin_args:
         stdin_role = _absorbing_role(last)
@@ -252,6 +257,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         acc.bounded,
         tuple(acc.runs),
         tuple(acc.reads) if acc.wide_placeholders else tuple(acc.placeholders),
+        tuple(acc.must_exist),
     )
 
 
@@ -323,8 +329,20 @@ def _python_module(entry: Program, words: list[Word], acc: _Acc, catalogue: Cata
         if got is None:
             acc.unknown(f"python argument {a!r} before -m")
             return [entry]
+        for opt, value in got[0]:
+            _check_value(opt, value, acc)  # `python -W error::mod.X -m pytest`
+            acc.effects |= opt.effects
         i = got[1]
     return [entry]
+
+
+def _check_value(opt: Option, value: Word | None, acc: _Acc) -> None:
+    """An option's value that is not one the catalogue knows (``values``) or not of the
+    form it knows (``pattern``, a literal word matched as a whole): unknown."""
+    if opt.values and (value is None or value[0] not in opt.values):
+        acc.unknown(f"{opt.names[0]} {value[0] if value else ''!r} is not a value the catalogue knows")
+    if opt.pattern and (value is None or value[1] != LITERAL or not re.fullmatch(opt.pattern, value[0])):
+        acc.unknown(f"{opt.names[0]} {value[0] if value else ''!r} is not a value of the form the catalogue knows")
 
 
 def _absorbing_role(p: Program) -> str:
@@ -399,8 +417,7 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
             acc.all_names.extend(opt.names)
             if value is not None:
                 acc.values.append((opt.names[0], value))
-            if opt.values and (value is None or value[0] not in opt.values):
-                acc.unknown(f"{opt.names[0]} {value[0] if value else ''!r} is not a value the catalogue knows")
+            _check_value(opt, value, acc)
             acc.effects |= opt.effects
             if opt.replaces:
                 replaced.append(opt.replaces)
@@ -456,13 +473,11 @@ def _may_be_option(p: Program, chain: list[Program], a: str, k: int, acc: _Acc) 
 
 
 def _strings_only(chain: list[Program]) -> bool:
-    """Whether whatever words an expansion becomes can only be strings to this program: no
-    option of the chain has an effect or takes anything but a plain ``arg`` value, every
-    operand slot of the last is ``arg`` (words that split cannot shift into a path slot), and
-    no handler or script language reads them (``basename``, ``dirname``, ``expr``)."""
-    return all(not p.effects - {"read"} and not p.handler and not p.script_language and p.stdin != "shell"
-               and all(not o.effects and o.value == "arg" for o in p.options) for p in chain) and all(
-        s.role == "arg" and not s.effects for s in chain[-1].operands)
+    """Whether whatever words an expansion becomes can only be strings to this program: its
+    entry says so (catalogue ``strings``: ``basename``, ``dirname``, ``echo``, ``expr``),
+    not derived from the options listed (a builtin's options that are not listed, or listed
+    without their meaning — ``hash -p``, ``history -w``, ``set -k`` — are no strings)."""
+    return all(p.strings for p in chain)
 
 
 def _risky(p: Program) -> bool:
@@ -637,6 +652,14 @@ def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: 
                 _into(got[-1], w, s.last_is, p, chain, acc)
         else:
             for w in got:
+                if role == "run" and s.lookup in ("path", "path-first") and "/" not in w[0]:
+                    if s.lookup == "path-first" or not _runnable(w):
+                        # `source NAME`: PATH is searched first, never the project's file
+                        acc.effects.add("exec")
+                        acc.execs.append(w[0])
+                        acc.reads.append(w)
+                        continue
+                    acc.must_exist.append(w)  # `bash NAME`: ./NAME, else a PATH search
                 for one in _files_under(s, role, w):
                     _role(role, one, p, chain, acc)
     if left > 0:

@@ -70,7 +70,8 @@ class CommandFacts:
     absolute, normalised paths (a directory means everything under it); ``discards``: the
     directories whose work a git delete effect without an operand throws away (also in
     ``writes``); ``unknown``: why something about it is unknown; ``runs``: the files of code
-    it runs on purpose (``Judgement.runs`` resolved; also in ``reads``).
+    it runs on purpose (``Judgement.runs`` resolved; also in ``reads``); ``must_exist``: those
+    of them the program searches for elsewhere unless they are a regular file (``bash NAME``).
     """
 
     judgement: Judgement
@@ -83,6 +84,8 @@ class CommandFacts:
     creates: tuple[str, ...] = ()
     discards: tuple[str, ...] = ()
     runs: tuple[str, ...] = ()
+    #: runs that must be a regular file as resolved (else the program searches ``PATH``)
+    must_exist: tuple[str, ...] = ()
 
 
 def analyse_text(text: str, catalogue: Catalogue, cwd: str,
@@ -128,6 +131,7 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
         deletes = [r for w in j.deletes for r in res.word(w, own)]
         creates = [r for w in j.creates for r in res.word(w, own)]
         runs = [r for w in j.runs for r in res.word(w, own)]
+        must_exist = [r for w in j.must_exist for r in res.word(w, own)]
         if c.stdin_args:
             fed, option_like, no_dash = _stdin_words(cmds, judgements, out, c, res, own)
             if j.stdin_role in ("read", "write", "delete") and (no_dash or not (j.risky_options or option_like)):
@@ -160,7 +164,7 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
             own = _bounded([*own, *(posixpath.dirname(r) for r in res.word((head, LITERAL), own))])
         out.append(CommandFacts(j, tuple(own), _unique(reads), _unique(writes),
                                 _unique(deletes), _unique(chdirs), tuple(unknown),
-                                _unique(creates), _unique(discards), _unique(runs)))
+                                _unique(creates), _unique(discards), _unique(runs), _unique(must_exist)))
         moved = _cd_targets(c, j, res, current)
         if moved is not None:
             current = moved if c.seq == "and" else _bounded([*current, *moved])
