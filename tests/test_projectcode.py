@@ -316,3 +316,32 @@ def test_under_a_workspace_path_a_directory_of_the_name_is_unknown(ws: Path) -> 
     """A workspace PATH entry holding a directory of the program's name: no regular file."""
     (ws / "bin" / "cat").mkdir()
     assert "unknown" in facts(ws, "PATH=$PWD/bin:$PATH cat x").effects
+
+
+@pytest.mark.parametrize(("command", "unknown"), [
+    ("find . -name rc -exec truncate -s 0 {} +", True),  # sub/deep/rc: a link to ~/.bashrc
+    ("find . -name x -exec chmod 000 {} +", True), ("find . -name rc -exec shred {} +", True),
+    ("find . -exec cat {} +", True), ("find sub -exec touch {} +", True),
+    ("find sub -type l -exec truncate -s 0 {} +", True), ("find . -name '*' -exec truncate -s 0 {} +", True),
+    ("find sub -name gone -exec touch {} +", True),  # a dangling link: touch creates its target
+    ("find . -name rc -exec env cat {} +", True),  # behind a wrapper -exec runs
+    ("find . -name '__pycache__' -type d -exec rm -rf {} +", False),  # rm removes a link, not its target
+    ("find src -name '*.ts' -exec wc -l {} +", False),  # no link below src
+])
+def test_find_exec_of_a_command_that_opens_its_files_scans_links_below(ws: Path, command: str, unknown: bool) -> None:
+    """Red team P3: ``{}`` is any file below find's starts (``-name`` matches at any depth),
+    a symbolic link too, and cat/chmod/truncate/touch open it: the links below the starts
+    are scanned as for ``grep -R`` — one out of the roots makes the call unknown; a delete
+    does not follow links."""
+    home = ws.parent.parent / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".bashrc").write_text("")
+    (home / ".ssh" / "id_rsa").write_text("")
+    (ws / "sub" / "deep").mkdir(parents=True)
+    (ws / "sub" / "deep" / "rc").symlink_to(home / ".bashrc")
+    (ws / "sub" / "deep" / "x").symlink_to(home / ".ssh" / "id_rsa")
+    (ws / "sub" / "deep" / "gone").symlink_to(home / "not-yet")
+    (ws / "src").mkdir()
+    (ws / "src" / "a.ts").write_text("")
+    f = facts(ws, command)
+    assert ("unknown" in f.effects) == unknown, (sorted(f.effects), f.unknown)

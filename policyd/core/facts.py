@@ -662,7 +662,7 @@ class Facts:
             for p in _unique([*cf.reads, *cf.writes]) or cf.cwds:  # `rg -L x`: where it runs
                 if not p.startswith("/") or p == UNKNOWN_PATH or _GLOB_CHARS.search(p):
                     continue
-                targets = self._links_below(p, p not in cf.writes)
+                targets = self._links_below(p, p not in cf.writes and not cf.judgement.follows_writes)
                 if targets is None:
                     out.append(f"{c.name}: follows symbolic links below {p}, too big to scan")
                     continue

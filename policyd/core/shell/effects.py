@@ -106,6 +106,9 @@ class Judgement:
     #: runs the program searches for (``PATH``) unless they are a regular file as written
     #: (``bash NAME``): the facts layer makes the command unknown when one is not
     must_exist: tuple[Word, ...] = ()
+    #: with ``follows``: it also writes through the links (a dangling one too: ``truncate``
+    #: creates its target), so every link below counts, not only those that lead somewhere
+    follows_writes: bool = False
 
 
 @dataclass

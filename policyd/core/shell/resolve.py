@@ -111,13 +111,23 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
     current: list[str] = [cwd]
     found: tuple[Word, ...] = ()  # what the last find starts from: `-exec cmd {}` operands
     in_exec = ""  # the name of the last command of a find -exec chain (`-exec env rm {} +`)
+    find_at = -1  # where the last find's facts are in `out`
     for i, (c, j) in enumerate(zip(cmds, judgements, strict=True)):
         if c.name.lower() == "find":
             found = j.placeholders
             in_exec = ""
+            find_at = len(out)
         elif (c.wrapper.startswith("find -") or (in_exec and c.wrapper == in_exec)) and found:
+            reads_it, writes_it = _opens_placeholder(j)
             j = _placeholders(j, found)  # also behind the wrappers -exec runs
             in_exec = c.name.lower()
+            if (reads_it or writes_it) and 0 <= find_at < len(out):
+                # `find . -name rc -exec truncate -s 0 {} +`: {} is any file below the starts,
+                # a symbolic link too, and the command opens it (only a delete does not follow
+                # it): the links below find's starts are scanned as for `grep -R` (Facts)
+                fj = out[find_at].judgement
+                out[find_at] = replace(out[find_at], judgement=replace(
+                    fj, follows=True, follows_writes=fj.follows_writes or writes_it))
         else:
             in_exec = ""
         unknown = list(j.reasons)
@@ -187,6 +197,15 @@ def _links_out(j: Judgement, cwds: list[str], writes: list[str], root: str, res:
                     paths.within(home, target) or paths.within(target, home))):
                 return True
     return False
+
+
+def _opens_placeholder(j: Judgement) -> tuple[bool, bool]:
+    """Whether a command find's ``-exec`` runs reads, or writes other than by deleting, the
+    files ``{}`` names (either follows a symbolic link ``{}`` is); a delete by a program
+    that follows links (``shred``: it overwrites first) writes through them too."""
+    deleted = set() if j.follows else {w[0] for w in j.deletes}
+    return (any("{}" in w[0] for w in j.reads),
+            any("{}" in w[0] and w[0] not in deleted for w in j.writes))
 
 
 def _placeholders(j: Judgement, starts: tuple[Word, ...]) -> Judgement:
