@@ -511,7 +511,8 @@ class Facts:
         searches for elsewhere is no regular file as written (``bash zcat``: bash searches
         ``PATH``; ``node app`` missing, app.js a directory), or a program under a workspace
         ``PATH`` is no workspace file (:meth:`path_lookups`). Without a file-kind lookup
-        (pure contexts) a searched name is unknown and nothing else is looked at."""
+        (pure contexts) a searched name and a program under a workspace ``PATH`` are unknown,
+        and what a named file is is not looked at (as links below are not scanned)."""
         return tuple((*u, *(f"{c.name}: {w}" for w in pw)) for u, c, (_, pw) in zip(
             self._run_checks[1], self.analysis.commands if self.analysis else (), self.path_lookups, strict=True))
 
@@ -590,7 +591,7 @@ class Facts:
         program is unknown: it is a program outside the workspace that may run others by name
         (tar runs gzip, make runs cc, npm runs node), and those names reach the workspace's
         directories first (``bin/gzip -> /tmp/evil.sh``). Without a file-kind lookup (pure
-        contexts: policy examples) every directory's file of that name is a run."""
+        contexts: policy examples) every such program is unknown."""
         a = self.analysis
         none: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
         if a is None or not any(name == "PATH" for name, _ in a.assignments):
@@ -610,7 +611,8 @@ class Facts:
                     continue
                 found = [f"{d}/{c.name}" for d in dirs]
                 if self._file_kind is None:
-                    extra[k].extend(found)
+                    why[k].append(f"may be a file of the workspace directories PATH names ({', '.join(dirs)}) "
+                                  "or a program from elsewhere: not known here")
                     continue
                 kinds = [self._file_kind(f) for f in found]
                 first = next((f for f, kd in zip(found, kinds, strict=True) if kd != "missing"), None)
