@@ -88,6 +88,11 @@ def _request(case: dict[str, Any], base: Path) -> dict[str, Any]:
 
 
 def _setup(case: dict[str, Any], base: Path) -> None:
+    for name in case.get("setup", {}).get("files", []):  # regular files the call runs (bin/tool)
+        file_path = Path(_remap(name, base))
+        file_path.parent.mkdir(parents=True, exist_ok=True)
+        if not os.path.lexists(file_path):
+            file_path.write_text("#!/bin/sh\n")
     for link, target in case.get("setup", {}).get("symlinks", {}).items():
         link_path = Path(_remap(link, base))
         link_path.parent.mkdir(parents=True, exist_ok=True)

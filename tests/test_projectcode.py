@@ -161,16 +161,26 @@ def test_symlinked_root_scripts_stay_inside(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("command", [
-    'export PATH="$PWD/node_modules/.bin:$PATH" && jest',
+    'PATH="$PWD/node_modules/.bin:$PATH" jest',
     "PATH=$PWD/bin:$PATH ls",
-    "export PATH=$PATH:${PWD}/tools/bin; make",
+    "PATH=$PATH:${PWD}/tools/bin make",
 ])
 def test_path_of_workspace_directories_makes_later_names_project_code(ws: Path, command: str) -> None:
-    """PATH entries inside the roots: the assignment is plain, and each later program name
-    may be a workspace binary: effect run (never the catalogue's program alone)."""
+    """PATH entries inside the roots for the command they prefix: the assignment is plain,
+    and a program name that is a workspace file there runs it: effect run."""
     f = facts(ws, command)
     assert "run" in f.effects
     assert not f.effects & {"env", "exec", "unknown"}, (sorted(f.effects), f.unknown)
+
+
+@pytest.mark.parametrize("command", [
+    'export PATH="$PWD/node_modules/.bin:$PATH" && jest', "export PATH=$PATH:${PWD}/tools/bin; make",
+    'export PATH="$PWD/bin:$PATH"', "PATH=$PWD/bin:$PATH", "declare -x PATH=$PWD/bin:$PATH",
+])
+def test_a_workspace_path_that_outlives_the_call_keeps_the_env_effect(ws: Path, command: str) -> None:
+    """``export PATH=$PWD/bin:$PATH`` reaches the later calls of a kept shell: their ``tar``
+    would run ``bin/gzip`` with no lookup of this call seeing it (red team P4 across calls)."""
+    assert "env" in facts(ws, command).effects or "unknown" in facts(ws, command).effects
 
 
 @pytest.mark.parametrize("command", [
@@ -345,3 +355,18 @@ def test_find_exec_of_a_command_that_opens_its_files_scans_links_below(ws: Path,
     (ws / "src" / "a.ts").write_text("")
     f = facts(ws, command)
     assert ("unknown" in f.effects) == unknown, (sorted(f.effects), f.unknown)
+
+
+def test_virtual_file_kind_of_cases_knows_setup_files_and_their_directories() -> None:
+    """``policyd test`` decides without a filesystem: ``setup.files`` are regular files, the
+    directories holding them or a link are directories, anything else is missing; a bad
+    ``setup.files`` is named."""
+    from policyd.core.cases import setup_files, virtual_file_kind
+
+    case = {"setup": {"files": ["/w/p/node_modules/.bin/jest"], "symlinks": {"/w/p/app/package.json": "/tmp/x"}}}
+    kind = virtual_file_kind(case["setup"]["symlinks"], setup_files(case))
+    assert kind("/w/p/node_modules/.bin/jest") == "file"
+    assert kind("/w/p/node_modules/.bin") == "dir" and kind("/w/p/app") == "dir"
+    assert kind("/w/p/eslint") == "missing"
+    with pytest.raises(ValueError, match="setup.files"):
+        setup_files({"setup": {"files": "bin/x"}})

@@ -26,6 +26,7 @@ from policyd.core.cases import (
     CASES_HOME,
     case_query,
     passed,
+    setup_files,
     symlinks,
     virtual_file_kind,
     virtual_links_below,
@@ -60,7 +61,8 @@ def run(settings: Settings, files: Sequence[str], home: str,
                 query = case_query(case, home, sandboxed)
                 links = symlinks(case)
                 facts = Facts(query, realpath=virtual_realpath(links), catalogue=policy.catalogue,
-                              links_below=virtual_links_below(links), file_kind=virtual_file_kind(links))
+                              links_below=virtual_links_below(links),
+                              file_kind=virtual_file_kind(links, setup_files(case)))
             except ValueError as exc:
                 problems.append(f"{entry.where}: {exc}")
                 continue

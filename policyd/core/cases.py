@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import difflib
 import posixpath
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from policyd.core.model import Decision, PermissionOption, PermissionQuery, SessionInfo
@@ -99,6 +99,16 @@ def symlinks(case: Mapping[str, Any]) -> dict[str, str]:
     return dict(links)
 
 
+def setup_files(case: Mapping[str, Any]) -> tuple[str, ...]:
+    """The case's ``setup.files`` (regular files to create: a workspace binary the call
+    runs); raises ValueError on a bad shape."""
+    setup = case.get("setup", {})
+    files = setup.get("files", []) if isinstance(setup, Mapping) else None
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise ValueError("'setup.files' must be a list of file paths")
+    return tuple(files)
+
+
 def virtual_realpath(links: Mapping[str, str]) -> Callable[[str], str]:
     """A ``realpath`` over ``links`` ({absolute link: target, relative to the link's
     directory when not absolute}) instead of the filesystem; paths not under a link are
@@ -142,15 +152,18 @@ def virtual_links_below(links: Mapping[str, str]) -> Callable[[str, bool], tuple
     return below
 
 
-def virtual_file_kind(links: Mapping[str, str]) -> Callable[[str], str]:
-    """``realpaths.file_kind`` over ``links`` (as :func:`virtual_realpath`): a path some
-    link lies below is a directory, anything else is missing (the cases name no files)."""
+def virtual_file_kind(links: Mapping[str, str], files: Iterable[str] = ()) -> Callable[[str], str]:
+    """``realpaths.file_kind`` over ``links`` (as :func:`virtual_realpath`) and ``files``
+    (``setup.files``): a file named there is a regular file, a path some link or file lies
+    below a directory, anything else missing."""
     resolve = virtual_realpath(links)
-    dirs = {resolve(posixpath.dirname(posixpath.normpath(k))) for k in links}
+    regular = {resolve(f) for f in files}
+    dirs = {resolve(posixpath.dirname(posixpath.normpath(k))) for k in [*links, *files]}
     parents = {d for x in dirs for d in _ancestors(x)}
 
     def kind(path: str) -> str:
-        return "dir" if resolve(path) in parents else "missing"
+        real = resolve(path)
+        return "file" if real in regular else "dir" if real in parents else "missing"
 
     return kind
 

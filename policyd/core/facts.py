@@ -739,10 +739,13 @@ class Facts:
         scopes = a.assignment_scopes
         out: list[frozenset[str]] = []
         for i, (name, value) in enumerate(self.assignments):
-            if name == "PATH" and self.path_dirs(value) is not None:
-                out.append(frozenset())  # workspace directories: what runs from them is `run` (runs)
-                continue
             lo, hi = scopes[i] if i < len(scopes) else (0, -1)
+            if name == "PATH" and hi >= 0 and self.path_dirs(value) is not None:
+                # workspace directories for the command it prefixes: what runs is `run` or
+                # unknown (path_lookups); one that outlives the text (`export PATH=...`, a bare
+                # PATH=...) reaches later calls of a kept shell, whose programs no lookup sees
+                out.append(frozenset())
+                continue
             reached = a.commands[lo:] if hi < 0 else a.commands[lo:hi]
             programs = list({c.name.lower(): cat.get(c.name) for c in reached}.values())
             if hi < 0:  # export / a bare A=b outlive the command: a shell an agent keeps
