@@ -370,3 +370,22 @@ def test_virtual_file_kind_of_cases_knows_setup_files_and_their_directories() ->
     assert kind("/w/p/eslint") == "missing"
     with pytest.raises(ValueError, match="setup.files"):
         setup_files({"setup": {"files": "bin/x"}})
+
+
+@pytest.mark.parametrize(("command", "unknown"), [
+    ("find . -name rc -print0 | xargs -0 truncate -s 0", True), ("find . -name rc | xargs cat", True),
+    ("git ls-files | xargs wc -l", True), ("find . -name rc | xargs rm", False),
+    ("find src -name '*.ts' | xargs wc -l", False),
+])
+def test_a_command_fed_a_listing_scans_the_links_below_it(ws: Path, command: str, unknown: bool) -> None:
+    """``find … | xargs CMD``: each listed file may be a link below what the lister read
+    (sub/deep/rc -> ~/.bashrc) and CMD opens it: scanned as for find -exec; rm removes links."""
+    home = ws.parent.parent / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".bashrc").write_text("")
+    (ws / "sub" / "deep").mkdir(parents=True)
+    (ws / "sub" / "deep" / "rc").symlink_to(home / ".bashrc")
+    (ws / "src").mkdir()
+    (ws / "src" / "a.ts").write_text("")
+    f = facts(ws, command)
+    assert ("unknown" in f.effects) == unknown, (sorted(f.effects), f.unknown)

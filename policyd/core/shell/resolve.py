@@ -144,6 +144,12 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
         must_exist = [r for w in j.must_exist for r in res.word(w, own)]
         if c.stdin_args:
             fed, option_like, no_dash = _stdin_words(cmds, judgements, out, c, res, own)
+            src = c.stdin_from
+            if j.stdin_role in ("read", "write") and 0 <= src < len(judgements) and judgements[src].stdout == "paths":
+                # `find . -name rc -print0 | xargs -0 truncate -s 0`: each listed file may be a
+                # link anywhere below what the lister read, and the command opens it: the
+                # links below are scanned as for `grep -R` (as for find -exec, red team P3)
+                j = replace(j, follows=True, follows_writes=j.follows_writes or j.stdin_role == "write")
             if j.stdin_role in ("read", "write", "delete") and (no_dash or not (j.risky_options or option_like)):
                 (reads if j.stdin_role == "read" else writes).extend(fed)
                 if j.stdin_role == "delete":
