@@ -368,7 +368,7 @@ def test_virtual_file_kind_of_cases_knows_setup_files_and_their_directories() ->
     assert kind("/w/p/node_modules/.bin/jest") == "file"
     assert kind("/w/p/node_modules/.bin") == "dir" and kind("/w/p/app") == "dir"
     assert kind("/w/p/eslint") == "missing"
-    with pytest.raises(ValueError, match="setup.files"):
+    with pytest.raises(ValueError, match=r"setup\.files"):
         setup_files({"setup": {"files": "bin/x"}})
 
 
