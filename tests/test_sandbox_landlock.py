@@ -145,7 +145,8 @@ echo u > top.txt 2>/dev/null; echo "top=$?"
 @needs_landlock
 @pytest.mark.parametrize("mode", ["off", "landlock"])
 def test_hidden_files_and_persistence_targets(tmp_path: Path, mode: str) -> None:
-    """A workspace script (project code, allowed when sandboxed) under Landlock: the
+    """A workspace script (project code run on purpose, allowed sandbox or not since issue
+    32; without the walls it reaches .env, ~/.ssh and .git/hooks, as make would) under Landlock: the
     workspace .env and ~/.ssh/id_rsa read nothing, .git/hooks and .git/config cannot be
     written, removed or moved away, ~/.bashrc stays as it was although the home is writable
     (``writable = ["~"]``); the workspace's directories and existing files are written.
@@ -160,11 +161,13 @@ def test_hidden_files_and_persistence_targets(tmp_path: Path, mode: str) -> None
     policy.write_text('[policy]\nname = "home"\n[sandbox]\nwritable = ["~"]\n')
     reports, stderr = run_in(tmp_path, home, ws, ["bash check.sh"], mode, proxy_args=("--policy", str(policy)))
     script = reports[0]
-    if mode == "off":  # without the sandbox a script is not project code the policy runs unasked
-        assert not script["allowed"]
-        return
-    assert script["allowed"], stderr[-2000:]
+    assert script["allowed"], stderr[-2000:]  # project code run on purpose, sandbox or not (issue 32)
     seen = dict(line.split("=", 1) for line in str(script["stdout"]).splitlines())
+    if mode == "off":  # project code unbounded: only the walls stop what the rules cannot see
+        assert SECRET in seen["env"] and SECRET in seen["key"]
+        assert "0" == seen["hook"] and "0" == seen["mvgit"]  # the script then moved .git away
+        assert (ws / ".git-moved" / "hooks" / "pre-commit").exists()
+        return
     assert SECRET not in str(script["stdout"])
     assert "Permission denied" in seen["env"] and "Permission denied" in seen["key"]
     assert "0" != seen["hook"] and not (ws / ".git" / "hooks" / "pre-commit").exists()
