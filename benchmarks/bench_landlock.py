@@ -16,7 +16,6 @@ Medians of N runs, interleaved. Run: ``python benchmarks/bench_landlock.py``.
 from __future__ import annotations
 
 import os
-import select
 import shutil
 import statistics
 import subprocess
@@ -25,8 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import bench_sandbox
 from _common import machine  # benchmarks/_common.py
-from bench_sandbox import INITIALIZE, ROOT, TIMEOUT_S, _time, _world
+from bench_sandbox import ROOT, _time, _world
 
 RUNS = 21
 E2E_RUNS = 11
@@ -75,24 +75,8 @@ def ruleset_and_alone(tmp: Path) -> dict[str, float]:
 
 
 def end_to_end(tmp: Path, mode: str, engine: str) -> float:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("POLICYD_")}
-    env.update(POLICYD_SEARCH_PATH="[]", POLICYD_DAEMON="off", XDG_CACHE_HOME=str(tmp / "cache"),
-               POLICYD_SANDBOX_ENGINE=engine)
-    argv = [sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", mode, "--",
-            sys.executable, "-m", "policyd.demo_agent"]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env=env, cwd=tmp)
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(INITIALIZE)
-    proc.stdin.flush()
-    ready = select.select([proc.stdout], [], [], TIMEOUT_S)[0]
-    line = proc.stdout.readline() if ready else b""
-    ms = (time.perf_counter() - t0) * 1000
-    assert b'"result"' in line, line
-    proc.stdin.close()
-    proc.wait(TIMEOUT_S)
-    return ms
+    """Spawn -> ``initialize`` answered, in ms (bench_sandbox's measurement, the engine forced)."""
+    return bench_sandbox.end_to_end(tmp, mode, engine=engine)[0]
 
 
 def main() -> None:

@@ -124,9 +124,12 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def end_to_end(tmp: Path, mode: str, measure_memory: bool = False, source: str = "") -> tuple[float, dict[str, int]]:
+def end_to_end(tmp: Path, mode: str, measure_memory: bool = False, source: str = "",
+               engine: str = "") -> tuple[float, dict[str, int]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLICYD_")}
     env.update(POLICYD_SEARCH_PATH="[]", POLICYD_DAEMON="off", XDG_CACHE_HOME=str(tmp / "cache"))
+    if engine:
+        env["POLICYD_SANDBOX_ENGINE"] = engine
     if source:
         env["PYTHONPATH"] = source
     argv = [sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", mode, "--",
