@@ -19,6 +19,10 @@ DATE = "2026-12"
 
 
 def render() -> str:
+    """The page; argparse wraps usage lines to ``COLUMNS``: fixed at 80 while rendering, so the
+    page does not depend on the terminal it is rendered in."""
+    import os
+
     from argparse_manpage.manpage import Manpage
 
     from policyd import __version__
@@ -27,7 +31,15 @@ def render() -> str:
     data = {"prog": "policyd", "version": __version__, "manual_title": "policyd manual",
             "description": "answer coding agents' ACP permission requests from CEL policy",
             "date": DATE}
-    return str(Manpage(build_parser(), _data=data))
+    before = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "80"
+    try:
+        return str(Manpage(build_parser(), _data=data))
+    finally:
+        if before is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = before
 
 
 def test_the_committed_man_page_is_the_parser_rendered() -> None:
