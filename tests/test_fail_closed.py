@@ -21,14 +21,12 @@ failed on the main of 2026-12-04 (ce46545) with a wrong allow or an unexamined r
 from __future__ import annotations
 
 import json
-import os
-import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import make_rule, write_agent, write_policy
-from test_reliability import MARKER, answers_by_id, daemon, events, option_of, request, wait_for
+from test_reliability import MARKER, answers_by_id, ask_a_stopped_daemon, daemon, events, option_of, request, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -315,17 +313,7 @@ def test_unknown_methods_of_the_governed_areas_are_refused_not_relayed(tmp_path:
 def test_daemon_timeout_fallback_record_names_the_action(tmp_path: Path, start_proxy: Any, daemon: Any) -> None:
     """The daemon is stopped (SIGSTOP): the proxy's fallback (reject) record says which
     action was refused: tool call id, title, kind and command."""
-    steps: list[list[Any]] = [["recv", 1], ["send", json.dumps(request(1, "make install"))], ["recv", 1],
-                              ["send", MARKER], ["recv_eof", None]]
-    agent = write_agent(tmp_path, steps)
-    proxy = start_proxy(["--headless", "--daemon", str(daemon.socket), "--daemon-timeout", "0.5"], agent.argv,
-                        env={"POLICYD_DAEMON": "auto"})
-    os.kill(daemon.pid, signal.SIGSTOP)
-    try:
-        proxy.send(b'{"jsonrpc":"2.0","method":"x/go","params":{}}\n')
-        proxy.read_until(lambda m: m.get("method") == "x/marker", timeout=30)
-    finally:
-        os.kill(daemon.pid, signal.SIGCONT)
+    proxy, _ = ask_a_stopped_daemon(tmp_path, start_proxy, daemon, "make install")
     proxy.close_stdin()
     assert 0 == proxy.wait()
     [record] = [e for e in events(proxy, "permission.decided") if e.get("source") == "fallback"]

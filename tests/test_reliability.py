@@ -571,14 +571,12 @@ def test_sighup_to_a_proxy_using_the_daemon_is_survived(tmp_path: Path, start_pr
     assert ["allow"] == [option_of(m) for m in answers_by_id(agent)["1"]]
 
 
-def test_slow_daemon_fallback_is_logged_as_the_agent_received_it(
-    tmp_path: Path, start_proxy: Any, daemon: Any
-) -> None:
-    """The daemon is stopped (SIGSTOP) while a proxy asks it: the proxy gives up after its
-    timeout and applies the headless fallback (reject), logging that at the default level
-    with ``source: fallback``; the daemon, resumed, decides allow too late and logs it as
-    ``permission.abandoned`` (answer ``none``), never as a decision the agent received."""
-    steps: list[list[Any]] = [["recv", 1], ["send", json.dumps(request(1, "make"))], ["recv", 1],
+
+def ask_a_stopped_daemon(tmp_path: Path, start_proxy: Any, daemon: Any, command: str) -> tuple[Any, Any]:
+    """A headless proxy asking ``daemon`` (0.5 s timeout) about ``command``, the daemon stopped
+    (SIGSTOP) while the agent's request is decided, resumed once the agent has its answer:
+    (the proxy, still running; the agent)."""
+    steps: list[list[Any]] = [["recv", 1], ["send", json.dumps(request(1, command))], ["recv", 1],
                               ["send", MARKER], ["recv_eof", None]]
     agent = write_agent(tmp_path, steps)
     proxy = start_proxy(["--headless", "--daemon", str(daemon.socket), "--daemon-timeout", "0.5"], agent.argv,
@@ -589,6 +587,17 @@ def test_slow_daemon_fallback_is_logged_as_the_agent_received_it(
         proxy.read_until(lambda m: m.get("method") == "x/marker", timeout=30)
     finally:
         os.kill(daemon.pid, signal.SIGCONT)
+    return proxy, agent
+
+
+def test_slow_daemon_fallback_is_logged_as_the_agent_received_it(
+    tmp_path: Path, start_proxy: Any, daemon: Any
+) -> None:
+    """The daemon is stopped (SIGSTOP) while a proxy asks it: the proxy gives up after its
+    timeout and applies the headless fallback (reject), logging that at the default level
+    with ``source: fallback``; the daemon, resumed, decides allow too late and logs it as
+    ``permission.abandoned`` (answer ``none``), never as a decision the agent received."""
+    proxy, agent = ask_a_stopped_daemon(tmp_path, start_proxy, daemon, "make")
     assert ["reject"] == [option_of(m) for m in answers_by_id(agent)["1"]]
 
     def abandoned() -> list[dict[str, Any]]:
