@@ -571,7 +571,6 @@ def test_sighup_to_a_proxy_using_the_daemon_is_survived(tmp_path: Path, start_pr
     assert ["allow"] == [option_of(m) for m in answers_by_id(agent)["1"]]
 
 
-
 def ask_a_stopped_daemon(tmp_path: Path, start_proxy: Any, daemon: Any, command: str) -> tuple[Any, Any]:
     """A headless proxy asking ``daemon`` (0.5 s timeout) about ``command``, the daemon stopped
     (SIGSTOP) while the agent's request is decided, resumed once the agent has its answer:
