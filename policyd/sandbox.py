@@ -415,10 +415,10 @@ def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state
 
 def _missing_git_target(target: str, made: list[str], readonly: list[str]) -> list[str]:
     """bwrap options keeping a persistence target of a git directory that does not exist
-    (``.git/hooks``, ``.git/config``, ``.git/info``; or ``.git`` itself) from being created
-    inside the writable area ``target`` lies in: a missing path cannot be bound read-only, so
-    its first missing component becomes an empty read-only directory (a file, bound to
-    ``/dev/null``, when it is the target and git reads it as one: ``config``), made on the
+    (``.git/hooks``, ``.git/config``, ``.git/commondir``, ``.git/info``; or ``.git`` itself) from
+    being created inside the writable area ``target`` lies in: a missing path cannot be bound
+    read-only, so its first missing component becomes an empty read-only directory (a
+    read-only file, when it is the target and git reads it as one: :data:`core.MISSING_AS_FILE`), made on the
     host as the mount point and listed in ``made`` (:func:`remove_made` removes it at the
     end when still empty). A ``.git`` that is a file (a worktree's or submodule's pointer to
     its git directory) is bound read-only itself: rewritten, it would lead the host's git to
@@ -446,25 +446,33 @@ def _missing_git_target(target: str, made: list[str], readonly: list[str]) -> li
     as_file = prefix == target and parts[-1] in core.MISSING_AS_FILE
     try:
         if as_file:
-            os.close(os.open(prefix, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            fd = os.open(prefix, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                os.write(fd, core.MISSING_AS_FILE[parts[-1]])
+            finally:
+                os.close(fd)
         else:
             os.mkdir(prefix, 0o755)
     except OSError:
         return []  # (the parent is not writable here: nor is it for the agent)
     made.append(prefix)
     readonly.append(prefix)
-    return ["--ro-bind", "/dev/null" if as_file else prefix, prefix]
+    return ["--ro-bind", prefix, prefix]
 
 
 def remove_made(made: Sequence[str]) -> None:
     """Remove the mount points :func:`_missing_git_target` made on the host, deepest first,
-    each only when still empty (something written there since is left alone)."""
+    each only when still as made (empty; a file with the content it was made with):
+    something written there since is left alone."""
     for path in sorted(made, key=len, reverse=True):
         with contextlib.suppress(OSError):
             if os.path.isdir(path) and not os.path.islink(path):
                 os.rmdir(path)  # fails when not empty
-            elif os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
-                os.unlink(path)
+            elif os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as f:
+                    content = f.read(64)
+                if content == core.MISSING_AS_FILE.get(os.path.basename(path), b""):
+                    os.unlink(path)
 
 
 def agent_env(environ: Mapping[str, str], config: core.SandboxConfig) -> dict[str, str]:

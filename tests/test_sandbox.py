@@ -265,6 +265,8 @@ mkdir -p .git/hooks 2>/dev/null; printf '#!/bin/sh\\necho pwned\\n' > .git/hooks
 echo "hook=$?"
 printf '[core]\\n\\tfsmonitor = echo pwned\\n' >> .git/config 2>/dev/null; echo "config=$?"
 mkdir -p .git/info 2>/dev/null; echo 'x filter=evil' > .git/info/attributes 2>/dev/null; echo "info=$?"
+mkdir -p evil/hooks; echo ../evil > .git/commondir 2>/dev/null; echo "commondir=$?"
+git status --porcelain >/dev/null 2>&1; echo "status=$?"
 """
 
 
@@ -289,11 +291,14 @@ def test_missing_git_persistence_targets_stay_missing(tmp_path: Path, missing: s
     assert reports[0]["allowed"], client.stderr()[-2000:]
     seen = dict(line.split("=", 1) for line in reports[0]["stdout"].splitlines())
     assert "0" != seen["hook"] and "0" != seen["config"] and "0" != seen["info"], seen
+    assert "0" != seen["commondir"], seen  # (it would point the host's git at evil/config and evil/hooks)
     if missing == ".git":
         assert "0" != seen["init"]
         assert not (ws / ".git").exists()  # the empty mount point is removed at the end
     else:
+        assert "0" == seen["status"], seen  # git still works with the commondir made (".")
         assert not (ws / ".git" / "hooks").exists() and not (ws / ".git" / "info").exists()
+        assert not (ws / ".git" / "commondir").exists()  # made for the session, removed after
         assert config_before == (ws / ".git" / "config").read_text()
 
 

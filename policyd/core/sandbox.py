@@ -292,9 +292,11 @@ def outside_view(dirs: Iterable[str], writable_roots: Sequence[str]) -> list[str
 
 
 #: Persistence targets of a git directory that, when missing, are kept from being created as
-#: a file (``/dev/null`` bound there: git reads it as one); any other missing one (``hooks``,
-#: ``info``, ``.git`` itself) as an empty read-only directory (``policyd.sandbox``).
-MISSING_AS_FILE = frozenset({"config"})
+#: a read-only file with this content (git reads them as files); any other missing one
+#: (``hooks``, ``info``, ``.git`` itself) as an empty read-only directory (``policyd.sandbox``).
+#: ``commondir`` redirects where git reads config and hooks from: an empty one would make git
+#: fail, so it is made saying ``.`` (the git directory itself, what its absence means).
+MISSING_AS_FILE: dict[str, bytes] = {"config": b"", "config.worktree": b"", "commondir": b".\n"}
 
 #: JSON-RPC error code of a session refused because its roots are outside the sandbox's view
 #: (-32602: invalid params, as the client's request asks for what cannot be given).
