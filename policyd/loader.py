@@ -10,6 +10,7 @@ When nothing at all is found, the shipped policies embedded in the package
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import stat
@@ -292,6 +293,24 @@ def load(
                for e in errors):
             raise PolicyUnreadable(errors)
         raise PolicyError(errors)
+    protected = protected_paths(policy_paths, search_path, files)
     if not files:
-        return Loaded(build(embedded_sources()), embedded=True)
-    return Loaded(build(sources), embedded=False)
+        return Loaded(dataclasses.replace(build(embedded_sources()), protected=protected), embedded=True)
+    return Loaded(dataclasses.replace(build(sources), protected=protected), embedded=False)
+
+
+def protected_paths(policy_paths: Sequence[str], search_path: Sequence[str], files: Sequence[Path]) -> tuple[str, ...]:
+    """Where policyd's own policy lives, as written and as resolved: the files loaded, every
+    ``--policy`` path and search-path directory (a file added there would be loaded at the
+    next reload, even where the directory does not exist yet), the config file
+    (``POLICYD_CONFIG``) and the standard places (``$XDG_CONFIG_HOME/policyd``, ``/etc/policyd``).
+    A request writing within one is asked (``core.decide.OWN_POLICY``)."""
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    entries = [*map(str, files), *policy_paths, *search_path, os.path.join(xdg, "policyd"), "/etc/policyd",
+               os.environ.get("POLICYD_CONFIG", "")]
+    found: list[str] = []
+    for entry in entries:
+        if entry:
+            absolute = os.path.abspath(os.path.expanduser(entry))
+            found += [absolute, os.path.realpath(absolute)]
+    return tuple(dict.fromkeys(found))

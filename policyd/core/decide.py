@@ -16,6 +16,10 @@ Rules this module owns:
   in ``matches``/``errors``.
 - When the request had to be cut to fit the evaluation limits (``cel.bound``), an allow
   becomes ask: the rules did not see all of it.
+- A request that writes policyd's own policy (``PolicySet.protected``: the loaded files, the
+  policy directories, the config) is at least ask (:data:`OWN_POLICY`), whatever the rules
+  say: an agent that may edit the files that judge it is judged by nothing (hot reload
+  would apply its edit).
 - Answers are chosen by option ``kind``, never by a fixed optionId
   (https://agentclientprotocol.com/protocol/tool-calls#requesting-permission):
   allow -> first ``allow_once``, else ``allow_always``; deny -> first ``reject_once``, else
@@ -36,6 +40,9 @@ from policyd.core.model import Decision, PermissionOption, RuleMatch, Verdict
 if TYPE_CHECKING:  # imported in decide(): core.relay needs only choose_outcome, without CEL
     from policyd.core.facts import Facts
     from policyd.core.policy import PolicySet
+
+#: The rule id of the built-in check that a request writes none of policyd's own policy files.
+OWN_POLICY = "policyd-own-policy"
 
 _PREFERENCE: dict[Decision, tuple[str, ...]] = {
     Decision.ALLOW: ("allow_once", "allow_always"),
@@ -82,12 +89,26 @@ def decide(
                     matches.append(RuleMatch(rule.id, rule.decision, rule.reason, outcome.error))
                     if rule.decision is Decision.ALLOW:
                         break
+    written = _own_policy_written(policy.protected, facts) if policy.protected else ""
+    if written:
+        matches.append(RuleMatch(OWN_POLICY, Decision.ASK, f"writes {written}: a file of policyd's own policy "
+                                 "(an agent editing the rules that judge it needs a human)", ""))
     if facts.cut:  # the rules did not see the whole request: never allow on that basis
         errors.append(f"input exceeds evaluation limits ({'; '.join(sorted(set(facts.cut))[:3])}): allow becomes ask")
     decision = Decision.strictest([m.decision for m in matches]) if matches else policy.default
     if facts.cut and decision is Decision.ALLOW:
         decision = Decision.ASK
     return Verdict(decision, tuple(matches), tuple(errors), not matches, policy.hash, over_budget)
+
+
+def _own_policy_written(protected: Sequence[str], facts: Facts) -> str:
+    """The first path ``facts`` writes (its real path too) within a ``protected`` one, or ""."""
+    from policyd.core.paths import within
+
+    for path in (*facts.write_paths, *facts.real_write_paths):
+        if any(within(path, p) for p in protected):
+            return path
+    return ""
 
 
 def choose_outcome(

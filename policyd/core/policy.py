@@ -151,6 +151,10 @@ class PolicySet:
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     #: The model gateway's per-session limits: each the smallest any file's ``[budget]`` sets.
     budget: Budget = field(default_factory=Budget)
+    #: Absolute paths of policyd's own policy (the loaded files, the policy and search-path
+    #: directories, the config): a request that writes there is asked (``core.decide``).
+    #: Set by the loader; empty for a set built from text alone.
+    protected: tuple[str, ...] = ()
     _by_kind: dict[str, tuple[tuple[Rule, ...], frozenset[str]]] = field(default_factory=dict, init=False, repr=False,
                                                                           compare=False)
     _levels: dict[str, tuple[tuple[Rule, ...], ...]] = field(default_factory=dict, init=False, repr=False,
