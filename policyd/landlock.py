@@ -354,12 +354,13 @@ def plan(settings: Any, agent: Sequence[str], environ: Mapping[str, str], cwd: s
     writable = [os.path.realpath(p) for pattern in wanted.writable for p in sandbox._glob(pattern)]
     readonly = [p for pattern in wanted.readonly for p in sandbox._glob(pattern)]
     made: list[str] = []
-    for pattern in wanted.readonly:  # a missing target in an existing .git: made, then kept read-only
-        base = pattern.rstrip("/")
+    for pattern in wanted.readonly:  # a missing target in an existing .git (or the agent's
+        base = pattern.rstrip("/")     # settings in its state directory): made, then kept read-only
         git = base[:base.find("/.git/") + 5] if "/.git/" in base else ""
-        if (not core.is_glob(base) and git and os.path.lexists(git)
-                and sandbox._covered(base, [*roots, *writable])):
-            sandbox._missing_git_target(base, made, readonly)  # (its bwrap options are not ours)
+        if not core.is_glob(base) and (
+                (git and os.path.lexists(git) and sandbox._covered(base, [*roots, *writable]))
+                or sandbox._covered(base, state)):
+            sandbox._missing_git_target(base, made, readonly, state)  # (its bwrap options are not ours)
     # (a root without .git gets no read-only .git made: it would fix the root's top level,
     # see the module doc; so a .git the agent creates there is its own: docs/sandbox.md)
     if made:

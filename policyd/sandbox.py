@@ -395,7 +395,7 @@ def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state
                 readonly.append(path)
         base = pattern.rstrip("/")
         if not core.is_glob(base) and _covered(base, writable):
-            args += _missing_git_target(base, made, readonly)
+            args += _missing_git_target(base, made, readonly, state)
     notes["readonly"] = len(readonly)
     if made:
         notes["created"] = made  # mount points made on the host; removed at the end when still empty
@@ -413,7 +413,7 @@ def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state
     return args
 
 
-def _missing_git_target(target: str, made: list[str], readonly: list[str]) -> list[str]:
+def _missing_git_target(target: str, made: list[str], readonly: list[str], state: Sequence[str] = ()) -> list[str]:
     """bwrap options keeping a persistence target of a git directory that does not exist
     (``.git/hooks``, ``.git/config``, ``.git/commondir``, ``.git/info``; or ``.git`` itself) from
     being created inside the writable area ``target`` lies in: a missing path cannot be bound
@@ -424,9 +424,14 @@ def _missing_git_target(target: str, made: list[str], readonly: list[str]) -> li
     its git directory) is bound read-only itself: rewritten, it would lead the host's git to
     hooks the agent wrote. Only components at or below a ``.git`` are made: a target whose
     missing part lies above it (``sub/.git/hooks`` without ``sub``) is left (the agent may
-    create ``sub``)."""
+    create ``sub``). The agent's own settings file in its ``state`` directory
+    (``~/.claude/settings.json``) is made likewise when its directory exists."""
     if _exists(target) or _covered(target, made):
         return []
+    parent, name = os.path.split(target)
+    if (name in core.MISSING_AS_FILE and _covered(target, state) and not _covered(parent, made)
+            and os.path.isdir(parent) and not os.path.islink(parent)):
+        return _made_file(target, name, made, readonly)
     parts = target.split("/")
     if ".git" not in parts or not os.path.isdir("/".join(parts[:parts.index(".git")]) or "/"):
         return []
@@ -443,21 +448,30 @@ def _missing_git_target(target: str, made: list[str], readonly: list[str]) -> li
             return ["--ro-bind", prefix, prefix]  # a gitfile: read-only itself
     else:
         return []
-    as_file = prefix == target and parts[-1] in core.MISSING_AS_FILE
+    if prefix == target and parts[-1] in core.MISSING_AS_FILE:
+        return _made_file(prefix, parts[-1], made, readonly)
     try:
-        if as_file:
-            fd = os.open(prefix, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            try:
-                os.write(fd, core.MISSING_AS_FILE[parts[-1]])
-            finally:
-                os.close(fd)
-        else:
-            os.mkdir(prefix, 0o755)
+        os.mkdir(prefix, 0o755)
     except OSError:
         return []  # (the parent is not writable here: nor is it for the agent)
     made.append(prefix)
     readonly.append(prefix)
     return ["--ro-bind", prefix, prefix]
+
+
+def _made_file(path: str, name: str, made: list[str], readonly: list[str]) -> list[str]:
+    """Make ``path`` with :data:`core.MISSING_AS_FILE`'s content for ``name`` and bind it read-only."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.write(fd, core.MISSING_AS_FILE[name])
+        finally:
+            os.close(fd)
+    except OSError:
+        return []  # (the parent is not writable here: nor is it for the agent)
+    made.append(path)
+    readonly.append(path)
+    return ["--ro-bind", path, path]
 
 
 def remove_made(made: Sequence[str]) -> None:

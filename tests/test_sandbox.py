@@ -105,7 +105,8 @@ def make_world(tmp: Path) -> tuple[Path, Path, Path]:
 
 
 def run(tmp: Path, home: Path, ws: Path, commands: list[str], mode: str, extra_env: dict[str, str] | None = None,
-        proxy_args: tuple[str, ...] = ()) -> tuple[list[dict[str, Any]], AcpAgentClient, int | None]:
+        proxy_args: tuple[str, ...] = (), agent: Path = AGENT
+        ) -> tuple[list[dict[str, Any]], AcpAgentClient, int | None]:
     """One session through ``policyd proxy --headless --sandbox MODE``: each command a prompt;
     the agent's reports, the client, the proxy's exit code."""
     env = policyd_env(tmp, {"HOME": str(home), "GITHUB_TOKEN": TOKEN, "AWS_SECRET_ACCESS_KEY": "aws-secret",
@@ -113,7 +114,7 @@ def run(tmp: Path, home: Path, ws: Path, commands: list[str], mode: str, extra_e
     argv = [sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", mode,
             *[a for p in POLICIES for a in ("--policy", str(p))],
             "--decision-log", str(tmp / f"decisions-{mode}.jsonl"),
-            *proxy_args, "--", sys.executable, str(AGENT)]
+            *proxy_args, "--", sys.executable, str(agent)]
     client = AcpAgentClient(argv, env, ws, tmp / f"policyd-{mode}.stderr")
     reports: list[dict[str, Any]] = []
     try:
@@ -300,6 +301,51 @@ def test_missing_git_persistence_targets_stay_missing(tmp_path: Path, missing: s
         assert not (ws / ".git" / "hooks").exists() and not (ws / ".git" / "info").exists()
         assert not (ws / ".git" / "commondir").exists()  # made for the session, removed after
         assert config_before == (ws / ".git" / "config").read_text()
+
+
+#: A workspace script planting what the host runs after the session in the agent's own
+#: settings (a SessionStart hook) and in a linked worktree's git directory (red team round 4,
+#: rt4-sb-01/03); the agent's other state stays writable.
+STATE_SCRIPT = """
+printf '{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo pwned"}]}]}}' \\
+  > "$HOME/.claude/settings.json" 2>/dev/null; echo "settings=$?"
+mkdir -p "$HOME/.claude/projects" && echo t > "$HOME/.claude/projects/transcript.jsonl"; echo "state=$?"
+echo /tmp/evil > .git/worktrees/wt/commondir 2>/dev/null; echo "worktree=$?"
+mkdir -p .git/modules/m 2>/dev/null && echo x > .git/modules/m/config 2>/dev/null; echo "modules=$?"
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize("settings", ["missing", "present"])
+def test_agent_settings_and_worktree_git_dirs_stay_read_only(tmp_path: Path, settings: str) -> None:
+    """The agent's state directory is writable (its transcripts), but not its settings file,
+    which names hooks its next session on the host runs (present: bound read-only; missing:
+    made as ``{}`` for the session, removed after), nor ``.git/worktrees`` (a linked
+    worktree's ``commondir`` points the host's git at another config) or ``.git/modules``."""
+    home, ws, _ = make_world(tmp_path)
+    (home / ".claude").mkdir()
+    if settings == "present":
+        (home / ".claude" / "settings.json").write_text('{"model": "x"}\n')
+    subprocess.run(["git", "-C", str(ws), "commit", "-q", "--allow-empty", "-m", "a"], check=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t"})
+    subprocess.run(["git", "-C", str(ws), "worktree", "add", "-q", str(tmp_path / "wt")], check=True)
+    commondir = (ws / ".git" / "worktrees" / "wt" / "commondir").read_text()
+    (ws / "state.sh").write_text(STATE_SCRIPT)
+    agent = tmp_path / "claude-code" / "agent.py"  # "claude" on its command line: ~/.claude is its state
+    agent.parent.mkdir()
+    shutil.copy(AGENT, agent)
+    reports, client, _ = run(tmp_path, home, ws, ["bash state.sh"], "required", agent=agent)
+    assert reports[0]["allowed"], client.stderr()[-2000:]
+    seen = dict(line.split("=", 1) for line in reports[0]["stdout"].splitlines())
+    assert "0" == seen["state"], seen
+    assert "0" != seen["settings"] and "0" != seen["worktree"] and "0" != seen["modules"], seen
+    assert commondir == (ws / ".git" / "worktrees" / "wt" / "commondir").read_text()
+    assert not (ws / ".git" / "modules").exists()
+    if settings == "present":
+        assert '{"model": "x"}\n' == (home / ".claude" / "settings.json").read_text()
+    else:
+        assert not (home / ".claude" / "settings.json").exists()  # made for the session, removed after
 
 
 @needs_sandbox

@@ -296,7 +296,11 @@ def outside_view(dirs: Iterable[str], writable_roots: Sequence[str]) -> list[str
 #: (``hooks``, ``info``, ``.git`` itself) as an empty read-only directory (``policyd.sandbox``).
 #: ``commondir`` redirects where git reads config and hooks from: an empty one would make git
 #: fail, so it is made saying ``.`` (the git directory itself, what its absence means).
-MISSING_AS_FILE: dict[str, bytes] = {"config": b"", "config.worktree": b"", "commondir": b".\n"}
+#: In an agent's state directory (writable: :func:`agent_state`), the agent's own settings,
+#: which can name hooks and commands its next session on the host runs, are kept likewise
+#: (``settings.json`` as an empty JSON object, ``config.toml`` empty).
+MISSING_AS_FILE: dict[str, bytes] = {"config": b"", "config.worktree": b"", "commondir": b".\n",
+                                     "settings.json": b"{}\n", "config.toml": b""}
 
 #: JSON-RPC error code of a session refused because its roots are outside the sandbox's view
 #: (-32602: invalid params, as the client's request asks for what cannot be given).
