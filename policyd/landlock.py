@@ -346,7 +346,8 @@ def plan(settings: Any, agent: Sequence[str], environ: Mapping[str, str], cwd: s
     state = core.agent_state(agent, environ, home) if home else ()
     notes: dict[str, object] = {"engine": "landlock", "roots": list(roots), "state": list(state),
                                 "spawn": "after the settings"}
-    view = dataclasses.replace(config, hide=(*config.hide, *secrets)) if secrets else config
+    view = dataclasses.replace(config, hide=(*config.hide, *secrets),
+                               readonly=(*config.readonly, *sandbox.policy_paths(settings)))
     wanted = core.plan_view(view, roots, home, state)
     for extra in wanted.writable:
         if extra in state and not os.path.lexists(extra) and not extra.endswith(".json"):

@@ -525,6 +525,14 @@ def _policy_files(settings: Settings) -> list[str]:
     return files
 
 
+def policy_paths(settings: Settings) -> tuple[str, ...]:
+    """The policy files and directories this proxy loads (absolute): read-only in the view,
+    so that code the agent runs cannot rewrite the rules that judge it (hot reload would
+    apply the change; the engine asks for such writes too: ``core.decide.OWN_POLICY``)."""
+    entries = (*settings.policy, *settings.search_path)
+    return tuple(dict.fromkeys(os.path.abspath(os.path.expanduser(p)) for p in entries))
+
+
 def sandbox_config(settings: Settings) -> core.SandboxConfig:
     """The combined ``[sandbox]`` of the policy files this proxy loads (the shipped ones when
     none is found), read without compiling their rules; raises Unavailable for a file that
@@ -587,7 +595,8 @@ def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], c
                                 "spawn": "after the settings"}
     args = [bwrap, "--die-with-parent", "--unshare-all", "--new-session"]
     needed = [os.path.dirname(os.path.abspath(__file__)), sys.executable, *(a for a in agent if a.startswith("/"))]
-    view = dataclasses.replace(config, hide=(*config.hide, *secrets)) if secrets else config
+    view = dataclasses.replace(config, hide=(*config.hide, *secrets),
+                               readonly=(*config.readonly, *policy_paths(settings)))
     args += view_args(view, roots, home, state, notes, needed)
     env = agent_env(environ, config)
     env.update(gateway_env or {})

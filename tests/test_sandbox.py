@@ -349,6 +349,39 @@ def test_agent_settings_and_worktree_git_dirs_stay_read_only(tmp_path: Path, set
 
 
 @needs_sandbox
+def test_the_policy_in_force_is_read_only_inside(tmp_path: Path) -> None:
+    """A policy directory committed in the workspace (``--policy ws/.policyd``, docs/ci.md):
+    code the agent runs may read it but neither edit a file nor add one (hot reload would
+    apply either: red team round 4, rt4-sb-06); the rest of the workspace stays writable."""
+    home, ws, _ = make_world(tmp_path)
+    (ws / ".policyd").mkdir()
+    for p in POLICIES:
+        shutil.copy(p, ws / ".policyd" / p.name)
+    before = (ws / ".policyd" / "ci.toml").read_text()
+    (ws / "loosen.sh").write_text(
+        "sed -i 's/^decision = \"deny\"/decision = \"allow\"/' .policyd/ci.toml 2>/dev/null; echo \"edit=$?\"\n"
+        "echo '[policy]' > .policyd/zz.toml 2>/dev/null; echo \"add=$?\"\n"
+        "cat .policyd/ci.toml >/dev/null; echo \"read=$?\"\n"
+        "echo x > other.txt; echo \"workspace=$?\"\n")
+    env = policyd_env(tmp_path, {"HOME": str(home)})
+    argv = [sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", "required",
+            "--policy", str(ws / ".policyd"), "--", sys.executable, str(AGENT)]
+    client = AcpAgentClient(argv, env, ws, tmp_path / "policyd.stderr")
+    try:
+        client.initialize(fs=False, timeout=60)
+        assert "result" in client.new_session(ws, timeout=60)
+        client.prompt("s1", "run: bash loosen.sh", timeout=120)
+        report = json.loads(client.updates("agent_message_chunk")[0]["content"]["text"])
+    finally:
+        client.close()
+    assert report["allowed"], client.stderr()[-2000:]
+    seen = dict(line.split("=", 1) for line in report["stdout"].splitlines())
+    assert "0" != seen["edit"] and "0" != seen["add"], seen
+    assert "0" == seen["read"] and "0" == seen["workspace"], seen
+    assert before == (ws / ".policyd" / "ci.toml").read_text() and not (ws / ".policyd" / "zz.toml").exists()
+
+
+@needs_sandbox
 def test_session_outside_the_view_is_refused(tmp_path: Path) -> None:
     """A session/new whose cwd lies outside the writable roots gets a JSON-RPC error naming
     --sandbox-root (the view is fixed at spawn); one inside is created."""
