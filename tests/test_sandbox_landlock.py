@@ -327,7 +327,9 @@ def test_landlock_missing_refuses(tmp_path: Path, abi: int, why: str) -> None:
     assert (tmp_path / "agent-ran").exists() and "WITHOUT a sandbox" in auto.stderr
     if abi and ABI >= 1:
         (tmp_path / "agent-ran").unlink()
-        policy = tmp_path / "open.toml"
+        # outside the root: a policy file inside is read-only, which fixes the root's top level
+        policy = tmp_path.parent / f"{tmp_path.name}-policies" / "open.toml"
+        policy.parent.mkdir()
         policy.write_text('[policy]\nname = "open"\n[sandbox]\nnetwork = ["*:*"]\n')
         files_only = _proxy_with_abi(tmp_path, abi, ["--sandbox", "required", "--sandbox-engine", "landlock",
                                                      "--policy", str(policy)], env)
@@ -533,3 +535,26 @@ def test_landlock_init_fails_closed(tmp_path: Path, args: list[str]) -> None:
     assert 125 == done.returncode, done.stderr
     assert "policyd.landlock_init:" in done.stderr
     assert b"" == said and not marker.exists()
+
+
+@needs_landlock
+def test_policy_directory_is_read_only_under_landlock(tmp_path: Path) -> None:
+    """Under Landlock too, a policy directory in the workspace (``--policy ws/.policyd``) can
+    be read but not edited nor added to by code the agent runs (hot reload would apply it)."""
+    home, ws, _ = make_world(tmp_path)
+    (ws / ".policyd").mkdir()
+    (ws / ".policyd" / "team.toml").write_text('[policy]\nname = "team"\n')
+    (ws / "src").mkdir()
+    (ws / "loosen.sh").write_text(
+        "echo 'default = \"allow\"' >> .policyd/team.toml 2>/dev/null; echo \"edit=$?\"\n"
+        "echo '[policy]' > .policyd/zz.toml 2>/dev/null; echo \"add=$?\"\n"
+        "cat .policyd/team.toml >/dev/null; echo \"read=$?\"\n"
+        "echo x > src/other.txt; echo \"workspace=$?\"\n")
+    reports, stderr = run_in(tmp_path, home, ws, ["bash loosen.sh"], "landlock",
+                             proxy_args=("--policy", str(ws / ".policyd")))
+    assert reports[0]["allowed"], stderr[-2000:]
+    seen = dict(line.split("=", 1) for line in str(reports[0]["stdout"]).splitlines())
+    assert "0" != seen["edit"] and "0" != seen["add"], seen
+    assert "0" == seen["read"] and "0" == seen["workspace"], seen
+    assert '[policy]\nname = "team"\n' == (ws / ".policyd" / "team.toml").read_text()
+    assert not (ws / ".policyd" / "zz.toml").exists()
