@@ -41,6 +41,7 @@ class ChainProxy(Proxy):
         super().__init__([], chain.relay, decide, 0.0, reloader)
         self.chain = chain
         self._done = asyncio.Event()
+        self._told_dialect = False
 
     async def run(self) -> int:
         log = logs.get()
@@ -92,6 +93,9 @@ class ChainProxy(Proxy):
                 await self._loaded.wait()
             await self._execute(self.chain.from_conductor(line, time.time()))
             self.relay.coverage.settle()
+            if self.chain.initialized and not self._told_dialect:
+                self._told_dialect = True
+                logs.get().info("chain.initialized", dialect=self.chain.dialect.name)
         logs.get().info("conductor.eof")
         self._client_eof = True
 

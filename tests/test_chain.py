@@ -19,8 +19,10 @@ import pytest
 from conftest import AcpClient, policyd_env
 from realagents import E2E_MODULES, NODE, policyd_cli
 
+from policyd import loader
 from policyd.core.chain import Chain
 from policyd.core.model import Decision
+from policyd.core.policy import build_set
 from policyd.core.relay import Consult, Log, Relay, Resolution, SendToAgent, SendToClient
 
 REPO = Path(__file__).resolve().parent.parent
@@ -176,6 +178,46 @@ def test_an_answer_to_no_request_policyd_wrote_is_logged_not_routed() -> None:
     assert ["chain.answer_dropped"] == [a.event for a in actions if isinstance(a, Log)]
 
 
+def test_modes_are_governed_through_the_envelope() -> None:
+    """The shipped [modes]: a session the agent opens in ``auto`` is held, policyd's own
+    ``session/set_mode`` goes to the successor in the envelope, and the agent's confirmation
+    releases the session to the client, rewritten, under the client's id."""
+    c = Chain(Relay(policy=lambda: build_set(loader.embedded_sources()), id_prefix="p"), id_prefix="ch")
+    [wrapped] = out(c.from_conductor(line({"jsonrpc": "2.0", "id": 0, "method": "_proxy/initialize", "params": INIT})))
+    c.from_conductor(line({"jsonrpc": "2.0", "id": wrapped["id"], "result": {
+        "agentInfo": {"name": "@agentclientprotocol/claude-agent-acp", "version": "1"}}}))
+    [new] = out(c.from_conductor(line({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                                       "params": {"cwd": "/w", "mcpServers": []}})))
+    modes = [{"id": m, "name": m, "description": m} for m in ("default", "plan", "auto")]
+    answer = {"sessionId": "s1", "modes": {"currentModeId": "auto", "availableModes": modes}}
+    [switch] = out(c.from_conductor(line({"jsonrpc": "2.0", "id": new["id"], "result": answer})))
+    assert ("_proxy/successor", "session/set_mode", "default") == (
+        switch["method"], switch["params"]["method"], switch["params"]["params"]["modeId"])
+    [shown] = out(c.from_conductor(line({"jsonrpc": "2.0", "id": switch["id"], "result": {}})))
+    assert (1, "default") == (shown["id"], shown["result"]["modes"]["currentModeId"])
+
+
+@pytest.mark.parametrize(("session", "decision", "answer"), [
+    ("s1", Decision.ALLOW, "forwarded"), ("s1", Decision.DENY, -32000), ("other", Decision.ALLOW, -32000)])
+def test_the_successors_side_channel_requests_are_decided(session: str, decision: Decision, answer: Any) -> None:
+    """``fs/read_text_file`` from the successor: decided like a read; forwarded to the client
+    under a fresh id (its answer back to the conductor's id), or refused with -32000 — always
+    for a session policyd did not see opened."""
+    c, envelope = initialised()
+    c.relay.known_sessions_only = True
+    opened(c, envelope)
+    read = {"method": "fs/read_text_file", "params": {"sessionId": session, "path": "/w/a.txt"}}
+    [found] = [a for a in c.from_conductor(line({"jsonrpc": "2.0", "id": 12, "method": envelope, "params": read}))
+               if isinstance(a, Consult)]
+    [written] = out(c.resolve(found.key, Resolution(decision)))
+    if answer != "forwarded":
+        assert (12, answer) == (written["id"], written["error"]["code"])
+        return
+    assert ("fs/read_text_file", True) == (written["method"], written["id"] != 12)
+    back = out(c.from_conductor(line({"jsonrpc": "2.0", "id": written["id"], "result": {"content": "x"}})))
+    assert [{"jsonrpc": "2.0", "id": 12, "result": {"content": "x"}}] == back
+
+
 # ----------------------------------------------------------------------------- real processes
 
 SCRIPT = [
@@ -255,3 +297,23 @@ def test_through_the_thinkwell_conductor_from_npm(workspace: tuple[Path, list[st
     chained = _run([NODE, str(THINKWELL), json.dumps([_policyd("--chain"), agent])], ws, tmp_path, env, "chained")
     direct = _run(_policyd("--", *agent), ws, tmp_path, env, "direct")
     assert direct == chained
+
+
+def test_a_policy_that_does_not_load_is_told_to_the_client_through_the_conductor(tmp_path: Path) -> None:
+    """The client behind the conductor sees why (the error of its open request) and
+    policyd exits 2: never a chain that relays without a policy."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[rules]]\nid = "x"\nmatch = "true"\ndecision = "allow"\n')
+    argv = [sys.executable, str(CONDUCTOR), "--", *policyd_cli(), "proxy", "--chain", "--policy", str(bad), "--",
+            sys.executable, "-m", "policyd.demo_agent"]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=policyd_env(tmp_path), cwd=tmp_path)
+    assert proc.stdin is not None and proc.stdout is not None
+    for rid, method, params in ((0, "initialize", INIT), (1, "session/new", {"cwd": str(tmp_path), "mcpServers": []})):
+        proc.stdin.write(line({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}))
+        proc.stdin.flush()
+    answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    proc.stdin.close()
+    assert 2 == proc.wait(timeout=60)
+    errors = [a["error"] for a in answers if "error" in a]
+    assert 1 <= len(errors) and all("policy did not load" in e["message"] for e in errors), answers
