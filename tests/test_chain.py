@@ -317,3 +317,29 @@ def test_a_policy_that_does_not_load_is_told_to_the_client_through_the_conductor
     assert 2 == proc.wait(timeout=60)
     errors = [a["error"] for a in answers if "error" in a]
     assert 1 <= len(errors) and all("policy did not load" in e["message"] for e in errors), answers
+
+
+def test_a_chain_component_consults_the_daemon(tmp_path: Path) -> None:
+    """``--chain --daemon SOCK``: the daemon decides (its decision log has the allows), the
+    chain relays; a chain with ``--require-daemon`` and no daemon asks instead of allowing."""
+    from test_daemon import Daemon
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "script.json").write_text(json.dumps(SCRIPT))
+    agent = [sys.executable, "-m", "policyd.demo_agent", "--script", str(tmp_path / "script.json")]
+    daemon = Daemon(tmp_path, REPO / "policies").start()
+    try:
+        chained = _run([sys.executable, str(CONDUCTOR), "--", *policyd_cli(), "proxy", "--chain", "--daemon",
+                        str(daemon.socket), "--", *agent], ws, tmp_path, daemon.env, "chained")
+        decided = daemon.decisions()
+    finally:
+        daemon.terminate()
+    assert (["git push origin main"], ["permission call_1: selected allow", "permission call_2: selected allow",
+            "permission call_3: selected reject", "permission call_4: selected reject"], 0) == chained
+    assert ["allow", "allow", "deny", "ask"] == [d["decision"] for d in decided]
+    gone = _run([sys.executable, str(CONDUCTOR), "--", *policyd_cli(), "proxy", "--chain", "--daemon",
+                 str(daemon.socket), "--require-daemon", "--", *agent], ws, tmp_path, daemon.env, "no-daemon")
+    assert ["permission call_1: selected reject", "permission call_2: selected reject",
+            "permission call_3: selected reject", "permission call_4: selected reject"] == gone[1]
+    assert 4 == len(gone[0])  # every request asked: no decider, no allow
