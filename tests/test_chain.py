@@ -343,3 +343,16 @@ def test_a_chain_component_consults_the_daemon(tmp_path: Path) -> None:
     assert ["permission call_1: selected reject", "permission call_2: selected reject",
             "permission call_3: selected reject", "permission call_4: selected reject"] == gone[1]
     assert 4 == len(gone[0])  # every request asked: no decider, no allow
+
+
+def test_a_cancel_request_names_the_request_by_the_id_its_receiver_knows() -> None:
+    """The client's ``$/cancel_request`` for its prompt reaches the successor naming the
+    prompt by the id policyd gave it there, not the conductor's."""
+    c, envelope = initialised()
+    opened(c, envelope)
+    [prompt] = out(c.from_conductor(line({"jsonrpc": "2.0", "id": 30, "method": "session/prompt",
+                                          "params": {"sessionId": "s1", "prompt": []}})))
+    [cancel] = out(c.from_conductor(line({"jsonrpc": "2.0", "method": "$/cancel_request",
+                                          "params": {"requestId": 30}})))
+    assert (envelope, {"method": "$/cancel_request", "params": {"requestId": prompt["id"]}}) == (
+        cancel["method"], cancel["params"])

@@ -153,8 +153,8 @@ def proxy(
             logs.get().info("daemon.consulted", socket=str(socket_path), timeout_s=settings.daemon_timeout_s)
             try:
                 return runner(agent, relay, client.decide, settings.kill_grace_s, None,
-                                 on_remember=client.remember, local_decision_log=False, spawned=spawned,
-                                 background=watch.run)
+                              on_remember=client.remember, local_decision_log=False, spawned=spawned,
+                              background=watch.run)
             finally:
                 if box is not None:
                     box.close()
@@ -166,7 +166,7 @@ def proxy(
         _give_budget(gateway, relay)
         try:
             code = runner(agent, relay, embedded.decide, settings.kill_grace_s, None,
-                             on_remember=embedded.remember, startup=embedded.start, spawned=spawned)
+                          on_remember=embedded.remember, startup=embedded.start, spawned=spawned)
         finally:
             status.remove()
             if box is not None:

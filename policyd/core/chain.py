@@ -24,7 +24,8 @@ Rules this module owns:
   successor request is a plain response to the conductor's id.
 - **Ids**: every request policyd writes (to either side) gets a fresh id (``<prefix>-N``):
   client-bound and successor-bound requests share one id space towards the conductor. The
-  conductor's answer is routed back by that id, restored to the id the relay knows.
+  conductor's answer is routed back by that id, restored to the id the relay knows; a
+  ``$/cancel_request`` policyd passes on names the request by that fresh id too.
 - **Malformed or unknown** chain messages get a JSON-RPC error naming what was wrong
   (-32602 bad envelope, -32601 an unknown ``_proxy/``/``proxy/`` method, -32700 a line that is
   not JSON, -32600 a batch); a notification cannot be answered and is logged
@@ -46,12 +47,12 @@ from policyd.core.relay import (
     Action,
     Log,
     Relay,
+    Resolution,
     SendToAgent,
     SendToClient,
 )
+from policyd.core.wire import METHOD_NOT_FOUND
 
-#: JSON-RPC "method not found" (an unknown proxy-chain method).
-METHOD_NOT_FOUND = -32601
 #: Requests policyd wrote and the conductor has not answered, tracked at once (oldest dropped).
 MAX_OUTSTANDING = 4096
 
@@ -97,6 +98,8 @@ class Chain:
         self._next = 0
         #: our request id key -> ("agent" | "client", the id the relay knows)
         self._sent: OrderedDict[Hashable, tuple[str, Any]] = OrderedDict()
+        #: (side, the id the relay knows) -> our id, for ``$/cancel_request`` (renumbered too)
+        self._ours: dict[tuple[str, Hashable], str] = {}
         #: the sacp 0.x initialize whose answer must carry ``_meta.proxy: true``
         self._meta_init: Hashable | None = None
 
@@ -167,6 +170,8 @@ class Chain:
     def _answer_from_conductor(self, msg: dict[str, Any]) -> list[Action]:
         """The conductor's answer to a request policyd wrote: back to the side that sent it."""
         sent = self._sent.pop(jsonline.id_key(msg["id"]), None)
+        if sent is not None:
+            self._ours.pop((sent[0], jsonline.id_key(sent[1])), None)
         if sent is None:
             return [Log("chain.answer_dropped", {"id": jsonline.loggable(msg["id"]),
                                                  "reason": "answers no request policyd wrote"})]
@@ -218,7 +223,7 @@ class Chain:
             return [SendToClient(data)]
         envelope: dict[str, Any] = {"method": method}
         if "params" in msg:
-            envelope["params"] = msg["params"]
+            envelope["params"] = self._cancelled_as_ours("agent", method, msg["params"])
         if "id" not in msg:
             return [SendToClient(_line({"jsonrpc": "2.0", "method": self.dialect.notification, "params": envelope}))]
         return [SendToClient(_line({"jsonrpc": "2.0", "id": self._fresh_id("agent", msg["id"]),
@@ -232,7 +237,8 @@ class Chain:
         if isinstance(msg.get("method"), str):
             if "id" in msg:
                 return [SendToClient(_line({**msg, "id": self._fresh_id("client", msg["id"])}))]
-            return [SendToClient(data)]
+            params = self._cancelled_as_ours("client", msg["method"], msg.get("params"))
+            return [SendToClient(data if params is msg.get("params") else _line({**msg, "params": params}))]
         if self._meta_init is not None and "id" in msg and jsonline.id_key(msg["id"]) == self._meta_init:
             self._meta_init = None
             result = msg.get("result")
@@ -246,13 +252,22 @@ class Chain:
         self._next += 1
         new = f"{self._prefix}-{self._next}"
         self._sent[jsonline.id_key(new)] = (side, original)
+        self._ours[(side, jsonline.id_key(original))] = new
         while len(self._sent) > MAX_OUTSTANDING:
-            self._sent.popitem(last=False)
+            _, (old_side, old_id) = self._sent.popitem(last=False)
+            self._ours.pop((old_side, jsonline.id_key(old_id)), None)
         return new
+
+    def _cancelled_as_ours(self, side: str, method: str, params: Any) -> Any:
+        """``$/cancel_request`` names the request by the id its receiver knows: ours."""
+        if method != "$/cancel_request" or not isinstance(params, Mapping) or "requestId" not in params:
+            return params
+        ours = self._ours.get((side, jsonline.id_key(params["requestId"])))
+        return params if ours is None else {**params, "requestId": ours}
 
     # ------------------------------------------------------------------ the relay's other entries
 
-    def resolve(self, key: int, resolution: Any) -> list[Action]:
+    def resolve(self, key: int, resolution: Resolution) -> list[Action]:
         """:meth:`Relay.resolve`, translated."""
         return self.translate(self.relay.resolve(key, resolution))
 

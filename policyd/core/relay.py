@@ -47,6 +47,10 @@ https://agentclientprotocol.com/protocol/transports):
   agent saw the cancel); the agent's ``$/cancel_request`` for such a request is answered
   with error -32800. A request policyd forwarded is answered once, by the client — or
   ``cancelled`` by policyd once the client is gone (:meth:`Relay.client_gone`).
+- A permission request's ACP v2 ``subject`` is read as a tool call; beside a ``toolCall``
+  the two are judged as one call saying everything either says (``core.subject``).
+- With :attr:`Relay.known_sessions_only` (a proxy chain), nothing is allowed for a session
+  the relay did not see opened.
 - Session context is tracked from ``initialize`` (clientInfo / agentInfo), ``session/new``
   (the id comes in the response), ``session/load`` and ``session/resume``; tool-call state
   from ``session/update``.
