@@ -275,12 +275,19 @@ def test_through_a_conductor_policyd_decides_as_in_front_of_the_agent(
     assert not [r for r in routed if r["from"] == "agent" and "proxy" in str(r["message"].get("method"))]
 
 
-def test_chain_takes_no_agent_command(tmp_path: Path) -> None:
-    """``--chain`` with an agent command is a usage error (the conductor spawns the agent)."""
-    done = subprocess.run([*policyd_cli(), "proxy", "--chain", "--", "true"], capture_output=True, text=True,
-                          timeout=60, stdin=subprocess.DEVNULL)
-    assert 2 == done.returncode
-    assert "--chain" in done.stderr
+@pytest.mark.parametrize(("args", "environ", "says"), [
+    (["--", "true"], {}, "no agent command"),
+    (["--sandbox", "required"], {}, "--sandbox"),
+    (["--gateway", "auto"], {}, "--gateway"),
+    ([], {"POLICYD_SANDBOX": "required"}, "cannot confine it"),
+])
+def test_chain_refuses_what_needs_policyd_to_spawn_the_agent(tmp_path: Path, args: list[str],
+                                                             environ: dict[str, str], says: str) -> None:
+    """An agent command, ``--sandbox``, ``--gateway`` or ``sandbox = required``: the conductor
+    spawns the agent, so each is a usage error (exit 2) naming it, never an unconfined run."""
+    done = subprocess.run([*policyd_cli(), "proxy", "--chain", *args], capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL, env={**policyd_env(tmp_path), **environ})
+    assert (2, True) == (done.returncode, says in done.stderr), done.stderr
 
 
 THINKWELL_PACKAGE = E2E_MODULES / "@thinkwell" / "conductor" / "package.json"
