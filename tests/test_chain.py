@@ -12,12 +12,13 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import AcpClient, policyd_env
-from realagents import E2E_MODULES, NODE, policyd_cli
+from realagents import AGENTS, E2E_MODULES, NODE, policyd_cli, run_agent
 
 from policyd import loader
 from policyd.core.chain import Chain
@@ -288,6 +289,28 @@ def test_chain_refuses_what_needs_policyd_to_spawn_the_agent(tmp_path: Path, arg
     done = subprocess.run([*policyd_cli(), "proxy", "--chain", *args], capture_output=True, text=True,
                           timeout=60, stdin=subprocess.DEVNULL, env={**policyd_env(tmp_path), **environ})
     assert (2, True) == (done.returncode, says in done.stderr), done.stderr
+
+
+@pytest.mark.agents
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+@pytest.mark.skipif(not AGENTS["claude"].installed(), reason="claude-agent-acp not installed (./dev test)")
+def test_a_real_agent_behind_policyd_in_a_chain() -> None:
+    """Claude (claude-agent-acp, offline against the fake model) behind ``policyd proxy
+    --chain`` in the test conductor: policyd switches it out of ``auto`` before the client
+    sees the session, allows ``npm test``, denies ``rm -rf`` outside the workspace."""
+    parent = REPO / ".agent-tests"  # not under /tmp: the baseline treats /tmp as scratch
+    parent.mkdir(exist_ok=True)
+    base = Path(tempfile.mkdtemp(prefix="chain-", dir=parent))
+    run = run_agent(AGENTS["claude"], base, REPO / "policies", policyd_env(base), fs=False,
+                    actions=("run", "delete-outside"), chain=True)
+    assert "default" == run.session["result"]["modes"]["currentModeId"], run.describe()
+    assert [("auto", "default")] == [(e["from"], e["to"]) for e in run.events("mode.switched")]
+    decided = [(d["decision"], next((r["id"] for r in d["rules"] if r["decision"] == d["decision"]), None))
+               for d in run.events("permission.decided")]
+    assert [("allow", "ci-shell-effects"), ("deny", "recursive-delete-outside")] == decided, run.describe()
+    assert ["keep.txt"] == sorted(p.name for p in run.outside.iterdir())
+    shutil.rmtree(base, ignore_errors=True)
 
 
 THINKWELL_PACKAGE = E2E_MODULES / "@thinkwell" / "conductor" / "package.json"
