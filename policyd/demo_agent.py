@@ -10,8 +10,10 @@ saying which outcome it received (``permission <toolCallId>: selected <optionId>
 
 Script: ``--script FILE`` (JSON list) or the built-in :data:`DEMO_SCRIPT`. Each item:
 ``{"toolCall": {...ToolCall without toolCallId...}, "options": [...]?, "announce": bool?,
-"request": {...fields for the request's toolCall only...}?}``. ``$CWD`` and ``$HOME`` in
-strings are replaced by the session cwd and the home directory.
+"request": {...fields for the request's toolCall only...}?, "permission": {...}?}``
+(``permission``: fields set on the request's params, ``null`` removing one: e.g. an ACP v2
+``subject`` instead of the ``toolCall``). ``$CWD`` and ``$HOME`` in strings are replaced by
+the session cwd and the home directory.
 """
 
 from __future__ import annotations
@@ -121,8 +123,10 @@ class Agent:
             request_call = {"toolCallId": call_id, **item.get("request", call)}
             request_id = self.next_id
             self.next_id += 1
-            self.send({"jsonrpc": "2.0", "id": request_id, "method": "session/request_permission", "params": {
-                "sessionId": session_id, "toolCall": request_call, "options": item.get("options", STANDARD_OPTIONS)}})
+            params = {"sessionId": session_id, "toolCall": request_call,
+                      "options": item.get("options", STANDARD_OPTIONS), **item.get("permission", {})}
+            params = {k: v for k, v in params.items() if v is not None}
+            self.send({"jsonrpc": "2.0", "id": request_id, "method": "session/request_permission", "params": params})
             while True:
                 reply = self.read()
                 if reply is None:

@@ -438,7 +438,7 @@ class Proxy:
             elif isinstance(action, Consult):
                 if self._reload_task is not None and not self._reload_task.done():
                     await asyncio.wait([self._reload_task])  # a SIGHUP reload in flight: decide under the new set
-                queue[0:0] = self.relay.resolve(action.key, await self._safe_decide(action))
+                queue[0:0] = self._resolve(action.key, await self._safe_decide(action))
             elif isinstance(action, Log):
                 _log(action, self.local_decision_log)
             elif isinstance(action, RememberChoice) and self.on_remember is not None:
@@ -450,10 +450,17 @@ class Proxy:
             elif isinstance(action, Timer):
                 asyncio.get_running_loop().call_later(action.after_s, self._timer_fired, action.token)
 
+    def _resolve(self, key: int, resolution: Resolution) -> list[Action]:
+        """The relay's answer to a decided consult (a proxy chain translates it: policyd.chainproxy)."""
+        return self.relay.resolve(key, resolution)
+
     def _timer_fired(self, token: str) -> None:
-        task = asyncio.create_task(self._execute(self.relay.expire(token)))
+        task = asyncio.create_task(self._execute(self._expire(token)))
         self._timers.add(task)
         task.add_done_callback(self._timers.discard)
+
+    def _expire(self, token: str) -> list[Action]:
+        return self.relay.expire(token)
 
     async def _remember(self, choice: RememberChoice) -> None:
         assert self.on_remember is not None

@@ -274,7 +274,7 @@ def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *,
               actions: tuple[str, ...], headless: bool = True, set_mode: str | None = None,
               answer: Callable[[Message], str | None] | None = None, proxy_args: tuple[str, ...] = (),
               reload: bool = False, extra_policy: Callable[[str], Path] | None = None,
-              model_key: str | None = None, agent_key: str | None = None) -> AgentRun:
+              model_key: str | None = None, agent_key: str | None = None, chain: bool = False) -> AgentRun:
     """One session of ``spec`` through the real ``policyd proxy [--headless] --policy POLICY``
     (:func:`policyd_cli`): after
     ``session/new`` the client asks for mode ``set_mode`` (if given), then sends every action
@@ -285,7 +285,8 @@ def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *,
     proxy + agent (same home) then loads the session (``session/load``), as an editor does
     after a restart. ``extra_policy(model_url)``: one more ``--policy`` file, written once the
     fake model's address is known (the sandbox tier names it in ``[sandbox] network``).
-    Nothing is asserted here."""
+    ``chain``: policyd runs as ``policyd proxy --chain`` in an ACP proxy chain, the test
+    conductor (``tests/chain_conductor.py``) spawning it and the agent. Nothing is asserted here."""
     ws, outside = base / "ws", base / "outside"
     ws.mkdir(parents=True)
     outside.mkdir()
@@ -307,8 +308,12 @@ def run_agent(spec: AgentSpec, base: Path, policy: Path, env: dict[str, str], *,
     extra = ["--policy", str(extra_policy(model.url))] if extra_policy is not None else []
 
     def proxy(log: Path) -> list[str]:
-        return [*policyd_cli(), "proxy", *(["--headless"] if headless else []),
-                "--policy", str(policy), *extra, "--decision-log", str(log), *proxy_args, "--", *spec.argv()]
+        policyd = [*policyd_cli(), "proxy", *(["--headless"] if headless else []),
+                   "--policy", str(policy), *extra, "--decision-log", str(log), *proxy_args]
+        if chain:
+            conductor = Path(__file__).resolve().parent / "chain_conductor.py"
+            return [sys.executable, str(conductor), "--", *policyd, "--chain", "--", *spec.argv()]
+        return [*policyd, "--", *spec.argv()]
 
     started = time.monotonic()
     client = AcpAgentClient(proxy(decisions), agent_env, ws, base / "policyd.stderr")

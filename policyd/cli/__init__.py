@@ -221,10 +221,17 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if spawned is not None and spawned.argv != args.agent:  # the command line meant another agent
             _stop(spawned, STOP_GRACE_S)
             spawned = None
-        if not args.agent:
+        if args.chain and (args.agent or args.sandbox_mode not in (None, "off") or args.gateway_mode not in (
+                None, "off")):
+            if spawned is not None:
+                _stop(spawned, STOP_GRACE_S)
+            print("policyd proxy --chain: the conductor spawns the agent: no agent command, --sandbox or --gateway",
+                  file=sys.stderr)
+            return USAGE_ERROR
+        if not args.agent and not args.chain:
             print("policyd proxy: missing agent command: policyd proxy [options] -- AGENT [ARGS...]", file=sys.stderr)
             return USAGE_ERROR
-        if spawned is None and not _sandbox_asked(args) and not _gateway_wanted(argv, os.environ):
+        if not args.chain and spawned is None and not _sandbox_asked(args) and not _gateway_wanted(argv, os.environ):
             from policyd.spawn import hold_signals, spawn
 
             hold_signals()
@@ -245,7 +252,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
             print(f"policyd: {line}", file=sys.stderr)
         return USAGE_ERROR
     gateway = None
-    if args.command == "proxy":
+    if args.command == "proxy" and not args.chain:
         started = _start_agent(settings, args.agent, spawned)
         if isinstance(started, int):
             return started
@@ -393,6 +400,8 @@ def _run_exporting(args: argparse.Namespace, settings: Settings, spawned: Spawne
         return USAGE_ERROR
     try:
         if args.command == "proxy":
+            if args.chain:
+                return run.proxy(settings, [], args.policy, args.config, chain=True)
             return run.proxy(settings, args.agent, args.policy, args.config, spawned, gateway)
         return run.serve(settings, args.socket, args.policy, args.config)
     finally:

@@ -90,6 +90,9 @@ def _proxy(proxy: argparse.ArgumentParser) -> None:
                             "Landlock); default auto")
     proxy.add_argument("--sandbox-root", dest="sandbox_roots", action="append", metavar="DIR",
                        help="a writable root of the sandbox beside the current directory (repeatable)")
+    proxy.add_argument("--chain", action="store_true",
+                       help="run as a component of an ACP proxy chain: no agent command; a conductor spawns "
+                            "policyd and the agent and routes between them (docs/reference.md)")
     proxy.add_argument("agent", nargs=argparse.REMAINDER, help="-- then the agent command line")
 
 

@@ -89,13 +89,19 @@ def _local_session_policy(settings: Settings) -> Callable[[], PolicySet | None]:
 
 def proxy(
     settings: Settings, agent: list[str], cli_policy: list[str] | None, config: str | None,
-    spawned: Spawned | None = None, gateway: Gateway | None = None,
+    spawned: Spawned | None = None, gateway: Gateway | None = None, chain: bool = False,
 ) -> int:
+    """``policyd proxy``: in front of ``agent`` (spawned), or with ``chain`` as a component
+    of an ACP proxy chain (policyd.chainproxy: the conductor spawns the agent)."""
     from policyd.proxy import run_proxy
 
     if agent and agent[0] == "--":
         agent = agent[1:]
-    if not agent:
+    if chain and settings.sandbox == "required":
+        print("policyd proxy --chain: sandbox = required, but in a proxy chain the conductor spawns the agent: "
+              "policyd cannot confine it", file=sys.stderr)
+        return USAGE_ERROR
+    if not agent and not chain:
         print("policyd proxy: missing agent command: policyd proxy [options] -- AGENT [ARGS...]", file=sys.stderr)
         return USAGE_ERROR
     relay = Relay(
@@ -112,6 +118,11 @@ def proxy(
         logs.get().info("sandbox.started", **box.notes)
     elif settings.sandbox != "off":
         logs.get().warning("sandbox.unavailable", mode=settings.sandbox, effect="the agent runs without a sandbox")
+    runner = run_proxy
+    if chain:
+        from policyd.chainproxy import run_chain
+
+        runner = run_chain  # run_proxy's signature; no agent, no spawn
     socket_path = daemon_path(settings, own_policy=bool(cli_policy) or settings.decision_log is not None)
     try:
         if socket_path is not None:
@@ -141,9 +152,9 @@ def proxy(
             client = DaemonClient(socket_path, settings.daemon_timeout_s)
             logs.get().info("daemon.consulted", socket=str(socket_path), timeout_s=settings.daemon_timeout_s)
             try:
-                return run_proxy(agent, relay, client.decide, settings.kill_grace_s, None,
-                                 on_remember=client.remember, local_decision_log=False, spawned=spawned,
-                                 background=watch.run)
+                return runner(agent, relay, client.decide, settings.kill_grace_s, None,
+                              on_remember=client.remember, local_decision_log=False, spawned=spawned,
+                              background=watch.run)
             finally:
                 if box is not None:
                     box.close()
@@ -154,8 +165,8 @@ def proxy(
         relay.policy = lambda: embedded.engine.policy if embedded.engine is not None else None
         _give_budget(gateway, relay)
         try:
-            code = run_proxy(agent, relay, embedded.decide, settings.kill_grace_s, None,
-                             on_remember=embedded.remember, startup=embedded.start, spawned=spawned)
+            code = runner(agent, relay, embedded.decide, settings.kill_grace_s, None,
+                          on_remember=embedded.remember, startup=embedded.start, spawned=spawned)
         finally:
             status.remove()
             if box is not None:

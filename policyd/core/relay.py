@@ -47,6 +47,10 @@ https://agentclientprotocol.com/protocol/transports):
   agent saw the cancel); the agent's ``$/cancel_request`` for such a request is answered
   with error -32800. A request policyd forwarded is answered once, by the client — or
   ``cancelled`` by policyd once the client is gone (:meth:`Relay.client_gone`).
+- A permission request's ACP v2 ``subject`` is read as a tool call; beside a ``toolCall``
+  the two are judged as one call saying everything either says (``core.subject``).
+- With :attr:`Relay.known_sessions_only` (a proxy chain), nothing is allowed for a session
+  the relay did not see opened.
 - Session context is tracked from ``initialize`` (clientInfo / agentInfo), ``session/new``
   (the id comes in the response), ``session/load`` and ``session/resume``; tool-call state
   from ``session/update``.
@@ -64,7 +68,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from policyd.core import jsonline
+from policyd.core import jsonline, subject
 from policyd.core.decide import choose_outcome
 from policyd.core.model import Decision, PeerInfo, PermissionOption, PermissionQuery, SessionInfo
 from policyd.core.modes import ModePolicy
@@ -102,6 +106,8 @@ MAX_OPTIONS = 32
 #: Agent requests (fs/*, terminal/*...) passed to the client and not yet answered, tracked
 #: so that an answer nobody asked for is dropped; also the bound on tracked prompt turns.
 MAX_OUTSTANDING = 4096
+#: Why a request of a session policyd did not see opened is not allowed (``known_sessions_only``).
+UNKNOWN_SESSION = "names no session policyd saw opened: never allowed"
 #: Sessions whose W3C trace context (``_meta.traceparent``) is remembered.
 MAX_TRACED_SESSIONS = 1024
 
@@ -267,6 +273,10 @@ class Relay:
         self.home = home
         #: The agent runs in policyd's sandbox: sessions carry ``session.sandboxed``.
         self.sandboxed = False
+        #: Allow nothing for a session this relay did not see opened (``session/new``,
+        #: ``load``, ``resume`` answered): set in a proxy chain (``core.chain``), where a
+        #: successor's request names a session only the conductor's routing vouches for.
+        self.known_sessions_only = False
         self.tracker = ToolCallTracker()
         self.sessions: dict[str, SessionInfo] = {}
         self.client_info = PeerInfo()
@@ -816,6 +826,13 @@ class Relay:
         if not isinstance(session_id, str) or not session_id:
             return None, "params.sessionId must be a non-empty string", ""
         tool_call = params.get("toolCall")
+        said: dict[str, Any] | None = None  # what the v2 ``subject`` says (core.subject)
+        if params.get("subject") is not None:
+            said, problem = subject.reading(params["subject"])
+            if said is None:
+                return None, problem, session_id
+            if tool_call is None:
+                tool_call = {"toolCallId": said.get("toolCallId")}
         if not isinstance(tool_call, Mapping):
             return None, "params.toolCall must be an object", session_id
         call_id = tool_call.get("toolCallId")
@@ -840,6 +857,8 @@ class Relay:
             options = [o for o in options if seen.count(o.option_id) == 1]
         session = self.sessions.get(session_id) or SessionInfo(session_id, "", sandboxed=self.sandboxed)
         merged = self.tracker.merged(session_id, tool_call)
+        if said is not None:
+            merged = subject.union(merged, said, session.cwd)
         query = PermissionQuery(
             session=session,
             tool_call=merged,
@@ -851,6 +870,9 @@ class Relay:
             traceparent=_traceparent(params) or self._traces.get(session_id, ""),
         )
         return query, "", session_id
+
+    def _unknown_session(self, session_id: str) -> bool:
+        return self.known_sessions_only and session_id not in self.sessions
 
     # ------------------------------------------------------------------ resolution
 
@@ -880,6 +902,9 @@ class Relay:
                 return [SendToAgent(jsonline.response(p.request_id, error=error)), Log("permission.invalid", fields)]
             return self._forward(p, Log("permission.invalid_forwarded", fields))
         decision = res.decision
+        if decision is Decision.ALLOW and self._unknown_session(p.session_id):
+            fields.update(source="fallback", note=UNKNOWN_SESSION)
+            decision = None
         fields["decision"] = decision.value if decision else "error"
         if decision is None:
             fields["source"] = "fallback"
@@ -928,6 +953,8 @@ class Relay:
             fields["method"] = p.side
         fields.update(p.query.context_fields())
         decision = res.decision
+        if self._unknown_session(p.session_id):
+            decision, fields["reason"] = Decision.DENY, UNKNOWN_SESSION
         fields["decision"] = decision.value if decision else "error"
         forward = decision is Decision.ALLOW
         if decision is not Decision.ALLOW and decision is not Decision.DENY:
