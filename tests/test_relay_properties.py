@@ -738,6 +738,23 @@ def test_colliding_ids_are_classified_by_direction() -> None:
     assert "0" == h.perms[0].rid and 0 == h.perms[1].rid
 
 
+def test_cancel_answers_in_the_order_asked() -> None:
+    """Two forwarded requests of one session, decided in the reverse order (the same id 0:
+    the second goes to the client under a fresh one), then ``session/cancel``: both are
+    answered ``cancelled`` in the order the agent asked (hypothesis found the relay
+    answering in the order they were decided)."""
+    h = Harness(headless=False, fallback="deny")
+    style = ((",", ":"), False, False, "", "", "\n")
+    h.agent(("perm", 0, "s2", ["allow_once"], None, Decision.ASK, style))
+    h.agent(("perm", 0, "s2", ["allow_once"], None, Decision.ASK, style))
+    h.resolve(h.perms[1].key)
+    h.resolve(h.perms[0].key)
+    h.client(("notify", "session/cancel", "s2", style))
+    h.check_final()
+    answers = [json.loads(line) for line in h.to_agent]
+    assert [0, h.perms[1].rid] == [a["id"] for a in answers if "result" in a]
+
+
 @pytest.mark.parametrize("pass_always", [False, True])
 def test_client_always_answer_is_relayed_as_once(pass_always: bool) -> None:
     """The client answers a forwarded request with ``allow_always``: it is remembered, and

@@ -1053,7 +1053,7 @@ class Relay:
         self._cancelled_sessions[session_id] = None
         while len(self._cancelled_sessions) > MAX_OUTSTANDING:
             del self._cancelled_sessions[next(iter(self._cancelled_sessions))]
-        actions: list[Action] = []
+        cancelled: list[tuple[_Pending, str]] = []
         for p in list(self._queue):
             if not isinstance(p, _Pending) or p.session_id != session_id or p.side:
                 continue
@@ -1064,11 +1064,14 @@ class Relay:
                 p.forward = False  # forwarded, but not yet sent (nor answered): it never will be
             else:
                 continue
-            actions.extend(self._cancelled(p, "session/cancel received"))
+            cancelled.append((p, "session/cancel received"))
         for key, p in list(self._forwarded.items()):
             if p.session_id == session_id:
                 del self._forwarded[key]
-                actions.extend(self._cancelled(p, "session/cancel received; the client's answer will not be relayed"))
+                cancelled.append((p, "session/cancel received; the client's answer will not be relayed"))
+        actions: list[Action] = []
+        for p, reason in sorted(cancelled, key=lambda pr: pr[0].key):  # answered in the order asked
+            actions.extend(self._cancelled(p, reason))
         if actions:
             actions.extend(self._release())
         return actions
