@@ -1,0 +1,270 @@
+"""Python one-liners (pure): ``python -c CODE`` and code on stdin, parsed with :mod:`ast`.
+
+Proven: statements, expressions and names from the allow-lists below and nothing else —
+imports of :data:`MODULES` using only their listed attributes, the builtins in
+:data:`BUILTINS`, ``open(LITERAL)`` / ``open(LITERAL, "r"|"rb"|"rt")`` (a read of that path),
+literals, comprehensions, ``for``/``if``/``try``/``with open(...)``, lambdas, f-strings.
+Refused (not proven): any name or attribute starting with ``__`` (``().__class__``), attributes
+starting with ``_``, a module used as a value, ``open`` of a computed path or for writing,
+``str.format`` (its fields walk attributes: ``"{0.__globals__}"``), ``while``, ``def``,
+``class``, decorators, ``global``, ``await``/``yield``, a coding declaration (stdin code is
+decoded by it: ``# coding: utf-7`` hides statements from this parse), and ``**``/``<<`` or
+repetition by large constants (a one-liner that never ends).
+
+Every proven snippet has the effect ``test``: Python looks modules up in the working
+directory first for ``-c`` and stdin code, and the standard library imports some lazily
+(``"x".encode("idna")`` imports ``stringprep``): a ``stringprep.py`` in the workspace would
+run, which is the project's own code, as ``pytest`` runs it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from policyd.core.inline.model import MAX_CODE_CHARS, Code, unproven
+
+#: Modules a snippet may import, each with the only attributes it may use. Importing each is
+#: free of side effects, and each listed attribute only computes, parses or prints.
+MODULES: dict[str, frozenset[str]] = {
+    # parse and print JSON (dump/dumps to a file object would need one opened for writing)
+    "json": frozenset({"load", "loads", "dumps", "JSONDecodeError"}),
+    # the interpreter's version and arguments; not modules, path, stdin, settrace...
+    "sys": frozenset({"version", "version_info", "hexversion", "argv", "platform", "maxsize",
+                      "byteorder", "implementation", "float_info", "stdout", "stderr", "exit"}),
+    # version and uname fields; not architecture() (runs file(1)) nor popen/libc_ver
+    "platform": frozenset({"python_version", "python_version_tuple", "python_implementation",
+                           "system", "machine", "release"}),
+    # arithmetic only
+    "math": frozenset({"pi", "e", "tau", "inf", "nan", "sqrt", "floor", "ceil", "log", "log2",
+                       "log10", "exp", "sin", "cos", "tan", "fabs", "isclose", "isnan", "isinf",
+                       "gcd", "trunc", "hypot", "fsum", "copysign"}),
+    # regular expressions on strings
+    "re": frozenset({"match", "search", "fullmatch", "findall", "finditer", "sub", "subn",
+                     "split", "escape", "compile", "IGNORECASE", "I", "MULTILINE", "M",
+                     "DOTALL", "S", "VERBOSE", "X", "ASCII", "A"}),
+    # character constants (not Template or Formatter: they look attributes up by name)
+    "string": frozenset({"ascii_letters", "ascii_lowercase", "ascii_uppercase", "digits",
+                         "hexdigits", "octdigits", "punctuation", "printable", "whitespace"}),
+    "textwrap": frozenset({"dedent", "indent", "fill", "wrap", "shorten"}),
+    # containers (not namedtuple: it builds code from its arguments)
+    "collections": frozenset({"Counter", "OrderedDict", "defaultdict", "deque"}),
+    # finite iterators only (count, cycle and repeat never end)
+    "itertools": frozenset({"chain", "islice", "groupby", "accumulate", "zip_longest",
+                            "pairwise", "takewhile", "dropwhile", "compress", "starmap"}),
+}
+
+#: Builtins a snippet may name: they compute, convert or print (``open`` is judged apart).
+#: Not: eval, exec, compile, __import__, getattr/setattr/delattr, vars, globals, locals, dir,
+#: type, object, super, breakpoint, help, input, license, memoryview, exit/quit.
+BUILTINS: frozenset[str] = frozenset({
+    "print", "len", "str", "int", "float", "bool", "list", "dict", "tuple", "set", "frozenset",
+    "sorted", "reversed", "enumerate", "zip", "range", "min", "max", "sum", "abs", "round",
+    "any", "all", "repr", "ascii", "isinstance", "map", "filter", "chr", "ord", "hex", "oct",
+    "bin", "divmod", "bytes", "bytearray", "complex", "hash", "iter", "next", "slice",
+    "callable", "format", "True", "False", "None",
+    "Exception", "ValueError", "KeyError", "IndexError", "TypeError", "AttributeError",
+    "OSError", "FileNotFoundError", "StopIteration", "ZeroDivisionError", "UnicodeDecodeError",
+})
+#: Methods refused on any value: ``str.format``/``format_map`` look attributes up by the
+#: names in the string (``"{0.__init__.__globals__}"``).
+REFUSED_ATTRIBUTES: frozenset[str] = frozenset({"format", "format_map"})
+#: ``open`` modes that only read.
+READ_MODES: frozenset[str] = frozenset({"r", "rb", "rt", "br", "tr"})
+#: Largest integer constant a repetition, ``range``, ``bytes`` or ``bytearray`` may take: more
+#: is a snippet that runs or fills memory for ever (a headless agent waits).
+MAX_COUNT = 10_000_000
+#: Largest result of a constant ``**`` / ``<<``.
+MAX_POWER = 10**18
+
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=]", re.M)
+_STATEMENTS = (ast.Expr, ast.Assign, ast.AugAssign, ast.For, ast.If, ast.Pass, ast.Break,
+               ast.Continue, ast.Import, ast.ImportFrom, ast.With, ast.Try, ast.Assert)
+_EXPRESSIONS = (ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.IfExp, ast.Dict, ast.Set, ast.List,
+                ast.Tuple, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+                ast.Compare, ast.Call, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice,
+                ast.Name, ast.Starred, ast.JoinedStr, ast.FormattedValue, ast.Lambda)
+_PARTS = (ast.Module, ast.comprehension, ast.arguments, ast.arg, ast.keyword, ast.alias,
+          ast.withitem, ast.ExceptHandler, ast.expr_context, ast.operator, ast.unaryop,
+          ast.cmpop, ast.boolop)
+_COUNTED = frozenset({"range", "bytes", "bytearray"})
+
+
+class _Refused(Exception):
+    """The snippet holds something not on the allow-lists (the message says what)."""
+
+
+def judge_python(text: str) -> Code:
+    """What Python ``text`` does: proven with its reads, or why not. Never raises."""
+    if len(text) > MAX_CODE_CHARS:
+        return unproven(f"python code longer than {MAX_CODE_CHARS} characters")
+    if _CODING.search("\n".join(text.splitlines()[:2])):
+        return unproven("python code declares its source encoding")
+    if "\0" in text:
+        return unproven("python code holds a NUL character")
+    try:
+        tree = ast.parse(text, mode="exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        return unproven(f"python code does not parse: {e}")
+    try:
+        reads = _Check(tree).run()
+    except _Refused as e:
+        return unproven(f"python code: {e}")
+    except RecursionError:
+        return unproven("python code nests too deeply")
+    return Code(True, frozenset({"test", "read"} if reads else {"test"}), tuple(reads))
+
+
+class _Check:
+    """One walk over a parsed snippet: names bound, then every node against the lists."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.modules: dict[str, str] = {}  # local name -> module (import json as j: j -> json)
+        self.locals: set[str] = set()
+        self.reads: list[str] = []
+        self.parents: dict[int, ast.AST] = {}
+
+    def run(self) -> list[str]:
+        for node in ast.walk(self.tree):
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+            self.bind(node)
+        clash = set(self.modules) & self.locals
+        if clash:
+            raise _Refused(f"{sorted(clash)[0]!r} names both a module and a value")
+        for node in ast.walk(self.tree):
+            self.node(node)
+        return self.reads
+
+    def bind(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name not in MODULES:
+                    raise _Refused(f"import of {a.name!r} (not on the list)")
+                self.modules[a.asname or a.name] = a.name
+        elif isinstance(node, ast.ImportFrom):
+            allowed = MODULES.get(node.module or "")
+            if node.level or allowed is None:
+                raise _Refused(f"import from {node.module!r} (not on the list)")
+            for a in node.names:
+                if a.name not in allowed:
+                    raise _Refused(f"import of {node.module}.{a.name} (not on the list)")
+                self.locals.add(a.asname or a.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            self.locals.add(node.id)
+        elif isinstance(node, ast.arg):
+            self.locals.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            self.locals.add(node.name)
+
+    def node(self, node: ast.AST) -> None:
+        if not isinstance(node, _STATEMENTS + _EXPRESSIONS + _PARTS):
+            raise _Refused(f"{type(node).__name__} is not on the list")
+        if isinstance(node, ast.Name):
+            self.name(node)
+        elif isinstance(node, ast.Attribute):
+            self.attribute(node)
+        elif isinstance(node, ast.Call):
+            self.call(node)
+        elif isinstance(node, ast.BinOp):
+            self.binop(node)
+        elif isinstance(node, ast.comprehension) and node.is_async:
+            raise _Refused("async comprehension")
+        elif isinstance(node, ast.With):
+            for item in node.items:
+                if not (isinstance(item.context_expr, ast.Call) and _named(item.context_expr.func, "open")):
+                    raise _Refused("with of something other than open(...)")
+        elif isinstance(node, ast.arguments) and (node.vararg or node.kwarg):
+            raise _Refused("*args/**kwargs parameters")
+        elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            raise _Refused("import *")
+
+    def name(self, node: ast.Name) -> None:
+        n = node.id
+        if n.startswith("__"):
+            raise _Refused(f"name {n!r}")
+        if isinstance(node.ctx, ast.Store):
+            return
+        parent = self.parents.get(id(node))
+        if n in self.modules:
+            if not (isinstance(parent, ast.Attribute) and parent.value is node):
+                raise _Refused(f"module {n!r} used as a value")
+            return
+        if n in self.locals:
+            return
+        if n == "open":
+            if not (isinstance(parent, ast.Call) and parent.func is node):
+                raise _Refused("open used as a value")
+            return
+        if n not in BUILTINS:
+            raise _Refused(f"name {n!r} is not on the list")
+
+    def attribute(self, node: ast.Attribute) -> None:
+        if isinstance(node.ctx, ast.Store):
+            raise _Refused(f"assignment to attribute {node.attr!r}")
+        base = node.value
+        if isinstance(base, ast.Name) and base.id in self.modules:
+            module = self.modules[base.id]
+            if node.attr not in MODULES[module]:
+                raise _Refused(f"{module}.{node.attr} is not on the list")
+            return
+        if node.attr.startswith("_") or node.attr in REFUSED_ATTRIBUTES:
+            raise _Refused(f"attribute {node.attr!r}")
+
+    def call(self, node: ast.Call) -> None:
+        f = node.func
+        if _named(f, "open"):  # even a local named open: what it holds is not followed
+            self.open_call(node)
+        elif isinstance(f, ast.Name) and f.id in _COUNTED and f.id not in self.locals:
+            for a in node.args:
+                if _big(a, MAX_COUNT):
+                    raise _Refused(f"{f.id}() of a count above {MAX_COUNT}")
+
+    def open_call(self, node: ast.Call) -> None:
+        args = list(node.args)
+        kw = {k.arg: k.value for k in node.keywords}
+        if None in kw or any(isinstance(a, ast.Starred) for a in args):
+            raise _Refused("open(*args/**kwargs)")
+        if "file" in kw:
+            args.insert(0, kw.pop("file"))
+        if "mode" in kw and len(args) < 2:
+            args.append(kw.pop("mode"))
+        if not 1 <= len(args) <= 2 or set(kw) - {"encoding", "errors", "newline"}:
+            raise _Refused("open() with arguments other than a path, a read mode and an encoding")
+        path = args[0]
+        if not (isinstance(path, ast.Constant) and isinstance(path.value, str) and path.value):
+            raise _Refused("open() of a path computed at run time")
+        if len(args) == 2 and not (isinstance(args[1], ast.Constant) and args[1].value in READ_MODES):
+            raise _Refused("open() in a mode that may write")
+        for v in kw.values():
+            if not (isinstance(v, ast.Constant) and isinstance(v.value, str | type(None))):
+                raise _Refused("open() with a computed encoding")
+        self.reads.append(path.value)
+
+    def binop(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, (ast.Pow, ast.LShift)):
+            left, right = node.left, node.right
+            if not (_int(left) and _int(right)):
+                raise _Refused("** or << of values known only at run time")
+            a, b = left.value, right.value  # type: ignore[attr-defined]
+            if b < 0 or b > 64 or (isinstance(node.op, ast.Pow) and abs(a) > 1 and b * abs(a).bit_length() > 60):
+                raise _Refused("** or << with a huge result")
+        elif isinstance(node.op, ast.Mult) and (_big(node.left, 10**6) or _big(node.right, 10**6)):
+            raise _Refused("repetition by a count above a million")
+
+
+def _named(f: ast.expr, name: str) -> bool:
+    return isinstance(f, ast.Name) and f.id == name
+
+
+def _int(n: ast.expr) -> bool:
+    return isinstance(n, ast.Constant) and type(n.value) is int
+
+
+def _big(n: ast.expr, limit: int) -> bool:
+    """An integer constant above ``limit`` (or any ``**``/``<<``: bounded by :meth:`binop`)."""
+    if isinstance(n, ast.UnaryOp):
+        n = n.operand
+    return (_int(n) and abs(n.value) > limit) or (  # type: ignore[attr-defined]
+        isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Pow, ast.LShift)))

@@ -1,0 +1,155 @@
+"""Inline code one-liners (policyd/core/inline): what each analyzer proves, what it refuses,
+and, with the real interpreters, the facts the refusals rest on."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from policyd.core.inline import judge_code
+
+PROVEN = [
+    ("python", "print('hello')", (), {"test"}),
+    ("python", "import json; print(json.load(open('package.json'))['version'])", ("package.json",), {"test", "read"}),
+    ("python", "import sys; print(sys.version)", (), {"test"}),
+    ("python", "import platform; print(platform.python_version())", (), {"test"}),
+    ("python", "with open('a.txt') as f:\n    print(f.read()[:10])", ("a.txt",), {"test", "read"}),
+    ("python", "print(open('\\u002fetc/hosts').read())", ("/etc/hosts",), {"test", "read"}),
+    ("python", "for i in range(3): print(sorted({'b': 1, 'a': 2}.items())[i % 2])", (), {"test"}),
+    ("python", "print(f'{1 + 1:>4}')", (), {"test"}),
+    ("javascript", "console.log(process.version)", (), set()),
+    ("javascript", "console.log(process.versions.node)", (), set()),
+    ("javascript", "console.log(require('./package.json').version)", ("./package.json",), {"read", "test"}),
+    ("javascript", "const fs = require('fs'); console.log(fs.readFileSync('a.json', 'utf8'))", ("a.json",), {"read"}),
+    ("javascript", "console.log([1, 2].map(x => x * 2).join(`,${'-'}`))", (), set()),
+    ("perl", "s/foo/bar/g", (), set()),
+    ("perl", "s{a}{b}g; tr/a-z/A-Z/; y/x/y/", (), set()),
+    ("perl", "s#(\\w+)#$1!#", (), set()),
+]
+
+REFUSED = [
+    ("python", "__import__('os').system('id')", "__import__"),
+    ("python", "().__class__.__base__.__subclasses__()", "__subclasses__"),
+    ("python", "open('x', 'w')", "may write"),
+    ("python", "open('x', mode='a')", "may write"),
+    ("python", "open(name)", "computed"),
+    ("python", "breakpoint()", "breakpoint"),
+    ("python", "help()", "help"),
+    ("python", "import antigravity", "antigravity"),
+    ("python", "import os; print(os.environ)", "'os'"),
+    ("python", "exec(bytes.fromhex('00'))", "exec"),
+    ("python", "@print\ndef f(): pass", "FunctionDef"),
+    ("python", "x = 1; print(f'{x.__class__}')", "__class__"),
+    ("python", "import sys; print(sys.modules)", "sys.modules"),
+    ("python", "import json as j; j.codecs", "json.codecs"),
+    ("python", "import json; x = json", "used as a value"),
+    ("python", "print('{0.__init__.__globals__}'.format(len))", "format"),
+    ("python", "\uff45val('1')", "eval"),  # NFKC: the fullwidth name is eval
+    ("python", "o = open; o('x', 'w')", "open used as a value"),
+    ("python", "while True: pass", "While"),
+    ("python", "print(9**9**9)", "**"),
+    ("python", "print('a' * 10**10)", "repetition"),
+    ("python", "print(len(range(10000000000)))", "range"),
+    ("python", "# coding: utf-7\nprint(1)", "encoding"),
+    ("python", "class A: pass", "ClassDef"),
+    ("python", "print 'x'", "parse"),
+    ("javascript", "require('child_process').execSync('id')", "execSync"),
+    ("javascript", "process.binding('spawn_sync')", "binding"),
+    ("javascript", "global.process.mainModule", "mainModule"),
+    ("javascript", "console.log(`${process.env.HOME}`)", "env"),
+    ("javascript", "eval('1')", "eval"),
+    ("javascript", "Function('return 1')()", "call"),
+    ("javascript", "import('child_process')", "import"),
+    ("javascript", "''.constructor.constructor('return 1')()", "call"),
+    ("javascript", "[]['constructor']", "subscript"),
+    ("javascript", "const k = 'x'; [][k]", "subscript"),
+    ("javascript", "String.raw`x`", "tagged"),
+    ("javascript", "console.log(/a/.source)", "regex"),
+    ("javascript", "x = 1", "assignment"),
+    ("javascript", "new Function('x')", "new_expression"),
+    ("javascript", "const f = require('fs'); f.writeFileSync('x', 'y')", "fs"),
+    ("javascript", "require('fs').readFileSync(p)", "fs"),
+    ("javascript", "console.log(\\u0065val)", "escape"),
+    ("javascript", "const process = 1", "global"),
+    ("javascript", "console.log(require('lodash'))", "require"),
+    ("perl", "s/x/system('id')/e", "'e'"),
+    ("perl", "s{x}{y}e", "'e'"),
+    ("perl", "s/x/y/ee", "'e'"),
+    ("perl", "s/(?{ system 'id' })//", "code block"),
+    ("perl", "s/(??{ 'a' })//", "code block"),
+    ("perl", "s/x/@{[ `id` ]}/", "array"),
+    ("perl", "s/x/${\\ `id`}/", "interpolates"),
+    ("perl", "s/x/$ENV{HOME}/", "interpolates"),
+    ("perl", "s/x/$1[system(1)]/", "interpolates"),
+    ("perl", "print 1", "statement"),
+    ("perl", "s/a/b/; system('id')", "delimiter"),
+    ("perl", "s/a/b", "unterminated"),
+    ("perl", "s /a/b/", "delimiter"),
+]
+
+
+@pytest.mark.parametrize(("lang", "text", "reads", "effects"), PROVEN, ids=[p[1][:40] for p in PROVEN])
+def test_proven_snippets(lang: str, text: str, reads: tuple[str, ...], effects: set[str]) -> None:
+    """A snippet on the allow-lists is proven, with exactly the files it reads."""
+    code = judge_code(lang, text, frozenset({"-i", "-p"}))
+    assert (True, reads, effects) == (code.proven, code.reads, set(code.effects)), code.why
+
+
+@pytest.mark.parametrize(("lang", "text", "why"), REFUSED, ids=[r[1][:40] for r in REFUSED])
+def test_refused_snippets(lang: str, text: str, why: str) -> None:
+    """Anything off the lists is not proven, and the reason names it."""
+    code = judge_code(lang, text, frozenset({"-i", "-p"}))
+    assert not code.proven
+    assert why in code.why
+
+
+def test_perl_without_in_place_is_not_proven() -> None:
+    """perl substitutions are an edit only with -i (the reason: the magic open below)."""
+    assert not judge_code("perl", "s/a/b/", frozenset({"-p"})).proven
+    assert judge_code("perl", "s/a/b/", frozenset({"-p", "-i"})).proven
+
+
+def test_unknown_language_is_not_proven() -> None:
+    """A language no analyzer reads is never proven."""
+    assert not judge_code("ruby", "puts 1").proven
+
+
+def test_long_snippet_is_not_proven() -> None:
+    """A snippet beyond the size limit is not parsed (bounded work)."""
+    assert not judge_code("python", "print(1)\n" * 5000).proven
+
+
+# --------------------------------------------------------------------------- the real interpreters
+
+needs_perl = pytest.mark.skipif(shutil.which("perl") is None, reason="perl is not installed")
+
+
+@needs_perl
+def test_perl_in_place_opens_operands_raw(tmp_path: Path) -> None:
+    """With -i a file named '|cmd' is a file, not a command (why -pi -e 's///' is proven)."""
+    (tmp_path / "a.c").write_text("foo\n")
+    (tmp_path / "|touch PWNED;.c").write_text("foo\n")
+    subprocess.run("perl -pi -e 's/foo/bar/' *.c", shell=True, cwd=tmp_path, timeout=60, check=False,
+                   capture_output=True)
+    assert "bar\n" == (tmp_path / "a.c").read_text()
+    assert not (tmp_path / "PWNED").exists()
+
+
+@needs_perl
+def test_perl_without_in_place_runs_pipe_names(tmp_path: Path) -> None:
+    """Without -i, -p opens a '|cmd' operand as a pipe and runs cmd (why it stays exec)."""
+    (tmp_path / "|touch PWNED;.c").write_text("")
+    subprocess.run("perl -pe 's/foo/bar/' *.c", shell=True, cwd=tmp_path, timeout=60, check=False,
+                   capture_output=True)
+    assert (tmp_path / "PWNED").exists()
+
+
+def test_python_imports_from_the_working_directory(tmp_path: Path) -> None:
+    """``python3 -c 'import json'`` runs ./json.py: proven snippets carry the effect test."""
+    (tmp_path / "json.py").write_text("open('RAN', 'w').close()\n")
+    subprocess.run(["python3", "-c", "import json"], cwd=tmp_path, timeout=60, check=False, capture_output=True)
+    assert (tmp_path / "RAN").exists()
+    assert "test" in judge_code("python", "import json").effects
