@@ -31,7 +31,7 @@ PROVEN = [
 ]
 
 REFUSED = [
-    ("python", "__import__('os').system('id')", "__import__"),
+    ("python", "__import__('os').system('id')", "not on the list"),
     ("python", "().__class__.__base__.__subclasses__()", "__subclasses__"),
     ("python", "open('x', 'w')", "may write"),
     ("python", "open('x', mode='a')", "may write"),
@@ -47,6 +47,7 @@ REFUSED = [
     ("python", "import json as j; j.codecs", "json.codecs"),
     ("python", "import json; x = json", "used as a value"),
     ("python", "print('{0.__init__.__globals__}'.format(len))", "format"),
+    ("python", "print((x for x in [1]).gi_frame.f_globals['__builtins__'])", "f_globals"),
     ("python", "\uff45val('1')", "eval"),  # NFKC: the fullwidth name is eval
     ("python", "o = open; o('x', 'w')", "open used as a value"),
     ("python", "while True: pass", "While"),

@@ -4,9 +4,10 @@ Proven: statements, expressions and names from the allow-lists below and nothing
 imports of :data:`MODULES` using only their listed attributes, the builtins in
 :data:`BUILTINS`, ``open(LITERAL)`` / ``open(LITERAL, "r"|"rb"|"rt")`` (a read of that path),
 literals, comprehensions, ``for``/``if``/``try``/``with open(...)``, lambdas, f-strings.
-Refused (not proven): any name or attribute starting with ``__`` (``().__class__``), attributes
-starting with ``_``, a module used as a value, ``open`` of a computed path or for writing,
-``str.format`` (its fields walk attributes: ``"{0.__globals__}"``), ``while``, ``def``,
+Refused (not proven): any name starting with ``__``, an attribute of a value that is not in
+:data:`VALUE_ATTRIBUTES` (``().__class__``, ``gen.gi_frame.f_globals``), a module used as a
+value, ``open`` of a computed path or for writing, ``str.format`` (its fields walk
+attributes: ``"{0.__globals__}"``), ``while``, ``def``,
 ``class``, decorators, ``global``, ``await``/``yield``, a coding declaration (stdin code is
 decoded by it: ``# coding: utf-7`` hides statements from this parse), and ``**``/``<<`` or
 repetition by large constants (a one-liner that never ends).
@@ -66,9 +67,35 @@ BUILTINS: frozenset[str] = frozenset({
     "Exception", "ValueError", "KeyError", "IndexError", "TypeError", "AttributeError",
     "OSError", "FileNotFoundError", "StopIteration", "ZeroDivisionError", "UnicodeDecodeError",
 })
-#: Methods refused on any value: ``str.format``/``format_map`` look attributes up by the
-#: names in the string (``"{0.__init__.__globals__}"``).
-REFUSED_ATTRIBUTES: frozenset[str] = frozenset({"format", "format_map"})
+#: Attributes a snippet may use on a value that is no module: the methods and fields of
+#: strings, bytes, numbers, lists, dicts, sets, files opened for reading, regular expression
+#: matches, version tuples, exceptions. Not ``format``/``format_map`` (their fields walk
+#: attributes: ``"{0.__init__.__globals__}"``), nor generator or frame fields (``gi_frame``,
+#: ``f_globals``: a dictionary of the builtins, eval included).
+VALUE_ATTRIBUTES: frozenset[str] = frozenset({
+    # str, bytes
+    "upper", "lower", "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "join",
+    "replace", "startswith", "endswith", "find", "rfind", "index", "rindex", "count",
+    "partition", "rpartition", "title", "capitalize", "casefold", "center", "ljust", "rjust",
+    "zfill", "encode", "decode", "isdigit", "isalpha", "isalnum", "isspace", "isupper",
+    "islower", "isnumeric", "isdecimal", "isidentifier", "expandtabs", "swapcase",
+    "removeprefix", "removesuffix", "hex", "fromhex",
+    # list, dict, set, Counter, deque
+    "append", "extend", "insert", "pop", "remove", "sort", "reverse", "copy", "clear", "get",
+    "keys", "values", "items", "setdefault", "update", "popitem", "fromkeys", "add", "discard",
+    "union", "intersection", "difference", "symmetric_difference", "issubset", "issuperset",
+    "most_common", "elements", "appendleft", "popleft",
+    # numbers
+    "real", "imag", "bit_length", "is_integer", "as_integer_ratio",
+    # files opened for reading, sys.stdout/stderr
+    "read", "readline", "readlines", "write", "flush", "name",
+    # re patterns and matches
+    "group", "groups", "groupdict", "start", "end", "span", "match", "search", "fullmatch",
+    "findall", "finditer", "sub", "subn", "pattern",
+    # sys.version_info, sys.implementation, exceptions
+    "major", "minor", "micro", "releaselevel", "serial", "version", "cache_tag", "args", "msg",
+    "lineno", "colno",
+})
 #: ``open`` modes that only read.
 READ_MODES: frozenset[str] = frozenset({"r", "rb", "rt", "br", "tr"})
 #: Largest integer constant a repetition, ``range``, ``bytes`` or ``bytearray`` may take: more
@@ -209,8 +236,8 @@ class _Check:
             if node.attr not in MODULES[module]:
                 raise _Refused(f"{module}.{node.attr} is not on the list")
             return
-        if node.attr.startswith("_") or node.attr in REFUSED_ATTRIBUTES:
-            raise _Refused(f"attribute {node.attr!r}")
+        if node.attr not in VALUE_ATTRIBUTES:
+            raise _Refused(f"attribute {node.attr!r} (not on the list)")
 
     def call(self, node: ast.Call) -> None:
         f = node.func
