@@ -19,14 +19,20 @@ above. Proven snippets that ``require`` a relative ``.json`` path also have the 
 
 from __future__ import annotations
 
+import functools
 import re
 
-import tree_sitter_javascript
 from tree_sitter import Language, Node, Parser
 
 from policyd.core.inline.model import MAX_CODE_CHARS, Code, unproven
 
-_LANGUAGE = Language(tree_sitter_javascript.language())
+
+@functools.cache
+def _language() -> Language:
+    """The grammar, loaded on the first ``node -e`` judged (~20 ms: not at every start-up)."""
+    import tree_sitter_javascript
+
+    return Language(tree_sitter_javascript.language())
 
 #: Globals a snippet may use, each only through these members (``""``: called itself).
 GLOBALS: dict[str, frozenset[str]] = {
@@ -88,7 +94,7 @@ def judge_javascript(text: str) -> Code:
     if len(text) > MAX_CODE_CHARS:
         return unproven(f"javascript code longer than {MAX_CODE_CHARS} characters")
     src = text.encode("utf-8", "surrogatepass")
-    tree = Parser(_LANGUAGE).parse(src)
+    tree = Parser(_language()).parse(src)
     if tree.root_node.has_error:
         return unproven("javascript code does not parse")
     check = _Check(src)
