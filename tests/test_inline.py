@@ -56,6 +56,7 @@ REFUSED = [
     ("python", "print(len(range(10000000000)))", "range"),
     ("python", "# coding: utf-7\nprint(1)", "encoding"),
     ("python", "class A: pass", "ClassDef"),
+    ("python", "for x in iter(int, 1): pass", "iter"),
     ("python", "print 'x'", "parse"),
     ("javascript", "require('child_process').execSync('id')", "execSync"),
     ("javascript", "process.binding('spawn_sync')", "binding"),

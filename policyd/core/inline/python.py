@@ -57,12 +57,13 @@ MODULES: dict[str, frozenset[str]] = {
 
 #: Builtins a snippet may name: they compute, convert or print (``open`` is judged apart).
 #: Not: eval, exec, compile, __import__, getattr/setattr/delattr, vars, globals, locals, dir,
-#: type, object, super, breakpoint, help, input, license, memoryview, exit/quit.
+#: type, object, super, breakpoint, help, input, license, memoryview, exit/quit, iter
+#: (``iter(int, 1)`` never ends).
 BUILTINS: frozenset[str] = frozenset({
     "print", "len", "str", "int", "float", "bool", "list", "dict", "tuple", "set", "frozenset",
     "sorted", "reversed", "enumerate", "zip", "range", "min", "max", "sum", "abs", "round",
     "any", "all", "repr", "ascii", "isinstance", "map", "filter", "chr", "ord", "hex", "oct",
-    "bin", "divmod", "bytes", "bytearray", "complex", "hash", "iter", "next", "slice",
+    "bin", "divmod", "bytes", "bytearray", "complex", "hash", "next", "slice",
     "callable", "format", "True", "False", "None",
     "Exception", "ValueError", "KeyError", "IndexError", "TypeError", "AttributeError",
     "OSError", "FileNotFoundError", "StopIteration", "ZeroDivisionError", "UnicodeDecodeError",
