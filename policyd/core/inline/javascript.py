@@ -1,11 +1,12 @@
 """JavaScript one-liners (pure): ``node -e CODE`` / ``node -p CODE``, parsed with
 tree-sitter-javascript (a grammar, not patterns).
 
-Proven: expression statements and ``const``/``let``/``var`` declarations of plain names built
-from literals, arrays, objects, operators, arrow functions with an expression body, template
+Proven: expression statements and ``const``/``let``/``var`` declarations of plain names (none
+a global's: :data:`NODE_GLOBALS`) built from literals, arrays, objects, operators, template
 literals, names the snippet declared, the globals in :data:`GLOBALS` through their listed
-members only, methods in :data:`METHODS` on values, ``require(LITERAL.json)`` (a read of that
-file) and ``require('fs').readFileSync(LITERAL[, 'utf8'])`` (a read of that path).
+members only, methods in :data:`METHODS` on values, and
+``require('fs').readFileSync(LITERAL[, 'utf8'])`` (a read of that path, not under /dev, /proc
+or /sys).
 
 Refused (not proven): any other global (``global``, ``globalThis``, ``eval``, ``Function``,
 ``module``), ``process`` beyond its listed members (``process.env``, ``process.binding``,
@@ -13,8 +14,9 @@ Refused (not proven): any other global (``global``, ``globalThis``, ``eval``, ``
 ``new``, assignments, tagged templates, regular expression literals (where tree-sitter and V8
 could split ``/`` differently), a computed subscript, the properties in :data:`REFUSED`
 (``constructor`` leads to ``Function``), ``\\u`` escapes in names, statements other than the
-above. Proven snippets that ``require`` a relative ``.json`` path also have the effect
-``test``: a directory of that name would have its ``index.js`` run (the project's code).
+above, functions (arrow functions: recursion never ends), ``require`` of anything but ``fs``
+(``require('./x.json')`` may load ``x.json.js`` or a directory's ``main``: a link out runs
+code from anywhere).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import re
 
 from tree_sitter import Language, Node, Parser
 
-from policyd.core.inline.model import MAX_CODE_CHARS, Code, unproven
+from policyd.core.inline.model import MAX_CODE_CHARS, Code, unending, unproven
 
 
 @functools.cache
@@ -49,14 +51,48 @@ GLOBALS: dict[str, frozenset[str]] = {
     "String": frozenset({""}), "Boolean": frozenset({""}), "parseInt": frozenset({""}),
     "parseFloat": frozenset({""}), "isNaN": frozenset({""}),
 }
+#: Names of node's global object (``Object.getOwnPropertyNames(globalThis)`` in node 20 under
+#: ``-e``, where every built-in module is a global too) and of the CommonJS module scope: a
+#: snippet may not declare any of them (the analysis is not scope-aware: a declaration
+#: anywhere must not leave the global reachable elsewhere).
+NODE_GLOBALS: frozenset[str] = frozenset({
+    "AbortController", "AbortSignal", "AggregateError", "Array", "ArrayBuffer", "Atomics",
+    "BigInt", "BigInt64Array", "BigUint64Array", "Blob", "Boolean", "BroadcastChannel",
+    "Buffer", "ByteLengthQueuingStrategy", "CompressionStream", "CountQueuingStrategy",
+    "Crypto", "CryptoKey", "CustomEvent", "DOMException", "DataView", "Date",
+    "DecompressionStream", "Error", "EvalError", "Event", "EventTarget", "File",
+    "FinalizationRegistry", "Float32Array", "Float64Array", "FormData", "Function", "Headers",
+    "Infinity", "Int16Array", "Int32Array", "Int8Array", "Intl", "JSON", "Map", "Math",
+    "MessageChannel", "MessageEvent", "MessagePort", "NaN", "Number", "Object", "Performance",
+    "PerformanceEntry", "PerformanceMark", "PerformanceMeasure", "PerformanceObserver",
+    "PerformanceObserverEntryList", "PerformanceResourceTiming", "Promise", "Proxy",
+    "RangeError", "ReadableByteStreamController", "ReadableStream", "ReadableStreamBYOBReader",
+    "ReadableStreamBYOBRequest", "ReadableStreamDefaultController",
+    "ReadableStreamDefaultReader", "ReferenceError", "Reflect", "RegExp", "Request", "Response",
+    "Set", "SharedArrayBuffer", "String", "SubtleCrypto", "Symbol", "SyntaxError",
+    "TextDecoder", "TextDecoderStream", "TextEncoder", "TextEncoderStream", "TransformStream",
+    "TransformStreamDefaultController", "TypeError", "URIError", "URL", "URLSearchParams",
+    "Uint16Array", "Uint32Array", "Uint8Array", "Uint8ClampedArray", "WeakMap", "WeakRef",
+    "WeakSet", "WebAssembly", "WritableStream", "WritableStreamDefaultController",
+    "WritableStreamDefaultWriter", "__dirname", "__filename", "assert", "async_hooks", "atob",
+    "btoa", "buffer", "child_process", "clearImmediate", "clearInterval", "clearTimeout",
+    "cluster", "console", "constants", "crypto", "decodeURI", "decodeURIComponent", "dgram",
+    "diagnostics_channel", "dns", "domain", "encodeURI", "encodeURIComponent", "escape", "eval",
+    "events", "exports", "fetch", "fs", "global", "globalThis", "http", "http2", "https",
+    "inspector", "isFinite", "isNaN", "module", "net", "os", "parseFloat", "parseInt", "path",
+    "perf_hooks", "performance", "process", "punycode", "querystring", "queueMicrotask",
+    "readline", "repl", "require", "setImmediate", "setInterval", "setTimeout", "stream",
+    "string_decoder", "structuredClone", "sys", "timers", "tls", "trace_events", "tty",
+    "undefined", "unescape", "url", "util", "v8", "vm", "wasi", "worker_threads", "zlib",
+})
 #: Values that are names: ``undefined`` and friends.
 CONSTANTS = frozenset({"undefined", "NaN", "Infinity"})
 #: Methods a snippet may call on a value (strings, arrays, numbers, data): they compute.
 METHODS: frozenset[str] = frozenset({
     "map", "filter", "forEach", "reduce", "join", "split", "slice", "includes", "indexOf",
     "keys", "values", "entries", "trim", "trimStart", "trimEnd", "toUpperCase", "toLowerCase",
-    "startsWith", "endsWith", "replace", "replaceAll", "padStart", "padEnd", "toFixed",
-    "toString", "concat", "find", "findIndex", "some", "every", "sort", "reverse", "flat",
+    "startsWith", "endsWith", "replace", "replaceAll", "toFixed",
+    "toString", "find", "findIndex", "some", "every", "sort", "reverse", "flat",
     "flatMap", "charAt", "substring", "at", "push", "pop", "shift", "unshift", "lastIndexOf",
     "localeCompare", "toLocaleString", "hasOwnProperty", "get", "has",
 })
@@ -78,10 +114,12 @@ _PLAIN = frozenset({
     "pair", "spread_element", "number", "true", "false", "null", "comment", "hash_bang_line",
     "arguments", "optional_chain", "string_fragment", "escape_sequence", "template_substitution",
     "formal_parameters", "empty_statement", "lexical_declaration", "variable_declaration",
-    "variable_declarator", "arrow_function", "member_expression", "subscript_expression",
+    "variable_declarator", "member_expression", "subscript_expression",
     "call_expression", "identifier", "property_identifier", "shorthand_property_identifier",
     "string", "template_string",
 })
+#: Most operations joining two values the snippet holds (``const b = a + a``: each may double).
+MAX_JOINS = 4
 _SAFE_KEY = re.compile(r"[A-Za-z0-9_ .$-]*")
 
 
@@ -102,12 +140,7 @@ def judge_javascript(text: str) -> Code:
         check.walk(tree.root_node)
     except _Refused as e:
         return unproven(f"javascript code: {e}")
-    effects: set[str] = set()
-    if check.reads:
-        effects.add("read")
-    if check.required:
-        effects.add("test")
-    return Code(True, frozenset(effects), tuple(check.reads))
+    return Code(True, frozenset({"read"} if check.reads else set()), tuple(check.reads))
 
 
 class _Check:
@@ -116,7 +149,6 @@ class _Check:
         self.locals: set[str] = set()
         self.fs: set[str] = set()  # locals bound to require('fs')
         self.reads: list[str] = []
-        self.required = False
 
     def text(self, n: Node) -> str:
         return self.src[n.start_byte : n.end_byte].decode("utf-8", "replace")
@@ -127,18 +159,22 @@ class _Check:
                 name = n.child_by_field_name("name")
                 if name is None or name.type != "identifier":
                     raise _Refused("a destructuring declaration")
-                self.locals.add(self.text(name))
                 value = n.child_by_field_name("value")
+                fs_itself = self.text(name) == "fs" and value is not None and self.is_require_fs(value)
+                if self.text(name) in NODE_GLOBALS | set(GLOBALS) | CONSTANTS and not fs_itself:
+                    raise _Refused(f"a declaration of the global {self.text(name)!r}")
+                self.locals.add(self.text(name))
                 if value is not None and self.is_require_fs(value):
                     self.fs.add(self.text(name))
-            elif n.type == "arrow_function":
-                for p in _params(n):
-                    self.locals.add(self.text(p))
-        clash = self.locals & (set(GLOBALS) | {"require"})
-        if clash:
-            raise _Refused(f"a declaration of the global {sorted(clash)[0]!r}")
         for n in _nodes(root):
             self.node(n)
+        joins = sum(1 for n in _nodes(root) if n.type == "binary_expression" and all(
+            self.holds_local(k) for k in (n.child_by_field_name("left"), n.child_by_field_name("right"))))
+        if joins > MAX_JOINS:
+            raise _Refused(f"more than {MAX_JOINS} operations joining two values the snippet holds")
+
+    def holds_local(self, n: Node | None) -> bool:
+        return n is not None and any(k.type == "identifier" and self.text(k) in self.locals for k in _nodes(n))
 
     def node(self, n: Node) -> None:
         t = n.type
@@ -169,10 +205,6 @@ class _Check:
                 raise _Refused("a computed subscript")
         elif t == "call_expression":
             self.call(n)
-        elif t == "arrow_function":
-            body = n.child_by_field_name("body")
-            if body is None or body.type == "statement_block":
-                raise _Refused("a function with a statement body")
         elif t == "pair":
             key = n.child_by_field_name("key")
             if key is None or key.type not in ("property_identifier", "string", "number"):
@@ -214,12 +246,8 @@ class _Check:
                 if not self.fs_member(n.parent, n):
                     raise _Refused("require('fs') used other than for readFileSync of a literal path")
                 return
-            path = self.literal_arg(args, 0)
-            if path is None or not path.endswith(".json") or not path.startswith(("./", "../", "/")):
-                raise _Refused("require of a module (only a literal ./*.json file is proven)")
-            self.reads.append(path)
-            self.required = True
-            return
+            raise _Refused("require of a module or file (node resolves a name to many files: x.json.js, "
+                           "x.json/package.json; only require('fs') is proven)")
         if f.type == "member_expression":
             obj = f.child_by_field_name("object")
             prop = f.child_by_field_name("property")
@@ -231,6 +259,8 @@ class _Check:
                 if name not in _READERS or path is None or len(rest) > 1 or (
                         rest and self.literal(rest[0]) not in _ENCODINGS):
                     raise _Refused("fs used other than for readFileSync(LITERAL[, 'utf8'])")
+                if unending(path):
+                    raise _Refused(f"a read of {path!r}: a device or kernel file may never end")
                 self.reads.append(path)
                 return
             if obj is not None and obj.type == "identifier" and self.text(obj) in GLOBALS:
@@ -240,7 +270,7 @@ class _Check:
             return
         if f.type == "identifier":
             if self.text(f) in self.locals or self.text(f) in GLOBALS:
-                return  # a local arrow function, or String(x), parseInt(x)...
+                return  # String(x), parseInt(x)... (a local is never a function: no functions)
             raise _Refused(f"the name {self.text(f)!r} is not on the list")
         raise _Refused(f"a call of {f.type}")
 
@@ -291,15 +321,3 @@ def _nodes(root: Node) -> list[Node]:
         stack.extend(reversed(n.children))
     return out
 
-
-def _params(arrow: Node) -> list[Node]:
-    one = arrow.child_by_field_name("parameter")
-    if one is not None:
-        return [one]
-    params = arrow.child_by_field_name("parameters")
-    if params is None:
-        return []
-    kids = params.named_children
-    if any(k.type != "identifier" for k in kids):
-        raise _Refused("parameters other than plain names")
-    return list(kids)

@@ -22,3 +22,17 @@ class Code:
 def unproven(why: str) -> Code:
     """A snippet the analyzer does not prove harmless, and why."""
     return Code(False, why=why)
+
+
+#: Path prefixes inline code may not read: devices and kernel files never end or block
+#: (``/dev/zero``, ``/dev/stdin``, ``/proc/kmsg``).
+UNENDING_PATHS = ("/dev/", "/proc/", "/sys/")
+
+
+def unending(path: str) -> bool:
+    """``path`` is (or may be, through ``..``) a device or kernel file."""
+    parts = path.split("/")
+    if ".." in parts and {"dev", "proc", "sys"} & set(parts):
+        return True
+    clean = "/" + "/".join(p for p in parts if p not in ("", ".")) if path.startswith("/") else path
+    return clean.startswith(UNENDING_PATHS) or clean in ("/dev", "/proc", "/sys")

@@ -21,9 +21,10 @@ run, which is the project's own code, as ``pytest`` runs it.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 
-from policyd.core.inline.model import MAX_CODE_CHARS, Code, unproven
+from policyd.core.inline.model import MAX_CODE_CHARS, Code, unending, unproven
 
 #: Modules a snippet may import, each with the only attributes it may use. Importing each is
 #: free of side effects, and each listed attribute only computes, parses or prints.
@@ -40,10 +41,7 @@ MODULES: dict[str, frozenset[str]] = {
     "math": frozenset({"pi", "e", "tau", "inf", "nan", "sqrt", "floor", "ceil", "log", "log2",
                        "log10", "exp", "sin", "cos", "tan", "fabs", "isclose", "isnan", "isinf",
                        "gcd", "trunc", "hypot", "fsum", "copysign"}),
-    # regular expressions on strings
-    "re": frozenset({"match", "search", "fullmatch", "findall", "finditer", "sub", "subn",
-                     "split", "escape", "compile", "IGNORECASE", "I", "MULTILINE", "M",
-                     "DOTALL", "S", "VERBOSE", "X", "ASCII", "A"}),
+    # not re: a pattern can backtrack for ever ("(a+)+$"), and no bound is proven here
     # character constants (not Template or Formatter: they look attributes up by name)
     "string": frozenset({"ascii_letters", "ascii_lowercase", "ascii_uppercase", "digits",
                          "hexdigits", "octdigits", "punctuation", "printable", "whitespace"}),
@@ -97,13 +95,25 @@ VALUE_ATTRIBUTES: frozenset[str] = frozenset({
     "major", "minor", "micro", "releaselevel", "serial", "version", "cache_tag", "args", "msg",
     "lineno", "colno",
 })
+#: Names a snippet may not bind (assign, loop or comprehension target, ``except ... as``,
+#: import): the language's builtins and every name the lists grant (a name imported with
+#: ``from M import name`` is bound by that import only). The analysis is not
+#: scope-aware, so a name bound anywhere (``[0 for exec in []]``, ``if 0: exec = 1``) must not
+#: be one whose builtin or listed meaning is still reachable elsewhere.
+RESERVED: frozenset[str] = frozenset(dir(builtins)) | BUILTINS | {"open"} | frozenset(MODULES)
+#: Methods that grow or change a container: with one in the snippet, no loop may walk a
+#: value the snippet holds (``[l.append(x) for l in [[0]] for x in l]`` never ends).
+MUTATORS: frozenset[str] = frozenset({"append", "extend", "insert", "add", "update",
+                                      "setdefault", "appendleft", "fromkeys"})
 #: ``open`` modes that only read.
 READ_MODES: frozenset[str] = frozenset({"r", "rb", "rt", "br", "tr"})
 #: Largest integer constant a repetition, ``range``, ``bytes`` or ``bytearray`` may take: more
 #: is a snippet that runs or fills memory for ever (a headless agent waits).
-MAX_COUNT = 10_000_000
+MAX_COUNT = 1_000_000
 #: Largest result of a constant ``**`` / ``<<``.
 MAX_POWER = 10**18
+#: Most operations joining two values the snippet holds (``b = a + a``: each may double).
+MAX_JOINS = 4
 
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=]", re.M)
 _STATEMENTS = (ast.Expr, ast.Assign, ast.AugAssign, ast.For, ast.If, ast.Pass, ast.Break,
@@ -111,7 +121,7 @@ _STATEMENTS = (ast.Expr, ast.Assign, ast.AugAssign, ast.For, ast.If, ast.Pass, a
 _EXPRESSIONS = (ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.IfExp, ast.Dict, ast.Set, ast.List,
                 ast.Tuple, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
                 ast.Compare, ast.Call, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice,
-                ast.Name, ast.Starred, ast.JoinedStr, ast.FormattedValue, ast.Lambda)
+                ast.Name, ast.Starred, ast.JoinedStr, ast.FormattedValue)
 _PARTS = (ast.Module, ast.comprehension, ast.arguments, ast.arg, ast.keyword, ast.alias,
           ast.withitem, ast.ExceptHandler, ast.expr_context, ast.operator, ast.unaryop,
           ast.cmpop, ast.boolop)
@@ -150,8 +160,10 @@ class _Check:
         self.tree = tree
         self.modules: dict[str, str] = {}  # local name -> module (import json as j: j -> json)
         self.locals: set[str] = set()
+        self.imported: set[str] = set()  # names bound by ``from M import name``
         self.reads: list[str] = []
         self.parents: dict[int, ast.AST] = {}
+        self.counts: list[int] = []  # every literal count (range sizes, repetitions)
 
     def run(self) -> list[str]:
         for node in ast.walk(self.tree):
@@ -163,6 +175,7 @@ class _Check:
             raise _Refused(f"{sorted(clash)[0]!r} names both a module and a value")
         for node in ast.walk(self.tree):
             self.node(node)
+        self.bounded()
         return self.reads
 
     def bind(self, node: ast.AST) -> None:
@@ -170,7 +183,12 @@ class _Check:
             for a in node.names:
                 if a.name not in MODULES:
                     raise _Refused(f"import of {a.name!r} (not on the list)")
-                self.modules[a.asname or a.name] = a.name
+                local = a.asname or a.name
+                if local != a.name and local in RESERVED:
+                    raise _Refused(f"import as {local!r}, a builtin or listed name")
+                if self.modules.get(local, a.name) != a.name:
+                    raise _Refused(f"{local!r} names two modules")
+                self.modules[local] = a.name
         elif isinstance(node, ast.ImportFrom):
             allowed = MODULES.get(node.module or "")
             if node.level or allowed is None:
@@ -178,13 +196,71 @@ class _Check:
             for a in node.names:
                 if a.name not in allowed:
                     raise _Refused(f"import of {node.module}.{a.name} (not on the list)")
-                self.locals.add(a.asname or a.name)
+                self.local(a.asname or a.name, listed=a.asname in (None, a.name))
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            self.locals.add(node.id)
+            self.local(node.id)
         elif isinstance(node, ast.arg):
-            self.locals.add(node.arg)
+            self.local(node.arg)
         elif isinstance(node, ast.ExceptHandler) and node.name:
-            self.locals.add(node.name)
+            self.local(node.name)
+
+    def local(self, name: str, listed: bool = False) -> None:
+        """``name`` is bound somewhere in the snippet: never a builtin nor a name the lists
+        grant (``listed``: ``from json import loads`` binds its own listed name)."""
+        if name in RESERVED or name in self.imported or (listed and name in self.locals):
+            raise _Refused(f"a binding of {name!r}, a builtin or listed name")
+        if listed:
+            self.imported.add(name)
+        self.locals.add(name)
+
+    def bounded(self) -> None:
+        """The snippet ends: literal counts multiply to at most :data:`MAX_COUNT`; no loop
+        rebinds a name; with a container grown anywhere, no loop walks a value the snippet
+        holds, and nothing a loop grows a container by is a value the snippet holds."""
+        total = 1
+        for n in self.counts:
+            total *= max(n, 1)
+            if total > MAX_COUNT:
+                raise _Refused(f"counts (range, repetition) multiply to more than {MAX_COUNT}")
+        mutates = False
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.AugAssign) or (
+                    isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)) or (
+                    isinstance(node, ast.Attribute) and node.attr in MUTATORS):
+                mutates = True
+        loops: list[ast.AST] = [n for n in ast.walk(self.tree) if isinstance(n, (ast.For, ast.comprehension))]
+        for loop in loops:
+            iterable = loop.iter  # type: ignore[attr-defined]
+            if mutates and self.holds_local(iterable):
+                raise _Refused("a loop over a value the snippet holds, with a container grown")
+            if isinstance(loop, ast.For):
+                for inner in (n for s in [*loop.body, *loop.orelse] for n in ast.walk(s)):
+                    if isinstance(inner, (ast.Assign, ast.AugAssign)):
+                        raise _Refused("an assignment inside a loop")
+                    if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+                            and inner.func.attr in MUTATORS
+                            and any(self.holds_local(a, loop)
+                                    for a in [*inner.args, *(k.value for k in inner.keywords)])):
+                        raise _Refused("a container grown inside a loop by a value the snippet holds")
+        comps = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+        for comp in (n for n in ast.walk(self.tree) if isinstance(n, comps)):
+            targets = {t.id for g in comp.generators for t in ast.walk(g.target) if isinstance(t, ast.Name)}
+            parts = [comp.key, comp.value] if isinstance(comp, ast.DictComp) else [comp.elt]
+            for inner in (n for p in parts for n in ast.walk(p)):
+                if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute)
+                        and inner.func.attr in MUTATORS
+                        and any(isinstance(x, ast.Name) and x.id in self.locals and x.id not in targets
+                                for a in inner.args for x in ast.walk(a))):
+                    raise _Refused("a container grown inside a comprehension by a value the snippet holds")
+        doubling = sum(1 for n in ast.walk(self.tree) if isinstance(n, ast.BinOp)
+                       and self.holds_local(n.left) and self.holds_local(n.right))
+        if doubling > MAX_JOINS:
+            raise _Refused(f"more than {MAX_JOINS} operations joining two values the snippet holds")
+
+    def holds_local(self, expr: ast.AST, loop: ast.For | None = None) -> bool:
+        """``expr`` names a value bound in the snippet (other than ``loop``'s own target)."""
+        own = {t.id for t in ast.walk(loop.target) if isinstance(t, ast.Name)} if loop else set()
+        return any(isinstance(x, ast.Name) and x.id in self.locals and x.id not in own for x in ast.walk(expr))
 
     def node(self, node: ast.AST) -> None:
         if not isinstance(node, _STATEMENTS + _EXPRESSIONS + _PARTS):
@@ -203,8 +279,6 @@ class _Check:
             for item in node.items:
                 if not (isinstance(item.context_expr, ast.Call) and _named(item.context_expr.func, "open")):
                     raise _Refused("with of something other than open(...)")
-        elif isinstance(node, ast.arguments) and (node.vararg or node.kwarg):
-            raise _Refused("*args/**kwargs parameters")
         elif isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
             raise _Refused("import *")
 
@@ -244,10 +318,23 @@ class _Check:
         f = node.func
         if _named(f, "open"):  # even a local named open: what it holds is not followed
             self.open_call(node)
-        elif isinstance(f, ast.Name) and f.id in _COUNTED and f.id not in self.locals:
-            for a in node.args:
-                if _big(a, MAX_COUNT):
-                    raise _Refused(f"{f.id}() of a count above {MAX_COUNT}")
+        elif isinstance(f, ast.Name) and f.id in _COUNTED:
+            self.counted(f.id, node)
+
+    def counted(self, name: str, node: ast.Call) -> None:
+        """``range``/``bytes``/``bytearray``: literal integer counts only (bytes of a string or
+        list is a conversion, bounded by its input)."""
+        args = [_literal_int(a) for a in node.args]
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            raise _Refused(f"{name}() with keyword or unpacked arguments")
+        if name == "range":
+            if not 1 <= len(args) <= 3 or any(a is None for a in args):
+                raise _Refused("range() of counts known only at run time")
+            self.counts.append(len(range(*args)))  # type: ignore[arg-type]
+        elif args and args[0] is not None:
+            self.counts.append(args[0])
+        elif node.args and _int_valued(node.args[0]):
+            raise _Refused(f"{name}() of a count known only at run time")
 
     def open_call(self, node: ast.Call) -> None:
         args = list(node.args)
@@ -263,6 +350,8 @@ class _Check:
         path = args[0]
         if not (isinstance(path, ast.Constant) and isinstance(path.value, str) and path.value):
             raise _Refused("open() of a path computed at run time")
+        if unending(path.value):
+            raise _Refused(f"open() of {path.value!r}: a device or kernel file may never end")
         if len(args) == 2 and not (isinstance(args[1], ast.Constant) and args[1].value in READ_MODES):
             raise _Refused("open() in a mode that may write")
         for v in kw.values():
@@ -278,8 +367,11 @@ class _Check:
             a, b = left.value, right.value  # type: ignore[attr-defined]
             if b < 0 or b > 64 or (isinstance(node.op, ast.Pow) and abs(a) > 1 and b * abs(a).bit_length() > 60):
                 raise _Refused("** or << with a huge result")
-        elif isinstance(node.op, ast.Mult) and (_big(node.left, 10**6) or _big(node.right, 10**6)):
-            raise _Refused("repetition by a count above a million")
+        elif isinstance(node.op, ast.Mult):
+            counts = [c for c in (_literal_int(node.left), _literal_int(node.right)) if c is not None]
+            if not counts and not (_number(node.left) or _number(node.right)):
+                raise _Refused("* of two values known only at run time (a repetition of any size)")
+            self.counts.extend(abs(c) for c in counts)
 
 
 def _named(f: ast.expr, name: str) -> bool:
@@ -288,6 +380,26 @@ def _named(f: ast.expr, name: str) -> bool:
 
 def _int(n: ast.expr) -> bool:
     return isinstance(n, ast.Constant) and type(n.value) is int
+
+
+def _literal_int(n: ast.expr) -> int | None:
+    """An integer literal (``-3`` too), else None."""
+    if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) and _int(n.operand):
+        return -n.operand.value  # type: ignore[attr-defined, no-any-return]
+    return n.value if _int(n) else None  # type: ignore[attr-defined]
+
+
+def _number(n: ast.expr) -> bool:
+    """A float or complex literal (a product with it is a number, never a repetition)."""
+    if isinstance(n, ast.UnaryOp):
+        n = n.operand
+    return isinstance(n, ast.Constant) and type(n.value) in (float, complex)
+
+
+def _int_valued(n: ast.expr) -> bool:
+    """Might be an integer at run time (anything but a literal of another type)."""
+    return not (isinstance(n, (ast.Constant, ast.List, ast.Tuple, ast.JoinedStr, ast.ListComp, ast.Dict))
+                and not _int(n))
 
 
 def _big(n: ast.expr, limit: int) -> bool:
