@@ -12,9 +12,7 @@ dangerous names is complete (``DEPENDENCIES_OUTPUT`` makes gcc append to a file 
   a literal value of the expected shape (:data:`ENV_ALLOW_VALUES`); or
 - the name is on the ``env_plain`` list of *every* program it reaches (the catalogue: names
   that program reads harmlessly, ``GIT_AUTHOR_NAME`` for git); or
-- every program it reaches is ``env_closed`` in the catalogue, or reached only as a command
-  that runs the project's own code (``FOO=1 npm test``: that code could read or set the
-  same name itself; the runner's own names are on its ``env`` list or :data:`ENV_EFFECT`), (an ``export`` or a bare
+- every program it reaches is ``env_closed`` in the catalogue (an ``export`` or a bare
   ``A=b`` also reaches the later calls of a shell an agent keeps: programs not known) (it reads no variable beyond
   its own ``env``/``env_plain`` lists and what every program reads: :data:`ENV_EFFECT`) and
   the name is on neither; or
@@ -116,7 +114,7 @@ def _literal(value: str) -> bool:
     return "$" not in value and "`" not in value
 
 
-def env_listed(name: str, names: frozenset[str]) -> bool:
+def _listed(name: str, names: frozenset[str]) -> bool:
     """``name`` is in ``names`` or under a listed ``PREFIX*``, compared case-insensitively
     (MSBuild reads ``msbuildsdkspath`` as ``MSBuildSDKsPath``)."""
     upper = name.upper()
@@ -136,39 +134,27 @@ def assignment_allowed(name: str, value: str) -> bool:
     return shape.fullmatch(value) is not None
 
 
-#: Effects of a command that runs the project's own code (SCHEMA.md): an assignment reaching
-#: only such commands (and ``env_closed`` ones) adds no power, unless its name is one the
-#: runner itself reads (its ``env`` list, :data:`ENV_EFFECT`).
-PROJECT_CODE: frozenset[str] = frozenset({"build", "test"})
-
-
-def assignment_effects(name: str, value: str, programs: Sequence[EnvEntry | None],
-                       runners: Sequence[bool] = ()) -> frozenset[str]:
+def assignment_effects(name: str, value: str, programs: Sequence[EnvEntry | None]) -> frozenset[str]:
     """The effects of assigning ``name=value`` where it reaches ``programs`` (``None``: a
-    program the catalogue does not know); ``runners[i]``: program ``i`` is reached only as a
-    command that runs the project's own code (judged ``build``/``test``: ``npm test``,
-    ``make``, ``pytest``), which already runs whatever the agent writes into the workspace,
-    so a name only that code reads adds nothing (``FOO=1 npm test``; not an ``export``: that
-    reaches later calls, programs unknown). Empty: plain; ``{"env"}``: not known to be
+    program the catalogue does not know). Empty: plain; ``{"env"}``: not known to be
     harmless; ``{"env", "exec"}``: a reached program runs or loads code by it."""
     if not _IDENT.fullmatch(name):
         return frozenset({"env", "exec"})  # `a[$(id)]=1`: a subscript is evaluated
     if assignment_allowed(name, value):  # harmless to every program, in this shape
         return frozenset()
-    if any(p is not None and env_listed(name, p.env) for p in programs):
+    if any(p is not None and _listed(name, p.env) for p in programs):
         return frozenset({"env", "exec"})
     if name != name.upper() and not LOWER_READ.fullmatch(name):
         return frozenset()  # a shell variable: programs read upper-case names (POSIX)
     literal = _literal(value)
     if not programs:  # only the shell itself sees it
         return frozenset() if literal and not ENV_EFFECT.fullmatch(name) else frozenset({"env"})
-    for i, p in enumerate(programs):
+    for p in programs:
         if p is None or not literal:
             return frozenset({"env"})
-        if env_listed(name, p.env_plain):
+        if _listed(name, p.env_plain):
             continue
-        runner = i < len(runners) and runners[i]
-        if (p.env_closed or runner) and not ENV_EFFECT.fullmatch(name) and not LOWER_READ.fullmatch(name):
+        if p.env_closed and not ENV_EFFECT.fullmatch(name):
             continue
         return frozenset({"env"})
     return frozenset()

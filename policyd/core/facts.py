@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from policyd.core import cel, paths, shell, urls
-from policyd.core.envvars import PROJECT_CODE, EnvEntry, assignment_effects, env_listed, read_allowed
+from policyd.core.envvars import assignment_effects, read_allowed
 from policyd.core.model import CONNECT_KIND, NO_CONNECTION, TOOL_KINDS, PermissionQuery
 from policyd.core.shell import catalogue as shell_catalogue
 from policyd.core.shell.effects import ENDLESS_DEVICES
@@ -562,27 +562,13 @@ class Facts:
         cat = self._catalogue if self._catalogue is not None else shell_catalogue.default()
         scopes = a.assignment_scopes
         out = []
-        cfs = self.shell_facts
         for i, (name, value) in enumerate(self.assignments):
             lo, hi = scopes[i] if i < len(scopes) else (0, -1)
-            end = len(a.commands) if hi < 0 else hi
-            # per program reached: its entry, and whether every command of it there runs the
-            # project's own code (judged build or test: npm test, make, pytest)
-            reach: dict[str, tuple[EnvEntry | None, bool]] = {}
-            for j in range(lo, min(end, len(cfs))):
-                c = a.commands[j]
-                runs = bool(cfs[j].judgement.effects & PROJECT_CODE)
-                prev = reach.get(c.name.lower())
-                reach[c.name.lower()] = (cat.get(c.name), runs and (prev is None or prev[1]))
-            programs: list[EnvEntry | None] = [e for e, _ in reach.values()]
-            # a name some program of the catalogue reads to run or load code is never plain
-            # for a runner: the project's code may start that program (GCC_EXEC_PREFIX, make)
-            exempt = any(r for _, r in reach.values()) and not env_listed(name, cat.env_names())
-            runners = [r and exempt for _, r in reach.values()]
+            reached = a.commands[lo:] if hi < 0 else a.commands[lo:hi]
+            programs = list({c.name.lower(): cat.get(c.name) for c in reached}.values())
             if hi < 0:  # export / a bare A=b outlive the command: a shell an agent keeps
                 programs.append(None)  # runs later calls with it, programs unknown here
-                runners.append(False)
-            out.append(assignment_effects(name, value, programs, runners))
+            out.append(assignment_effects(name, value, programs))
         return tuple(out)
 
     # ------------------------------------------------------------------ url

@@ -189,19 +189,17 @@ class Catalogue:
     for the ~260 programs a session never runs.
     """
 
-    __slots__ = ("_base", "_by_name", "_deferred", "_env", "memo")
+    __slots__ = ("_base", "_by_name", "_deferred", "memo")
 
     def __init__(self, programs: Iterable[Program] = (), base: Catalogue | None = None) -> None:
         self._by_name: dict[str, Program] = {}
         self._deferred: dict[str, tuple[str, str]] = {}  # name -> (origin, the table as JSON text)
         self._base = base
-        self._env: frozenset[str] | None = None
         self.memo = Memo()
         self.add(programs)
 
     def add(self, programs: Iterable[Program]) -> None:
         self.memo.clear()  # kept analyses were judged without these entries
-        self._env = None
         for p in programs:
             for n in p.names:
                 self._by_name[n.lower()] = p
@@ -231,19 +229,6 @@ class Catalogue:
                 del self._deferred[n.lower()]
                 self._by_name[n.lower()] = program
         return program
-
-    def env_names(self) -> frozenset[str]:
-        """Every name (or ``NAME*`` prefix) on some entry's or subcommand's ``env`` list: the
-        names some program known here reads to run, load or write something (built once)."""
-        if self._env is None:
-            found: set[str] = set()
-            stack = list(self.programs())
-            while stack:
-                p = stack.pop()
-                found |= p.env
-                stack.extend(p.subcommands.values())
-            self._env = frozenset(found)
-        return self._env
 
     def names(self) -> frozenset[str]:
         own = frozenset(self._by_name) | frozenset(self._deferred)
