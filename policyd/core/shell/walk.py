@@ -1180,6 +1180,14 @@ class _Walker:
             self.heredoc_floor = end.end_byte
         else:
             b1 = body.end_byte if body is not None else len(src)
+        line_end = src.find(b"\n", end.end_byte) if end is not None else -1
+        region = _dec(src[b0 : (line_end if line_end >= 0 else len(src)) if end is not None else max(b0, b1)])
+        word = "".join(c for c in delim if c not in "'\"\\")
+        for line in region.split("\n"):
+            if line.strip(" \t") == word and line != word and not (op == "<<-" and line.lstrip("\t") == word):
+                self.st.error(f"heredoc line {line!r}: bash and this parser may end the body at "
+                              f"different lines (delimiter {word!r})")
+                break
         return _dec(src[b0 : max(b0, b1)]), quoted, op
 
     def _literal_stdin(self, redirect: Node, body: str, quoted: bool, op: str) -> None:
