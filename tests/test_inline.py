@@ -126,6 +126,14 @@ REFUSED = [
     ("perl", "s/a/b/; system('id')", "delimiter"),
     ("perl", "s/a/b", "unterminated"),
     ("perl", "s /a/b/", "delimiter"),
+    ("perl", "s{a} #\n{system('id')}e;#g", "bracketed part"),
+    ("perl", "tr{a} #\n{b};system('id');#", "bracketed part"),
+    ("perl", "s(a) #\n(system('id'))e", "bracketed part"),
+    ("perl", "s{a} {b}", "bracketed part"),
+    ("perl", "s{a}\n{b}", "bracketed part"),
+    ("perl", "s{a}#b#", "bracketed part"),
+    ("perl", "s/a/b/ # c", "other than"),
+    ("perl", "s/a/b/g#c", "'#'"),
 ]
 
 

@@ -1,12 +1,15 @@
 """perl one-liners (pure): ``perl -pi -e 's/A/B/g' FILE...``, the sed -i of perl.
 
 Proven: with ``-i`` given, a program of ``s///`` and ``tr///`` (``y///``) statements only,
-``;``-separated, any delimiter (``s{A}{B}``, ``s#A#B#``), flags from :data:`S_FLAGS` /
+``;``-separated, any delimiter (``s{A}{B}`` with nothing between the two bracketed parts,
+``s#A#B#``), flags from :data:`S_FLAGS` /
 :data:`TR_FLAGS`. Its writes are the operands (the catalogue's ``-i``: ``operands_as = "write"``).
 
 Refused (not proven): the ``e``/``ee`` flags (the replacement is code), ``(?{``/``(??{``/``(*{``
 code blocks, any interpolation but ``$1``.. / ``$&`` (``@{[ ]}``, ``${\\ }``, ``$x[EXPR]``,
-``$ENV{..}`` run code or read the environment), any other statement, a comment; and
+``$ENV{..}`` run code or read the environment), any other statement, a comment (``#``
+outside a part: perl skips it and what follows on its line), anything between bracketed
+parts (``s{a} #\n{system(..)}e``: the comment hides the real replacement); and
 everything without ``-i``: ``-n``/``-p`` then open their operands with the two-argument
 ``open``, where a file named ``|cmd`` (a glob may match one) runs ``cmd`` — with ``-i`` perl
 opens them raw (perl 5.28+; checked on 5.36).
@@ -68,8 +71,9 @@ def _op(s: str, i: int, flags: frozenset[str], code: bool) -> int:
     """Read ``DELIM A DELIM B DELIM flags`` from ``i``; return the index after the flags."""
     first, i = _part(s, i)
     if s[i - 1] in _BRACKETS.values():  # s{A}{B}: the second part has its own delimiters
-        while i < len(s) and s[i] in " \t\n":
-            i += 1
+        if i >= len(s) or s[i] not in _BRACKETS:
+            # perl skips blanks and comments here (`s{a} #...\n{code}e`): not read, not proven
+            raise _Refused("has a bracketed part not followed at once by another bracketed part")
         second, i = _part(s, i)
     else:
         second, i = _until(s, i, s[i - 1], "")
