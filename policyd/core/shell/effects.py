@@ -160,6 +160,8 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         if entry.script_language in CODE_LANGUAGES and cmd.stdin_text is not None:
             words = _stdin_code(entry, words, cmd.stdin_text)
         chain = _parse(entry, words, acc, cmd)
+    if entry.handler == "python":
+        _warning_filters(acc)
     if acc.code:
         _inline(acc, cmd)
     if by_path and not acc.reasons:
@@ -296,8 +298,22 @@ def _python_module(entry: Program, words: list[Word], acc: _Acc, catalogue: Cata
         if got is None:
             acc.unknown(f"python argument {a!r} before -m")
             return [entry]
+        acc.values.extend((opt.names[0], value) for opt, value in got[0] if value is not None)
         i = got[1]
     return [entry]
+
+
+def _warning_filters(acc: _Acc) -> None:
+    """``python -W action:message:category:module:lineno``: a category named with a module
+    (``ignore::unittest.__main__.X``) makes Python import that module at start-up, before
+    any ``-c``/``-m``/script (``unittest.__main__`` runs tests from the remaining arguments):
+    unknown, as is a filter computed at run time."""
+    for name, (value, kind) in acc.values:
+        if name != "-W":
+            continue
+        parts = value.split(":")
+        if kind != LITERAL or (len(parts) > 2 and "." in parts[2]):
+            acc.unknown(f"python -W {value!r} imports the module its category names")
 
 
 def _absorbing_role(p: Program) -> str:
