@@ -199,3 +199,13 @@ def test_python_imports_from_the_working_directory(tmp_path: Path) -> None:
     subprocess.run(["python3", "-c", "import json"], cwd=tmp_path, timeout=60, check=False, capture_output=True)
     assert (tmp_path / "RAN").exists()
     assert "test" in judge_code("python", "import json").effects
+
+
+def test_stdlib_names_cover_the_running_interpreter() -> None:
+    """The module names whose entries in the working directory count (python -c imports
+    from there first) hold every standard library name of this interpreter."""
+    import sys
+
+    from policyd.core.inline.stdlib import STDLIB_MODULES
+
+    assert set(sys.stdlib_module_names) <= STDLIB_MODULES

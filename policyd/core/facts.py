@@ -120,8 +120,8 @@ TOOL_FIELDS: tuple[str, ...] = (
 
 RealPath = Callable[[str], str]
 #: The real paths the symbolic links below a directory lead to; None when not known (too big).
-#: ``(directory, readable_only) -> targets`` (see ``realpaths.links_below``).
-LinksBelow = Callable[[str, bool], "tuple[str, ...] | None"]
+#: ``(directory, readable_only, importable_only) -> targets`` (see ``realpaths.links_below``).
+LinksBelow = Callable[[str, bool, bool], "tuple[str, ...] | None"]
 
 _T = TypeVar("_T")
 
@@ -478,18 +478,21 @@ class Facts:
     def _links_out(self) -> list[str]:
         """Why a command that follows symbolic links below its directories is unknown: a link
         there leads out of the session roots, or the tree is too big to scan."""
-        if self._links_below is None or not any(cf.judgement.follows for cf in self.shell_facts):
+        if self._links_below is None or not any(cf.judgement.follows or cf.judgement.imports_cwd
+                                                for cf in self.shell_facts):
             return []
         roots = [*self.query.session.roots, *(self._realpath(r) for r in self.query.session.raw_roots
                                                if self._realpath is not None)]
         out: list[str] = []
         for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
+            if cf.judgement.imports_cwd:
+                out.extend(self._imports_out(c.name, cf.cwds, roots))
             if not cf.judgement.follows:
                 continue
             for p in _unique([*cf.reads, *cf.writes]) or cf.cwds:  # `rg -L x`: where it runs
                 if not p.startswith("/") or p == UNKNOWN_PATH or _GLOB_CHARS.search(p):
                     continue
-                targets = self._links_below(p, p not in cf.writes)
+                targets = self._links_below(p, p not in cf.writes, False)
                 if targets is None:
                     out.append(f"{c.name}: follows symbolic links below {p}, too big to scan")
                     continue
@@ -497,6 +500,26 @@ class Facts:
                 if away is not None:
                     out.append(f"{c.name}: follows symbolic links below {p}: one leads to {away}, "
                                "outside the session roots")
+        return out
+
+    def _imports_out(self, name: str, cwds: Iterable[str], roots: Iterable[str]) -> list[str]:
+        """Why ``python -c`` code is unknown: an entry its working directory holds that Python
+        would import (``json.py``, ``json/``) links out of the session roots."""
+        assert self._links_below is not None
+        out: list[str] = []
+        roots = list(roots)
+        for d in cwds:
+            if not d.startswith("/") or d == UNKNOWN_PATH:
+                out.append(f"{name}: imports modules from a directory known only at run time")
+                continue
+            targets = self._links_below(d, False, True)  # dangling too: the call may create the target
+            if targets is None:
+                out.append(f"{name}: imports modules from {d}, too big to scan")
+                continue
+            away = next((t for t in targets if not any(paths.within(t, r) for r in roots)), None)
+            if away is not None:
+                out.append(f"{name}: imports modules from {d}, where one leads to {away}, "
+                           "outside the session roots")
         return out
 
     @once

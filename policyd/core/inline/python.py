@@ -25,6 +25,7 @@ import builtins
 import re
 
 from policyd.core.inline.model import MAX_CODE_CHARS, Code, unending, unproven
+from policyd.core.inline.stdlib import STDLIB_MODULES
 
 #: Modules a snippet may import, each with the only attributes it may use. Importing each is
 #: free of side effects, and each listed attribute only computes, parses or prints.
@@ -126,6 +127,22 @@ _PARTS = (ast.Module, ast.comprehension, ast.arguments, ast.arg, ast.keyword, as
           ast.withitem, ast.ExceptHandler, ast.expr_context, ast.operator, ast.unaryop,
           ast.cmpop, ast.boolop)
 _COUNTED = frozenset({"range", "bytes", "bytearray"})
+
+
+_IMPORTABLE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\.(py|pyc|pyw)|\..*\.so|\.so)?")
+#: What proven code may import, itself or through the modules it uses, from the working
+#: directory (which ``-c`` and stdin code put first on ``sys.path``): standard library names
+#: only (proven code imports no other module).
+STDLIB: frozenset[str] = STDLIB_MODULES
+
+
+def importable(name: str) -> bool:
+    """A directory entry proven code may import from its ``sys.path`` directory: a package
+    or module named like a standard library module (``json/``, ``json.py``, ``re.pyc``,
+    ``json.cpython-311-x86_64-linux-gnu.so``, a link to any of them), or ``__pycache__``
+    (its ``.pyc`` files stand in for sources)."""
+    m = _IMPORTABLE.fullmatch(name)
+    return name == "__pycache__" or (m is not None and m.group(1) in STDLIB)
 
 
 class _Refused(Exception):

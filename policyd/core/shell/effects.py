@@ -93,6 +93,10 @@ class Judgement:
     reads_endless: bool = False
     #: a ``bound`` option caps what it reads (``head -c 1M``): an endless input ends
     bounded: bool = False
+    #: it imports modules from its working directory first (``python -c``): an importable
+    #: entry there (``json.py``, ``json/``, ``__pycache__/``) that links out runs code from
+    #: anywhere (the I/O layer looks: ``realpaths.links_below(..., importable_only=True)``)
+    imports_cwd: bool = False
 
 
 @dataclass
@@ -118,6 +122,7 @@ class _Acc:
     keeps: bool = False
     reads_endless: bool = False
     bounded: bool = False
+    imports_cwd: bool = False
     seconds: float = 0.0  # the durations it waits (role duration), summed
     #: inline code given to an option (``python -c``): (language, text, the option's effects)
     code: list[tuple[str, Word, frozenset[str]]] = field(default_factory=list)
@@ -227,6 +232,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         and not acc.keeps,
         acc.reads_endless,
         acc.bounded,
+        acc.imports_cwd,
     )
 
 
@@ -1055,6 +1061,10 @@ def _inline(acc: _Acc, cmd: SimpleCommand) -> None:
         if code is not None and code.proven:
             acc.effects |= code.effects
             acc.reads.extend((p, LITERAL) for p in code.reads)
+            if lang == "python":
+                # python -c and stdin code import from the working directory first (json.py,
+                # json/, re.py for what json imports, stringprep.py for "x".encode("idna"))
+                acc.imports_cwd = True
             continue
         acc.effects |= fallback
         if cmd.name not in acc.execs:
