@@ -3,8 +3,11 @@
 Proven: statements, expressions and names from the allow-lists below and nothing else —
 imports of :data:`MODULES` using only their listed attributes, the builtins in
 :data:`BUILTINS`, ``open(LITERAL)`` / ``open(LITERAL, "r"|"rb"|"rt")`` (a read of that path),
-literals, comprehensions, ``for``/``if``/``try``/``with open(...)``, lambdas, f-strings.
-Refused (not proven): any name starting with ``__``, an attribute of a value that is not in
+literals, comprehensions, ``for``/``if``/``try``/``with open(...)``, f-strings.
+Refused (not proven): a binding of a builtin or listed name (:data:`RESERVED`: the walk is
+not scope-aware), functions (``lambda``, ``def``: recursion), counts not literal or
+multiplying past :data:`MAX_COUNT`, loops that may grow what they walk (:meth:`_Check.bounded`),
+``open`` under /dev, /proc, /sys, any name starting with ``__``, an attribute of a value that is not in
 :data:`VALUE_ATTRIBUTES` (``().__class__``, ``gen.gi_frame.f_globals``), a module used as a
 value, ``open`` of a computed path or for writing, ``str.format`` (its fields walk
 attributes: ``"{0.__globals__}"``), ``while``, ``def``,
@@ -15,7 +18,8 @@ repetition by large constants (a one-liner that never ends).
 Every proven snippet has the effect ``test``: Python looks modules up in the working
 directory first for ``-c`` and stdin code, and the standard library imports some lazily
 (``"x".encode("idna")`` imports ``stringprep``): a ``stringprep.py`` in the workspace would
-run, which is the project's own code, as ``pytest`` runs it.
+run, which is the project's own code, as ``pytest`` runs it. Such an entry that links out of
+the roots is the I/O layer's to find (:func:`importable` names the entries it looks at).
 """
 
 from __future__ import annotations
