@@ -61,13 +61,13 @@ MODULES: dict[str, frozenset[str]] = {
 #: Builtins a snippet may name: they compute, convert or print (``open`` is judged apart).
 #: Not: eval, exec, compile, __import__, getattr/setattr/delattr, vars, globals, locals, dir,
 #: type, object, super, breakpoint, help, input, license, memoryview, exit/quit, iter
-#: (``iter(int, 1)`` never ends).
+#: (``iter(int, 1)`` never ends), format (``format(1, ">999999999")`` fills memory).
 BUILTINS: frozenset[str] = frozenset({
     "print", "len", "str", "int", "float", "bool", "list", "dict", "tuple", "set", "frozenset",
     "sorted", "reversed", "enumerate", "zip", "range", "min", "max", "sum", "abs", "round",
     "any", "all", "repr", "ascii", "isinstance", "map", "filter", "chr", "ord", "hex", "oct",
     "bin", "divmod", "bytes", "bytearray", "complex", "hash", "next", "slice",
-    "callable", "format", "True", "False", "None",
+    "callable", "True", "False", "None",
     "Exception", "ValueError", "KeyError", "IndexError", "TypeError", "AttributeError",
     "OSError", "FileNotFoundError", "StopIteration", "ZeroDivisionError", "UnicodeDecodeError",
 })
@@ -131,6 +131,8 @@ _PARTS = (ast.Module, ast.comprehension, ast.arguments, ast.arg, ast.keyword, as
           ast.withitem, ast.ExceptHandler, ast.expr_context, ast.operator, ast.unaryop,
           ast.cmpop, ast.boolop)
 _COUNTED = frozenset({"range", "bytes", "bytearray"})
+#: Methods whose integer arguments are widths a result is padded to (counts).
+_PADDING = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs"})
 
 
 _IMPORTABLE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\.(py|pyc|pyw)|\..*\.so|\.so)?")
@@ -294,6 +296,8 @@ class _Check:
             self.call(node)
         elif isinstance(node, ast.BinOp):
             self.binop(node)
+        elif isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+            self.spec(node.format_spec)
         elif isinstance(node, ast.comprehension) and node.is_async:
             raise _Refused("async comprehension")
         elif isinstance(node, ast.With):
@@ -341,6 +345,27 @@ class _Check:
             self.open_call(node)
         elif isinstance(f, ast.Name) and f.id in _COUNTED:
             self.counted(f.id, node)
+        elif isinstance(f, ast.Attribute) and f.attr in _PADDING:
+            for a in node.args:
+                n = _literal_int(a)
+                if n is None and not (isinstance(a, ast.Constant) and isinstance(a.value, str)):
+                    raise _Refused(f"{f.attr}() of a width known only at run time")
+                if n is not None:
+                    self.counts.append(abs(n))
+            if node.keywords:
+                raise _Refused(f"{f.attr}() with keyword arguments")
+
+    def spec(self, spec: ast.expr) -> None:
+        """An f-string's format spec: literal, its widths counted (``{1:>999999999}``)."""
+        parts = spec.values if isinstance(spec, ast.JoinedStr) else [spec]
+        if not all(isinstance(p, ast.Constant) and isinstance(p.value, str) for p in parts):
+            raise _Refused("a format spec computed at run time")
+        self.widths("".join(p.value for p in parts))  # type: ignore[attr-defined]
+
+    def widths(self, text: str) -> None:
+        if "*" in text:
+            raise _Refused("a %-format width taken from the arguments")
+        self.counts.extend(int(d) for d in re.findall(r"[0-9]+", text))
 
     def counted(self, name: str, node: ast.Call) -> None:
         """``range``/``bytes``/``bytearray``: literal integer counts only (bytes of a string or
@@ -388,11 +413,29 @@ class _Check:
             a, b = left.value, right.value  # type: ignore[attr-defined]
             if b < 0 or b > 64 or (isinstance(node.op, ast.Pow) and abs(a) > 1 and b * abs(a).bit_length() > 60):
                 raise _Refused("** or << with a huge result")
+        elif isinstance(node.op, ast.Mod):
+            left = node.left
+            if isinstance(left, ast.Constant) and isinstance(left.value, str):
+                self.widths(left.value)  # "%9d" % x: its widths are counts
+            elif not (_number(left) or _literal_int(left) is not None or self.range_target(left)):
+                raise _Refused("% of a value that may be a format string (widths fill memory)")
         elif isinstance(node.op, ast.Mult):
             counts = [c for c in (_literal_int(node.left), _literal_int(node.right)) if c is not None]
             if not counts and not (_number(node.left) or _number(node.right)):
                 raise _Refused("* of two values known only at run time (a repetition of any size)")
             self.counts.extend(abs(c) for c in counts)
+
+
+    def range_target(self, n: ast.expr) -> bool:
+        """``n`` is the target of a loop over ``range(...)`` only (an int)."""
+        if not isinstance(n, ast.Name):
+            return False
+        bound = [b for b in ast.walk(self.tree) if isinstance(b, ast.Name) and b.id == n.id
+                 and isinstance(b.ctx, ast.Store)]
+        loops = [lp for lp in ast.walk(self.tree) if isinstance(lp, (ast.For, ast.comprehension))
+                 and isinstance(lp.target, ast.Name) and lp.target.id == n.id]
+        return bool(loops) and len(bound) == len(loops) and all(
+            isinstance(lp.iter, ast.Call) and _named(lp.iter.func, "range") for lp in loops)
 
 
 def _named(f: ast.expr, name: str) -> bool:
