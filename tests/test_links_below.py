@@ -124,3 +124,21 @@ def test_links_below_importable_only_looks_at_module_names(tmp_path: Path) -> No
     os.symlink("/usr", tmp_path / "re.py")
     assert ("/", "/usr") == tuple(sorted(links_below(str(tmp_path), importable_only=True) or ()))
     assert 3 == len(links_below(str(tmp_path)) or ())
+
+
+def test_inline_code_reading_a_device_through_a_link_is_unknown(tmp_path: Path) -> None:
+    """open('z') / readFileSync('z') with z -> /dev/zero never ends: unknown; a plain file
+    read by the same code is allowed."""
+    root, home = tmp_path / "w", tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    (root / "a.json").write_text("{}")
+    os.symlink("/dev/zero", root / "z")
+    os.symlink("/proc/self/environ", root / "e")
+    for name in ("z", "e"):
+        for command in (f"python3 -c \"print(open('{name}').read())\"",
+                        f"node -e \"console.log(require('fs').readFileSync('{name}', 'utf8'))\""):
+            decision, unknown = _decide(root, command, home)
+            assert Decision.ALLOW != decision, command
+            assert any("a device or kernel file" in u for u in unknown), (command, unknown)
+    assert Decision.ALLOW == _decide(root, "python3 -c \"print(open('a.json').read())\"", home)[0]

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from policyd.core import cel, paths, shell, urls
 from policyd.core.envvars import assignment_effects, read_allowed
+from policyd.core.inline.model import unending
 from policyd.core.model import CONNECT_KIND, NO_CONNECTION, TOOL_KINDS, PermissionQuery
 from policyd.core.shell import catalogue as shell_catalogue
 from policyd.core.shell.effects import ENDLESS_DEVICES
@@ -471,6 +472,7 @@ class Facts:
         found.extend(f"{c.name}: {why}" for c, cf in zip(a.commands, self.shell_facts, strict=True)
                      for why in cf.unknown)
         found.extend(self._links_out())
+        found.extend(self._code_reads_unending())
         if not a.parse_ok:
             found.extend(a.errors)
         return _unique(found)
@@ -500,6 +502,20 @@ class Facts:
                 if away is not None:
                     out.append(f"{c.name}: follows symbolic links below {p}: one leads to {away}, "
                                "outside the session roots")
+        return out
+
+    def _code_reads_unending(self) -> list[str]:
+        """Why proven inline code is unknown: a file it reads is, through links, a device or
+        kernel file (``open('z')`` with ``z -> /dev/zero`` never ends)."""
+        if self._realpath is None:
+            return []
+        out: list[str] = []
+        for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
+            if not cf.judgement.code_reads:
+                continue
+            for p in cf.reads:
+                if p.startswith("/") and p != UNKNOWN_PATH and unending(self._realpath(p)):
+                    out.append(f"{c.name}: reads {p}, a device or kernel file ({self._realpath(p)})")
         return out
 
     def _imports_out(self, name: str, cwds: Iterable[str], roots: Iterable[str]) -> list[str]:

@@ -97,6 +97,9 @@ class Judgement:
     #: entry there (``json.py``, ``json/``, ``__pycache__/``) that links out runs code from
     #: anywhere (the I/O layer looks: ``realpaths.links_below(..., importable_only=True)``)
     imports_cwd: bool = False
+    #: proven inline code reads files (``open('x')``): one that is a device or kernel file
+    #: through a link (``x -> /dev/zero``) never ends; the facts check the real paths
+    code_reads: bool = False
 
 
 @dataclass
@@ -123,6 +126,7 @@ class _Acc:
     reads_endless: bool = False
     bounded: bool = False
     imports_cwd: bool = False
+    code_reads: bool = False
     seconds: float = 0.0  # the durations it waits (role duration), summed
     #: inline code given to an option (``python -c``): (language, text, the option's effects)
     code: list[tuple[str, Word, frozenset[str]]] = field(default_factory=list)
@@ -233,6 +237,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         acc.reads_endless,
         acc.bounded,
         acc.imports_cwd,
+        acc.code_reads,
     )
 
 
@@ -1061,6 +1066,7 @@ def _inline(acc: _Acc, cmd: SimpleCommand) -> None:
         if code is not None and code.proven:
             acc.effects |= code.effects
             acc.reads.extend((p, LITERAL) for p in code.reads)
+            acc.code_reads = acc.code_reads or bool(code.reads)
             if lang == "python":
                 # python -c and stdin code import from the working directory first (json.py,
                 # json/, re.py for what json imports, stringprep.py for "x".encode("idna"))
