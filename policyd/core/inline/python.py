@@ -131,6 +131,9 @@ _PARTS = (ast.Module, ast.comprehension, ast.arguments, ast.arg, ast.keyword, as
           ast.withitem, ast.ExceptHandler, ast.expr_context, ast.operator, ast.unaryop,
           ast.cmpop, ast.boolop)
 _COUNTED = frozenset({"range", "bytes", "bytearray"})
+#: Builtins that return an iterator walking their arguments as it is consumed
+#: (``l.extend(map(int, l))`` never ends).
+_LAZY = frozenset({"map", "filter", "zip", "enumerate", "reversed"})
 #: Methods whose integer arguments are widths a result is padded to (counts).
 _PADDING = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs"})
 
@@ -251,6 +254,15 @@ class _Check:
                     isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)) or (
                     isinstance(node, ast.Attribute) and node.attr in MUTATORS):
                 mutates = True
+        if mutates:
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Attribute) and node.attr in MUTATORS and not (
+                        isinstance(self.parents.get(id(node)), ast.Call)
+                        and self.parents[id(node)].func is node):  # type: ignore[attr-defined]
+                    raise _Refused(f"{node.attr} used as a value (a callback growing a container)")
+                if isinstance(node, ast.Call) and self.lazy(node.func) and any(
+                        self.holds_local(a) for a in [*node.args, *(k.value for k in node.keywords)]):
+                    raise _Refused("an iterator over a value the snippet holds, with a container grown")
         loops: list[ast.AST] = [n for n in ast.walk(self.tree) if isinstance(n, (ast.For, ast.comprehension))]
         for loop in loops:
             iterable = loop.iter  # type: ignore[attr-defined]
@@ -279,6 +291,13 @@ class _Check:
                        and self.holds_local(n.left) and self.holds_local(n.right))
         if doubling > MAX_JOINS:
             raise _Refused(f"more than {MAX_JOINS} operations joining two values the snippet holds")
+
+    def lazy(self, f: ast.expr) -> bool:
+        """``f`` makes an iterator that walks its argument while it is consumed."""
+        if isinstance(f, ast.Name):
+            return f.id in _LAZY
+        return isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
+            and self.modules.get(f.value.id) == "itertools"
 
     def holds_local(self, expr: ast.AST, loop: ast.For | None = None) -> bool:
         """``expr`` names a value bound in the snippet (other than ``loop``'s own target)."""
