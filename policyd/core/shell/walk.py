@@ -1184,7 +1184,7 @@ class _Walker:
         region = _dec(src[b0 : (line_end if line_end >= 0 else len(src)) if end is not None else max(b0, b1)])
         word = "".join(c for c in delim if c not in "'\"\\")
         for line in region.split("\n"):
-            if line.strip(" \t") == word and line != word and not (op == "<<-" and line.lstrip("\t") == word):
+            if line.strip() == word and line != word and not (op == "<<-" and line.lstrip("\t") == word):
                 self.st.error(f"heredoc line {line!r}: bash and this parser may end the body at "
                               f"different lines (delimiter {word!r})")
                 break
