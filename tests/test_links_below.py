@@ -81,3 +81,64 @@ def test_a_dangling_link_is_nothing_to_a_reader_but_counts_for_a_writer(tmp_path
     (home / ".aws" / "credentials").write_text("secret")
     decision, unknown = _decide(root, "grep -R x .", home)
     assert Decision.ALLOW != decision and any("outside the session roots" in u for u in unknown), unknown
+
+
+def test_python_code_importing_through_a_link_out_is_unknown(tmp_path: Path) -> None:
+    """python -c / stdin code imports from its working directory first: a standard library
+    name there (json.py, json/, re.pyc, __pycache__/) linking out of the roots makes proven
+    code unknown (red team rt-in-26); a link of another name, or a project's own json.py,
+    does not (the latter is the project's code: the effect test)."""
+    root, home, out = tmp_path / "w", tmp_path / "home", tmp_path / "out"
+    for d in (root, home, out):
+        d.mkdir()
+    (out / "evil.py").write_text("open('PWNED', 'w').close()\n")
+    code = "python3 -c 'import json; print(json.dumps(1))'"
+    heredoc = "python3 - <<'EOF'\nimport json\nprint(1)\nEOF"
+    os.symlink(out / "evil.py", root / "notes")  # no module name: python never imports it
+    os.symlink(out, root / "app")
+    (root / "re.py").write_text("# the project's own\n")
+    assert Decision.ALLOW == _decide(root, code, home)[0]
+    for name in ("json.py", "re.cpython-311-x86_64-linux-gnu.so", "json", "stringprep.py", "__pycache__",
+                 "missing.py"):
+        link = root / name
+        os.symlink(out / ("evil.py" if name != "missing.py" else "none.py"), link)
+        if name == "missing.py":  # dangling: the same call may create the target first
+            link.unlink()
+            os.symlink(out / "later.py", root / "json.py")
+        for command in (code, heredoc):
+            decision, unknown = _decide(root, command, home)
+            assert Decision.ALLOW != decision, (name, command)
+            assert any("imports modules from" in u for u in unknown), (name, unknown)
+        (root / "json.py" if name == "missing.py" else link).unlink()
+    (root / "json").mkdir()
+    os.symlink(out / "evil.py", root / "json" / "__init__.py")  # a package whose file links out
+    assert Decision.ALLOW != _decide(root, code, home)[0]
+
+
+def test_links_below_importable_only_looks_at_module_names(tmp_path: Path) -> None:
+    """importable_only: the directory's own entries named like standard library modules,
+    each scanned whole; other entries are skipped."""
+    (tmp_path / "json").mkdir()
+    os.symlink("/", tmp_path / "json" / "deep")
+    os.symlink("/etc", tmp_path / "app")
+    os.symlink("/usr", tmp_path / "re.py")
+    assert ("/", "/usr") == tuple(sorted(links_below(str(tmp_path), importable_only=True) or ()))
+    assert 3 == len(links_below(str(tmp_path)) or ())
+
+
+def test_inline_code_reading_a_device_through_a_link_is_unknown(tmp_path: Path) -> None:
+    """open('z') / readFileSync('z') with z -> /dev/zero never ends: unknown; a plain file
+    read by the same code is allowed."""
+    root, home = tmp_path / "w", tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    (root / "a.json").write_text("{}")
+    os.symlink("/dev/zero", root / "z")
+    os.symlink("/proc/self/environ", root / "e")
+    for name in ("z", "e"):
+        for command in (f"python3 -c \"print(open('{name}').read())\"",
+                        f"node -e \"console.log(require('fs').readFileSync('{name}', 'utf8'))\""):
+            decision, unknown = _decide(root, command, home)
+            assert Decision.ALLOW != decision, command
+            assert any("a device or kernel file" in u for u in unknown), (command, unknown)
+    assert Decision.ALLOW == _decide(root, "python3 -c \"print(open('a.json').read())\"", home)[0]

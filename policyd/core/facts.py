@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from policyd.core import cel, paths, shell, urls
 from policyd.core.envvars import SHELL_BUILTINS, assignment_effects, path_entries, read_allowed
+from policyd.core.inline.model import unending
 from policyd.core.model import CONNECT_KIND, NO_CONNECTION, TOOL_KINDS, PermissionQuery
 from policyd.core.shell import catalogue as shell_catalogue
 from policyd.core.shell.effects import ENDLESS_DEVICES
@@ -128,8 +129,8 @@ FileKind = Callable[[str], str]
 RUN_CANDIDATES: tuple[str, ...] = (".js", ".json", ".node", ".mjs", ".cjs", "/index.js", "/index.json",
                                    "/index.node", "/index.mjs", "/index.cjs", "/package.json", "/__main__.py")
 #: The real paths the symbolic links below a directory lead to; None when not known (too big).
-#: ``(directory, readable_only) -> targets`` (see ``realpaths.links_below``).
-LinksBelow = Callable[[str, bool], "tuple[str, ...] | None"]
+#: ``(directory, readable_only, importable_only) -> targets`` (see ``realpaths.links_below``).
+LinksBelow = Callable[[str, bool, bool], "tuple[str, ...] | None"]
 
 _T = TypeVar("_T")
 
@@ -484,6 +485,7 @@ class Facts:
                      for why in cf.unknown)
         found.extend(self._links_out())
         found.extend(w for ws in self.run_unknowns for w in ws)
+        found.extend(self._code_reads_unending())
         if not a.parse_ok:
             found.extend(a.errors)
         return _unique(found)
@@ -653,18 +655,21 @@ class Facts:
     def _links_out(self) -> list[str]:
         """Why a command that follows symbolic links below its directories is unknown: a link
         there leads out of the session roots, or the tree is too big to scan."""
-        if self._links_below is None or not any(cf.judgement.follows for cf in self.shell_facts):
+        if self._links_below is None or not any(cf.judgement.follows or cf.judgement.imports_cwd
+                                                for cf in self.shell_facts):
             return []
         roots = [*self.query.session.roots, *(self._realpath(r) for r in self.query.session.raw_roots
                                                if self._realpath is not None)]
         out: list[str] = []
         for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
+            if cf.judgement.imports_cwd:
+                out.extend(self._imports_out(c.name, cf.cwds, roots))
             if not cf.judgement.follows:
                 continue
             for p in _unique([*cf.reads, *cf.writes]) or cf.cwds:  # `rg -L x`: where it runs
                 if not p.startswith("/") or p == UNKNOWN_PATH or _GLOB_CHARS.search(p):
                     continue
-                targets = self._links_below(p, p not in cf.writes and not cf.judgement.follows_writes)
+                targets = self._links_below(p, p not in cf.writes and not cf.judgement.follows_writes, False)
                 if targets is None:
                     out.append(f"{c.name}: follows symbolic links below {p}, too big to scan")
                     continue
@@ -672,6 +677,40 @@ class Facts:
                 if away is not None:
                     out.append(f"{c.name}: follows symbolic links below {p}: one leads to {away}, "
                                "outside the session roots")
+        return out
+
+    def _code_reads_unending(self) -> list[str]:
+        """Why proven inline code is unknown: a file it reads is, through links, a device or
+        kernel file (``open('z')`` with ``z -> /dev/zero`` never ends)."""
+        if self._realpath is None:
+            return []
+        out: list[str] = []
+        for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
+            if not cf.judgement.code_reads:
+                continue
+            for p in cf.reads:
+                if p.startswith("/") and p != UNKNOWN_PATH and unending(self._realpath(p)):
+                    out.append(f"{c.name}: reads {p}, a device or kernel file ({self._realpath(p)})")
+        return out
+
+    def _imports_out(self, name: str, cwds: Iterable[str], roots: Iterable[str]) -> list[str]:
+        """Why ``python -c`` code is unknown: an entry its working directory holds that Python
+        would import (``json.py``, ``json/``) links out of the session roots."""
+        assert self._links_below is not None
+        out: list[str] = []
+        roots = list(roots)
+        for d in cwds:
+            if not d.startswith("/") or d == UNKNOWN_PATH:
+                out.append(f"{name}: imports modules from a directory known only at run time")
+                continue
+            targets = self._links_below(d, False, True)  # dangling too: the call may create the target
+            if targets is None:
+                out.append(f"{name}: imports modules from {d}, too big to scan")
+                continue
+            away = next((t for t in targets if not any(paths.within(t, r) for r in roots)), None)
+            if away is not None:
+                out.append(f"{name}: imports modules from {d}, where one leads to {away}, "
+                           "outside the session roots")
         return out
 
     @once
