@@ -4,12 +4,13 @@ a real directory tree, real links, the real ``policyd`` engine facts."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from policyd.core.decide import decide
 from policyd.core.facts import Facts
 from policyd.core.model import Decision, PermissionOption, PermissionQuery, SessionInfo
-from policyd.realpaths import Resolver, links_below
+from policyd.realpaths import Resolver, importable_entries, links_below
 from tests.test_catalogue_properties import POLICY
 
 OPTIONS = (PermissionOption("a", "Allow", "allow_once"),)
@@ -86,8 +87,9 @@ def test_a_dangling_link_is_nothing_to_a_reader_but_counts_for_a_writer(tmp_path
 def test_python_code_importing_through_a_link_out_is_unknown(tmp_path: Path) -> None:
     """python -c / stdin code imports from its working directory first: a standard library
     name there (json.py, json/, re.pyc, __pycache__/) linking out of the roots makes proven
-    code unknown (red team rt-in-26); a link of another name, or a project's own json.py,
-    does not (the latter is the project's code: the effect test)."""
+    code unknown (red team rt-in-26); a link of another name does not (a project's own re.py
+    is looked at by another lookup, not given here: see
+    test_python_code_importing_a_project_module_is_not_proven)."""
     root, home, out = tmp_path / "w", tmp_path / "home", tmp_path / "out"
     for d in (root, home, out):
         d.mkdir()
@@ -142,3 +144,75 @@ def test_inline_code_reading_a_device_through_a_link_is_unknown(tmp_path: Path) 
             assert Decision.ALLOW != decision, command
             assert any("a device or kernel file" in u for u in unknown), (command, unknown)
     assert Decision.ALLOW == _decide(root, "python3 -c \"print(open('a.json').read())\"", home)[0]
+
+
+def _facts(root: Path, command: str, home: Path, sandboxed: bool = False) -> Facts:
+    call = {"toolCallId": "t", "kind": "execute", "title": command, "rawInput": {"command": command}}
+    resolver = Resolver()
+    return Facts(PermissionQuery(SessionInfo("s", str(root), sandboxed=sandboxed), call, OPTIONS, home=str(home)),
+                 realpath=resolver, links_below=resolver.links_below, file_kind=resolver.file_kind,
+                 importables=resolver.importable_entries)
+
+
+def test_importable_entries_lists_modules_and_packages(tmp_path: Path) -> None:
+    """What python -c would import from its working directory: standard library names as a
+    module file, an extension, a link or a package with __init__; not a directory without
+    __init__ (a namespace portion: the standard library's package wins), not __pycache__,
+    not other names."""
+    for name in ("json.py", "re.cpython-311-x86_64-linux-gnu.so", "notes.py", "app.txt"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "html").mkdir()
+    (tmp_path / "html" / "__init__.py").write_text("")
+    (tmp_path / "email").mkdir()
+    (tmp_path / "email" / "utils.py").write_text("")
+    (tmp_path / "__pycache__").mkdir()
+    os.symlink("/nowhere", tmp_path / "os.py")
+    found = importable_entries(str(tmp_path))
+    assert tuple(str(tmp_path / n) for n in ("html", "json.py", "os.py", "re.cpython-311-x86_64-linux-gnu.so")) == found
+    assert () == importable_entries(str(tmp_path / "json.py"))
+    assert () == importable_entries(str(tmp_path / "missing"))
+    assert importable_entries(str(tmp_path), budget=3) is None
+
+
+def test_python_code_importing_a_project_module_is_not_proven(tmp_path: Path) -> None:
+    """python -c / stdin code imports from its working directory first: a project file named
+    like a standard library module there (json.py, a package json/) is the project's code run
+    by the snippet, which its proof does not cover: exec (asked unsandboxed, the sandboxed rule
+    decides it as any unproven snippet), never run; the real python shows it runs."""
+    root, home = tmp_path / "w", tmp_path / "home"
+    for d in (root, home, root / "src", root / "email"):
+        d.mkdir()
+    (root / "email" / "utils.py").write_text("")  # a namespace portion: python takes the standard one
+    code = "python3 -c 'import json; print(json.dumps(1))'"
+    heredoc = "python3 - <<'EOF'\nimport json\nprint(1)\nEOF"
+    for command in (code, heredoc, "cd src && python3 -c 'print(1)'"):
+        assert Decision.ALLOW == decide(POLICY, _facts(root, command, home)).decision, command
+    (root / "json.py").write_text("open('RAN', 'w').close()\n")
+    (root / "src" / "re.py").write_text("")
+    for command in (code, heredoc, "cd src && python3 -c 'print(1)'"):
+        facts = _facts(root, command, home)
+        assert Decision.ALLOW != decide(POLICY, facts).decision, command
+        assert "exec" in facts.effects and "run" not in facts.effects, (command, facts.effects)
+        assert any("the project's code" in r for rs in facts.run_refusals for r in rs), facts.run_refusals
+        assert Decision.ALLOW == decide(POLICY, _facts(root, command, home, sandboxed=True)).decision, command
+    subprocess.run(["python3", "-c", "print(1)"], cwd=root, timeout=60, check=True, capture_output=True)
+    assert not (root / "RAN").exists()  # print alone imports nothing from there
+    subprocess.run(["python3", "-c", "import json"], cwd=root, timeout=60, check=True, capture_output=True)
+    assert (root / "RAN").exists()
+
+
+def test_python_code_beside_a_module_the_same_call_writes_is_not_proven(tmp_path: Path) -> None:
+    """A module the same command may create where the snippet imports from (a file or package
+    of a standard library name, a glob, the directory itself, a download of an unnamed file)
+    makes the snippet unproven (exec), although nothing is there yet; another file is nothing."""
+    root, home = tmp_path / "w", tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    code = "python3 -c 'import json; print(json.dumps(1))'"
+    for before in ("echo 'import os' > json.py", "mkdir -p json", "cp /tmp/x re.py", "touch stringprep.py",
+                   "cp /tmp/x/* .", "mv /tmp/p/json.py ."):
+        facts = _facts(root, f"{before} && {code}", home)
+        assert Decision.ALLOW != decide(POLICY, facts).decision, before
+        assert "exec" in facts.effects, (before, facts.effects)
+    facts = _facts(root, f"echo '{{}}' > out.json && {code}", home)
+    assert Decision.ALLOW == decide(POLICY, facts).decision, facts.effects

@@ -176,6 +176,29 @@ def virtual_file_kind(links: Mapping[str, str], files: Iterable[str] = ()) -> Ca
     return kind
 
 
+def virtual_importables(links: Mapping[str, str], files: Iterable[str] = ()) -> Callable[[str], tuple[str, ...]]:
+    """``realpaths.importable_entries`` over ``links`` and ``files`` (``setup.files``): the
+    entries of a directory that Python would import from it: a link or a file named so, or a
+    directory named so holding an ``__init__`` file."""
+    resolve = virtual_realpath(links)
+    named = [posixpath.normpath(k) for k in [*links, *files]]
+
+    def entries(directory: str) -> tuple[str, ...]:
+        top = resolve(directory).rstrip("/") + "/"
+        found = set()
+        for k in named:
+            where = resolve(posixpath.dirname(k)).rstrip("/") + "/" + posixpath.basename(k)
+            parts = where[len(top):].split("/") if where.startswith(top) else [""]
+            if len(parts) > 1 and not parts[1].startswith("__init__."):
+                continue  # a directory without __init__: no package
+            first = parts[0]
+            if first and first != "__pycache__" and importable(first):
+                found.add(directory.rstrip("/") + "/" + first)
+        return tuple(sorted(found))
+
+    return entries
+
+
 def _ancestors(path: str) -> list[str]:
     out = [path]
     while path not in ("/", ""):

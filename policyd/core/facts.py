@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from policyd.core import cel, paths, shell, urls
 from policyd.core.envvars import SHELL_BUILTINS, assignment_effects, path_entries, read_allowed
 from policyd.core.inline.model import unending
+from policyd.core.inline.python import importable
 from policyd.core.model import CONNECT_KIND, NO_CONNECTION, TOOL_KINDS, PermissionQuery
 from policyd.core.shell import catalogue as shell_catalogue
 from policyd.core.shell.effects import ENDLESS_DEVICES
@@ -131,6 +132,9 @@ RUN_CANDIDATES: tuple[str, ...] = (".js", ".json", ".node", ".mjs", ".cjs", "/in
 #: The real paths the symbolic links below a directory lead to; None when not known (too big).
 #: ``(directory, readable_only, importable_only) -> targets`` (see ``realpaths.links_below``).
 LinksBelow = Callable[[str, bool, bool], "tuple[str, ...] | None"]
+#: The entries of a directory Python would import from it (``json.py``, ``json/``), as
+#: ``directory/NAME``; None when not known (too big). See ``realpaths.importable_entries``.
+Importables = Callable[[str], "tuple[str, ...] | None"]
 
 _T = TypeVar("_T")
 
@@ -221,13 +225,17 @@ class Facts:
     is scanned (pure contexts: policy examples). ``file_kind`` (``realpaths.file_kind``) says
     whether a file a command runs is a regular file, a directory or missing (see
     :attr:`run_unknowns`); without it a file the program would search for is unknown and
-    nothing else is looked at.
+    nothing else is looked at. ``importables`` (``realpaths.importable_entries``) lists what
+    proven ``python -c`` code would import from its working directory (:attr:`code_refusals`);
+    without it nothing is listed.
     """
 
     def __init__(self, query: PermissionQuery, realpath: RealPath | None = None,
                  catalogue: shell_catalogue.Catalogue | None = None,
-                 links_below: LinksBelow | None = None, file_kind: FileKind | None = None) -> None:
+                 links_below: LinksBelow | None = None, file_kind: FileKind | None = None,
+                 importables: Importables | None = None) -> None:
         self.query = query
+        self._importables = importables
         self._realpath = realpath
         self._file_kind = file_kind
         self._links_below = links_below
@@ -486,6 +494,7 @@ class Facts:
         found.extend(self._links_out())
         found.extend(w for ws in self.run_unknowns for w in ws)
         found.extend(self._code_reads_unending())
+        found.extend(w for ws in self._code_checks[1] for w in ws)
         if not a.parse_ok:
             found.extend(a.errors)
         return _unique(found)
@@ -501,9 +510,60 @@ class Facts:
         counts). Such a command is ``exec`` instead of ``run``
         (code the analysis does not vouch for, as before issue 32: the sandboxed rule may
         still allow an interpreter's), and the reasons are listed in its ``execs``; what
-        :attr:`run_unknowns` finds refuses it too. Empty tuples: each run is project code
-        (effect ``run``)."""
-        return tuple((*r, *u) for r, u in zip(self._run_checks[0], self.run_unknowns, strict=True))
+        :attr:`run_unknowns` finds refuses it too, and so does what :attr:`code_refusals`
+        finds (proven inline code that imports the project's files is not proven). Empty
+        tuples: each run is project code (effect ``run``)."""
+        return tuple((*r, *u, *c) for r, u, c in zip(self._run_checks[0], self.run_unknowns, self.code_refusals,
+                                                     strict=True))
+
+    @property
+    def code_refusals(self) -> tuple[tuple[str, ...], ...]:
+        """Per command, why inline code its analyzer proved (``python -c``, ``python3 -``:
+        ``Judgement.imports_cwd``) is not proven after all: Python imports from the working
+        directory first, and the standard library imports modules lazily (``json`` imports
+        ``re``, ``"x".encode("idna")`` imports ``stringprep``, a traceback imports
+        ``linecache``), so an entry there named like one (``json.py``, ``re/``, a ``.so``:
+        ``inline.python.importable``) is the project's code run by the snippet, which the proof
+        does not cover; so is one the same call may create (a write path of such a name in the
+        directory, of the directory or one above it, or of an unknown path). Such a command keeps the
+        option's effect ``exec``, as an unproven snippet does (never ``run``: the snippet did
+        not name that file)."""
+        return self._code_checks[0]
+
+    @once
+    def _code_checks(self) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
+        """(:attr:`code_refusals`, why each command is unknown: a directory too big to list)."""
+        a = self.analysis
+        if a is None or not any(cf.judgement.imports_cwd for cf in self.shell_facts):
+            empty = tuple(() for _ in self.shell_facts)
+            return empty, empty
+        written = [*self.write_paths, *self.real_write_paths]
+        if any({"write", "network"} <= cf.judgement.effects and not cf.writes for cf in self.shell_facts):
+            written.append(UNKNOWN_PATH)  # a download whose file the command line does not name
+        refusals: list[tuple[str, ...]] = []
+        unknown: list[tuple[str, ...]] = []
+        for c, cf in zip(a.commands, self.shell_facts, strict=True):
+            why: list[str] = []
+            odd: list[str] = []
+            for d in cf.cwds if cf.judgement.imports_cwd else ():
+                if not d.startswith("/") or d == UNKNOWN_PATH:
+                    continue  # unknown already (_imports_out)
+                for w in written:
+                    first = w[len(d.rstrip("/")) + 1:].split("/")[0] if paths.within(w, d) and w != d else ""
+                    if w == UNKNOWN_PATH or paths.within(d, w) or importable(first) or _GLOB_CHARS.search(first):
+                        why.append(f"{c.name}: imports from {d}, where the same command writes {w}")
+                        break
+                if self._importables is None:
+                    continue
+                found = self._importables(d)
+                if found is None:
+                    odd.append(f"{c.name}: imports modules from {d}, too big to list")
+                    continue
+                why.extend(f"{c.name}: imports {p}, the project's code, which the snippet's proof does not cover"
+                           for p in found)
+            refusals.append(tuple(_unique(why)))
+            unknown.append(tuple(_unique(odd)))
+        return tuple(refusals), tuple(unknown)
 
     @once
     def run_unknowns(self) -> tuple[tuple[str, ...], ...]:
