@@ -548,6 +548,9 @@ class Facts:
             for d in cf.cwds if cf.judgement.imports_cwd else ():
                 if not d.startswith("/") or d == UNKNOWN_PATH:
                     continue  # unknown already (_imports_out)
+                if _GLOB_CHARS.search(d):
+                    odd.append(f"{c.name}: imports modules from {d}, a directory a pattern names")
+                    continue
                 for w in written:
                     first = w[len(d.rstrip("/")) + 1:].split("/")[0] if paths.within(w, d) and w != d else ""
                     if w == UNKNOWN_PATH or paths.within(d, w) or importable(first) or _GLOB_CHARS.search(first):

@@ -1163,6 +1163,8 @@ def _inline(acc: _Acc, cmd: SimpleCommand) -> None:
     options = frozenset(acc.all_names)
     for lang, (text, kind), fallback in acc.code:
         code = judge_code(lang, text, options) if kind == LITERAL else None
+        if cmd.wrapper in ("find -execdir", "find -okdir"):
+            code = None  # it runs in each found file's directory (imports, reads): none the facts see
         if code is not None and code.proven:
             acc.effects |= code.effects
             acc.reads.extend((p, LITERAL) for p in code.reads)
