@@ -148,6 +148,32 @@ REFUSED = [
     ("perl", "s{a}#b#", "bracketed part"),
     ("perl", "s/a/b/ # c", "other than"),
     ("perl", "s/a/b/g#c", "'#'"),
+    ("perl", "s/^(a+)+\\1$/x/", "repeats a group"),
+    ("perl", "s/(.*a){25}/x/", "repeats a group"),
+    ("perl", "s/^(a+)\\1*$/x/", "backreference"),
+    ("perl", "s/(?<n>a+)\\k<n>+$/x/", "backreference"),
+    ("perl", "s/(a)(?1)*$/x/", "recursion"),
+    ("perl", "s/^(a+) +$/x/x", "'x'"),
+    # shared trees and growth by held values (each a join; more than MAX_JOINS is not proven)
+    ("python", "a0 = [0]\n" + "".join(f"a{i} = [a{i - 1}, a{i - 1}]\n" for i in range(1, 40))
+     + "b0 = [0]\n" + "".join(f"b{i} = [b{i - 1}, b{i - 1}]\n" for i in range(1, 40)) + "print(a39 == b39)",
+     "joining two values"),
+    ("python", "a = {'k': 0}\nb = {'x': a, 'y': a}\nc = {'x': b, 'y': b}\nd = (c, c)\ne = {d, d}\nf = [e, e]\nprint(f)",
+     "joining two values"),
+    ("python", "a = 'a' * 1000\nb = a.replace('a', a)\nprint(len(b.join(b)))", "repeating a held value"),
+    ("python", "a = [0] * 1000\nb = [a for x in a]\nprint([b for x in a])", "repeating a held value"),
+    ("python", "a = [0] * 10\nb = [a for x in a]\nc = [b for x in b]\nd = [c for x in c]\ne = [d for x in d]\n"
+     "f = [e for x in e]\nprint(f)", "joining two values"),
+    ("python", "a = [0]\nb = []\nb.append(a)\nb.append(a)\nc = []\nc.append(b)\nc.append(b)\nc.append(b)\nprint(c)",
+     "joining two values"),
+    ("javascript", "const a0 = [0];\n" + "".join(f"const a{i} = [a{i - 1}, a{i - 1}];\n" for i in range(1, 40))
+     + "console.log(a39.flat(Infinity).length)", "joining two values"),
+    ("javascript", "const a = {k: 0}; const b = {x: a, y: a}; const c = {x: b, y: b}; const d = [...c, ...c];"
+     " const e = `${d}${d}`; const f = [e, e]; console.log(JSON.stringify(f))", "joining two values"),
+    ("javascript", "const a = ['aaaa']; const b = a.join(a); console.log(b.replaceAll('a', b).length)",
+     "repeating a held value"),
+    ("javascript", "const a = [0]; const b = []; b.push(a, a); const c = []; c.push(b, b); const d = []; d.push(c);"
+     " d.unshift(c); const e = [d, d]; console.log(JSON.stringify(e))", "joining two values"),
 ]
 
 

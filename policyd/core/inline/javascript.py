@@ -14,7 +14,9 @@ Refused (not proven): any other global (``global``, ``globalThis``, ``eval``, ``
 ``new``, assignments, tagged templates, regular expression literals (where tree-sitter and V8
 could split ``/`` differently), a computed subscript, the properties in :data:`REFUSED`
 (``constructor`` leads to ``Function``), ``\\u`` escapes in names, statements other than the
-above, functions (arrow functions: recursion never ends), ``require`` of anything but ``fs``
+above, functions (arrow functions: recursion never ends), more than :data:`MAX_JOINS`
+operations joining held values (``a + a``, ``[a, a]``, ``a.join(a)``: :meth:`_Check.joins`),
+``require`` of anything but ``fs``
 (``require('./x.json')`` may load ``x.json.js`` or a directory's ``main``: a link out runs
 code from anywhere).
 """
@@ -120,6 +122,8 @@ _PLAIN = frozenset({
 })
 #: Most operations joining two values the snippet holds (``const b = a + a``: each may double).
 MAX_JOINS = 4
+#: Most operations repeating a held value by another (``a.replaceAll('x', a)``: each may square).
+MAX_SQUARES = 1
 _SAFE_KEY = re.compile(r"[A-Za-z0-9_ .$-]*")
 
 
@@ -168,13 +172,46 @@ class _Check:
                     self.fs.add(self.text(name))
         for n in _nodes(root):
             self.node(n)
-        joins = sum(1 for n in _nodes(root) if n.type == "binary_expression" and all(
-            self.holds_local(k) for k in (n.child_by_field_name("left"), n.child_by_field_name("right"))))
-        if joins > MAX_JOINS:
+        grows = [g for g in map(self.joins, _nodes(root)) if g]
+        if len(grows) > MAX_JOINS:
             raise _Refused(f"more than {MAX_JOINS} operations joining two values the snippet holds")
+        if grows.count("square") > MAX_SQUARES:
+            raise _Refused(f"more than {MAX_SQUARES} operation repeating a held value by another "
+                           "(s.replace(x, a), a.join(b))")
+
+    def joins(self, n: Node) -> str:
+        """How ``n`` may grow a value the snippet holds (so that :data:`MAX_JOINS` and
+        :data:`MAX_SQUARES` of them bound the growth), ``""`` when it does not. ``"join"``:
+        ``a + a``; an array, object or template holding two held values (``[a, a]``: a
+        shared tree that ``JSON.stringify`` or ``flat(Infinity)`` walks 2**depth times);
+        ``l.push(a)``. ``"square"``: ``s.replace(x, a)``, ``a.join(b)``."""
+        t = n.type
+        if t == "binary_expression":
+            both = all(self.holds_local(k) for k in (n.child_by_field_name("left"), n.child_by_field_name("right")))
+            return "join" if both else ""
+        if t in ("array", "object", "template_string"):
+            parts = [k for k in n.named_children if k.type != "comment"]
+            return "join" if sum(self.holds_local(k) for k in parts) >= 2 else ""
+        if t == "call_expression":
+            f = n.child_by_field_name("function")
+            args = n.child_by_field_name("arguments")
+            if f is None or f.type != "member_expression" or args is None:
+                return ""
+            prop = f.child_by_field_name("property")
+            name = self.text(prop) if prop is not None else ""
+            kids = [a for a in args.named_children if a.type != "comment"]
+            if name in ("replace", "replaceAll") and len(kids) >= 2 and self.holds_local(kids[1]):
+                return "square"
+            if name == "join" and self.holds_local(f.child_by_field_name("object")) and any(
+                    self.holds_local(a) for a in kids):
+                return "square"
+            if name in ("push", "unshift") and any(self.holds_local(a) for a in kids):
+                return "join"
+        return ""
 
     def holds_local(self, n: Node | None) -> bool:
-        return n is not None and any(k.type == "identifier" and self.text(k) in self.locals for k in _nodes(n))
+        return n is not None and any(k.type in ("identifier", "shorthand_property_identifier")
+                                     and self.text(k) in self.locals for k in _nodes(n))
 
     def node(self, n: Node) -> None:
         t = n.type

@@ -6,7 +6,8 @@ Proven: with ``-i`` given, a program of ``s///`` and ``tr///`` (``y///``) statem
 :data:`TR_FLAGS`. Its writes are the operands (the catalogue's ``-i``: ``operands_as = "write"``).
 
 Refused (not proven): the ``e``/``ee`` flags (the replacement is code), ``(?{``/``(??{``/``(*{``
-code blocks, any interpolation but ``$1``.. / ``$&`` (``@{[ ]}``, ``${\\ }``, ``$x[EXPR]``,
+code blocks, a pattern that may backtrack for ever (a backreference, recursion, a repeated
+group: :func:`_backtracking`), any interpolation but ``$1``.. / ``$&`` (``@{[ ]}``, ``${\\ }``, ``$x[EXPR]``,
 ``$ENV{..}`` run code or read the environment), any other statement, a comment (``#``
 outside a part: perl skips it and what follows on its line), anything between bracketed
 parts (``s{a} #\n{system(..)}e``: the comment hides the real replacement); and
@@ -19,8 +20,10 @@ from __future__ import annotations
 
 from policyd.core.inline.model import MAX_CODE_CHARS, Code, unproven
 
-#: s/// flags that only change matching or the result (not ``e``: evaluate the replacement).
-S_FLAGS = frozenset("gimsxpodualnr")
+#: s/// flags that only change matching or the result (not ``e``: evaluate the replacement;
+#: not ``x``: blanks and ``#`` comments between a group and its quantifier hide a repetition
+#: from :func:`_backtracking`).
+S_FLAGS = frozenset("gimspodualnr")
 #: tr/// flags.
 TR_FLAGS = frozenset("cdsr")
 _BRACKETS = {"{": "}", "(": ")", "[": "]", "<": ">"}
@@ -119,7 +122,41 @@ def _until(s: str, i: int, close: str, opening: str) -> tuple[str, int]:
 def _pattern(p: str) -> None:
     if any(k in p for k in ("?{", "*{")):
         raise _Refused("has a code block in the pattern ((?{ }), (??{ }), (*{ }))")
+    _backtracking(p)
     _interpolation(p, pattern=True)
+
+
+def _backtracking(p: str) -> None:
+    """A pattern whose matching may take exponential time on a line of the file: a
+    backreference (``\\1``, ``\\g1``, ``\\k<n>``, ``(?P=n)``; ``^(a+)+\\1$`` never ends on
+    forty a's), recursion or a condition (``(?R)``, ``(?1)``, ``(?&n)``, ``(?(1)..)``), or a
+    repeated group (``(a+)+``, ``(.*a){25}``: nested repetition); perl's cache of
+    super-linear matches does not cover these."""
+    i, n = 0, len(p)
+    in_class = False
+    while i < n:
+        c = p[i]
+        if c == "\\":
+            nxt = p[i + 1 : i + 2]
+            if not in_class and (nxt in ("g", "k") or (nxt.isdigit() and nxt != "0")):
+                raise _Refused("has a backreference in the pattern (matching may take exponential time)")
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            i += 1 + (p[i + 1 : i + 2] == "^")
+            if p[i : i + 1] == "]":  # []...] and [^]...]: the first ] is literal
+                i += 1
+            continue
+        elif c == ")" and p[i + 1 : i + 2] in ("*", "+", "{"):
+            raise _Refused("repeats a group in the pattern (nested repetition may backtrack for ever)")
+        elif c == "(" and p[i + 1 : i + 2] == "?" and (
+                p[i + 2 : i + 3] in ("R", "&", "(", "+", "-") or p[i + 2 : i + 3].isdigit()
+                or p[i + 2 : i + 4] in ("P=", "P>")):
+            raise _Refused("has a backreference, recursion or condition in the pattern")
+        i += 1
 
 
 def _replacement(r: str) -> None:

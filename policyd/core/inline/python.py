@@ -7,6 +7,8 @@ literals, comprehensions, ``for``/``if``/``try``/``with open(...)``, f-strings.
 Refused (not proven): a binding of a builtin or listed name (:data:`RESERVED`: the walk is
 not scope-aware), functions (``lambda``, ``def``: recursion), counts not literal or
 multiplying past :data:`MAX_COUNT`, loops that may grow what they walk (:meth:`_Check.bounded`),
+more than :data:`MAX_JOINS` operations that join held values (``a + a``, ``[a, a]``,
+``a.join(a)``: :meth:`_Check.joins`),
 ``open`` under /dev, /proc, /sys, any name starting with ``__``, an attribute of a value that is not in
 :data:`VALUE_ATTRIBUTES` (``().__class__``, ``gen.gi_frame.f_globals``), a module used as a
 value, ``open`` of a computed path or for writing, ``str.format`` (its fields walk
@@ -119,6 +121,8 @@ MAX_COUNT = 1_000_000
 MAX_POWER = 10**18
 #: Most operations joining two values the snippet holds (``b = a + a``: each may double).
 MAX_JOINS = 4
+#: Most operations repeating a held value by another (``a.replace('x', a)``: each may square).
+MAX_SQUARES = 1
 
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=]", re.M)
 _STATEMENTS = (ast.Expr, ast.Assign, ast.AugAssign, ast.For, ast.If, ast.Pass, ast.Break,
@@ -287,10 +291,44 @@ class _Check:
                         and any(isinstance(x, ast.Name) and x.id in self.locals and x.id not in targets
                                 for a in inner.args for x in ast.walk(a))):
                     raise _Refused("a container grown inside a comprehension by a value the snippet holds")
-        doubling = sum(1 for n in ast.walk(self.tree) if isinstance(n, ast.BinOp)
-                       and self.holds_local(n.left) and self.holds_local(n.right))
-        if doubling > MAX_JOINS:
+        grows = [g for g in map(self.joins, ast.walk(self.tree)) if g]
+        if len(grows) > MAX_JOINS:
             raise _Refused(f"more than {MAX_JOINS} operations joining two values the snippet holds")
+        if grows.count("square") > MAX_SQUARES:
+            raise _Refused(f"more than {MAX_SQUARES} operation repeating a held value by another "
+                           "(s.replace(x, a), a.join(b), [a for _ in b])")
+
+    def joins(self, n: ast.AST) -> str:
+        """How ``n`` may grow a value the snippet holds (so that :data:`MAX_JOINS` and
+        :data:`MAX_SQUARES` of them bound the growth), ``""`` when it does not. ``"join"``
+        (up to the sum of its parts): ``a + a``; a display holding two held values
+        (``[a, a]``: a shared tree whose ``repr`` or ``==`` walks 2**depth leaves); growing a
+        container by a held value (``l.append(a)``, ``l.extend(l)``). ``"square"`` (up to
+        the product): ``s.replace(x, a)``, ``a.join(b)``, a comprehension repeating a held
+        value other than through a subscript (``[a for _ in b]``, not ``[d[k] for k in d]``)."""
+        if isinstance(n, ast.BinOp):
+            return "join" if self.holds_local(n.left) and self.holds_local(n.right) else ""
+        if isinstance(n, (ast.List, ast.Tuple, ast.Set)):
+            return "join" if sum(self.holds_local(e) for e in n.elts) >= 2 else ""
+        if isinstance(n, ast.Dict):
+            parts = [*n.values, *(k for k in n.keys if k is not None)]
+            return "join" if sum(self.holds_local(e) for e in parts) >= 2 else ""
+        if isinstance(n, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            own = {t.id for g in n.generators for t in ast.walk(g.target) if isinstance(t, ast.Name)}
+            parts = [n.key, n.value] if isinstance(n, ast.DictComp) else [n.elt]
+            whole = any(isinstance(x, ast.Name) and x.id in self.locals and x.id not in own
+                        and not isinstance(self.parents.get(id(x)), ast.Subscript)
+                        for p in parts for x in ast.walk(p))
+            return "square" if whole else ""
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            args = [*n.args, *(k.value for k in n.keywords)]
+            if n.func.attr == "replace" and len(args) >= 2 and self.holds_local(args[1]):
+                return "square"
+            if n.func.attr == "join" and self.holds_local(n.func.value) and any(self.holds_local(a) for a in args):
+                return "square"
+            if n.func.attr in MUTATORS and any(self.holds_local(a) for a in args):
+                return "join"
+        return ""
 
     def lazy(self, f: ast.expr) -> bool:
         """``f`` makes an iterator that walks its argument while it is consumed."""
