@@ -5,18 +5,20 @@ Proven: with ``-i`` given, a program of ``s///`` and ``tr///`` (``y///``) statem
 ``s#A#B#``), flags from :data:`S_FLAGS` /
 :data:`TR_FLAGS`. Its writes are the operands (the catalogue's ``-i``: ``operands_as = "write"``).
 
-Refused (not proven): the ``e``/``ee`` flags (the replacement is code), ``(?{``/``(??{``/``(*{``
-code blocks, a pattern that may backtrack for ever (a backreference, recursion, a repeated
-group: :func:`_backtracking`), any interpolation but ``$1``.. / ``$&`` (``@{[ ]}``, ``${\\ }``, ``$x[EXPR]``,
-``$ENV{..}`` run code or read the environment), any other statement, a comment (``#``
-outside a part: perl skips it and what follows on its line), anything between bracketed
-parts (``s{a} #\n{system(..)}e``: the comment hides the real replacement); and
-everything without ``-i``: ``-n``/``-p`` then open their operands with the two-argument
-``open``, where a file named ``|cmd`` (a glob may match one) runs ``cmd`` — with ``-i`` perl
-opens them raw (perl 5.28+; checked on 5.36).
+Refused (not proven): the ``e``/``ee`` flags (the replacement is code), ``(?{``/``(??{``/
+``(*{`` code blocks, a pattern that may backtrack for ever (two unbounded repetitions, a
+backreference, recursion, a repeated group: :func:`_backtracking`), any interpolation but
+``$1``.. / ``$&`` (``@{[ ]}``, ``${\\ }``, ``$x[EXPR]``, ``$ENV{..}`` run code or read the
+environment), any other statement, a comment (``#`` outside a part: perl skips it and what
+follows on its line), anything between bracketed parts (``s{a} #\n{system(..)}e``: the
+comment hides the real replacement); and everything without ``-i``: ``-n``/``-p`` then open
+their operands with the two-argument ``open``, where a file named ``|cmd`` (a glob may match
+one) runs ``cmd`` — with ``-i`` perl opens them raw (perl 5.28+; checked on 5.36).
 """
 
 from __future__ import annotations
+
+import re
 
 from policyd.core.inline.model import MAX_CODE_CHARS, Code, unproven
 
@@ -127,15 +129,29 @@ def _pattern(p: str) -> None:
 
 
 def _backtracking(p: str) -> None:
-    """A pattern whose matching may take exponential time on a line of the file: a
+    """A pattern whose matching may take exponential (or high polynomial) time on a line of
+    the file: more than one unbounded repetition (``*``, ``+``, ``{n,}``, ``{n,m}``: perl
+    backtracks ``.*a.*b`` over a 100 kB line for seconds, a 1 MB line for ever), a
     backreference (``\\1``, ``\\g1``, ``\\k<n>``, ``(?P=n)``; ``^(a+)+\\1$`` never ends on
     forty a's), recursion or a condition (``(?R)``, ``(?1)``, ``(?&n)``, ``(?(1)..)``), or a
     repeated group (``(a+)+``, ``(.*a){25}``: nested repetition); perl's cache of
     super-linear matches does not cover these."""
     i, n = 0, len(p)
     in_class = False
+    repeats = 0
+    after_quantifier = False  # `a*?`, `a++`: the second character only modifies the first
     while i < n:
         c = p[i]
+        counted = re.match(r"\{[0-9]*,[0-9]*\}", p[i:]) if c == "{" and not in_class else None
+        if not in_class and ((c in "*+" and not after_quantifier) or counted):
+            repeats += 1
+            if repeats > 1:
+                raise _Refused("has more than one unbounded repetition in the pattern (`.*a.*b` backtracks "
+                               "over a line for a time of its length squared)")
+        after_quantifier = not in_class and ((c in "*+?" and not after_quantifier) or bool(counted))
+        if counted:
+            i += counted.end()
+            continue
         if c == "\\":
             nxt = p[i + 1 : i + 2]
             if not in_class and (nxt in ("g", "k") or (nxt.isdigit() and nxt != "0")):
