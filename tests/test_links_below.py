@@ -216,3 +216,21 @@ def test_python_code_beside_a_module_the_same_call_writes_is_not_proven(tmp_path
         assert "exec" in facts.effects, (before, facts.effects)
     facts = _facts(root, f"echo '{{}}' > out.json && {code}", home)
     assert Decision.ALLOW == decide(POLICY, facts).decision, facts.effects
+
+
+def test_inline_code_reading_a_fifo_is_unknown(tmp_path: Path) -> None:
+    """open('p') / readFileSync('p') of a FIFO (left by an earlier call) blocks until a writer
+    comes, which may be never: unknown; a regular file beside it and a missing one are not."""
+    root, home = tmp_path / "w", tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    os.mkfifo(root / "p")
+    (root / "a.json").write_text("{}")
+    for command in ("python3 -c \"print(open('p').read())\"",
+                    "node -e \"console.log(require('fs').readFileSync('p', 'utf8'))\""):
+        facts = _facts(root, command, home)
+        assert Decision.ALLOW != decide(POLICY, facts).decision, command
+        assert any("no regular file" in u for u in facts.unknown), facts.unknown
+    for name in ("a.json", "missing.json"):
+        facts = _facts(root, f"python3 -c \"print(open('{name}').read())\"", home)
+        assert Decision.ALLOW == decide(POLICY, facts).decision, facts.unknown

@@ -744,16 +744,22 @@ class Facts:
 
     def _code_reads_unending(self) -> list[str]:
         """Why proven inline code is unknown: a file it reads is, through links, a device or
-        kernel file (``open('z')`` with ``z -> /dev/zero`` never ends)."""
-        if self._realpath is None:
+        kernel file (``open('z')`` with ``z -> /dev/zero`` never ends), or no regular file nor
+        directory (a FIFO whose writer never comes: ``mkfifo p`` by an earlier call)."""
+        if self._realpath is None and self._file_kind is None:
             return []
         out: list[str] = []
         for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
             if not cf.judgement.code_reads:
                 continue
             for p in cf.reads:
-                if p.startswith("/") and p != UNKNOWN_PATH and unending(self._realpath(p)):
-                    out.append(f"{c.name}: reads {p}, a device or kernel file ({self._realpath(p)})")
+                if not p.startswith("/") or p == UNKNOWN_PATH:
+                    continue
+                real = self._realpath(p) if self._realpath is not None else p
+                if unending(real):
+                    out.append(f"{c.name}: reads {p}, a device or kernel file ({real})")
+                elif self._file_kind is not None and self._file_kind(p) == "other":
+                    out.append(f"{c.name}: reads {p}, no regular file (a FIFO may never be written)")
         return out
 
     def _imports_out(self, name: str, cwds: Iterable[str], roots: Iterable[str]) -> list[str]:
