@@ -166,6 +166,7 @@ REFUSED = [
     ("python", "a = [0] * 1000\nb = [a for x in a]\nprint([b for x in a])", "repeating a held value"),
     ("python", "a = [0] * 10\nb = [a for x in a]\nc = [b for x in b]\nd = [c for x in c]\ne = [d for x in d]\n"
      "f = [e for x in e]\nprint(f)", "joining two values"),
+    ("python", "import itertools\na = [0] * 1000\nprint(len(list(itertools.accumulate([a] * 1000))))", "accumulate"),
     ("python", "a = [0]\nb = []\nb.append(a)\nb.append(a)\nc = []\nc.append(b)\nc.append(b)\nc.append(b)\nprint(c)",
      "joining two values"),
     ("javascript", "const a0 = [0];\n" + "".join(f"const a{i} = [a{i - 1}, a{i - 1}];\n" for i in range(1, 40))
