@@ -234,3 +234,30 @@ def test_inline_code_reading_a_fifo_is_unknown(tmp_path: Path) -> None:
     for name in ("a.json", "missing.json"):
         facts = _facts(root, f"python3 -c \"print(open('{name}').read())\"", home)
         assert Decision.ALLOW == decide(POLICY, facts).decision, facts.unknown
+
+
+def test_python_module_beside_a_module_the_same_call_writes_or_a_link_out(tmp_path: Path) -> None:
+    """python -m MODULE imports from its working directory first too: a standard library
+    name written by the same call (echo ... > json.py && python3 -m json.tool) refuses it
+    (exec), one linking out of the roots makes it unknown; one already there is the
+    project's own code, as under pytest (no change)."""
+    root, home, out = tmp_path / "w", tmp_path / "home", tmp_path / "out"
+    for d in (root, home, out):
+        d.mkdir()
+    (root / "f.json").write_text("{}")
+    command = "python3 -m json.tool f.json"
+    assert Decision.ALLOW == decide(POLICY, _facts(root, command, home)).decision
+    for before in ("echo 'import os' > json.py", "mkdir -p json", "touch re.py"):
+        facts = _facts(root, f"{before} && {command}", home)
+        assert Decision.ALLOW != decide(POLICY, facts).decision, before
+        assert "exec" in facts.effects, (before, facts.effects)
+    (out / "evil.py").write_text("open('PWNED', 'w').close()\n")
+    os.symlink(out / "evil.py", root / "json.py")
+    facts = _facts(root, command, home)
+    assert Decision.ALLOW != decide(POLICY, facts).decision
+    assert any("imports modules from" in u for u in facts.unknown), facts.unknown
+    subprocess.run(["python3", "-m", "json.tool", "f.json"], cwd=root, timeout=60, check=False, capture_output=True)
+    assert (root / "PWNED").exists()  # the link's code ran
+    (root / "json.py").unlink()
+    (root / "json.py").write_text("from json import *\n")  # the project's own module
+    assert Decision.ALLOW == decide(POLICY, _facts(root, command, home)).decision

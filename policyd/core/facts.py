@@ -527,7 +527,9 @@ class Facts:
         does not cover; so is one the same call may create (a write path of such a name in the
         directory, of the directory or one above it, or of an unknown path). Such a command keeps the
         option's effect ``exec``, as an unproven snippet does (never ``run``: the snippet did
-        not name that file)."""
+        not name that file). ``python -m MODULE`` imports from there too: an entry the same
+        call may create refuses it as well (``echo … > json.py && python3 -m json.tool f``),
+        one already there is the project's code (as under pytest)."""
         return self._code_checks[0]
 
     @once
@@ -556,7 +558,7 @@ class Facts:
                     if w == UNKNOWN_PATH or paths.within(d, w) or importable(first) or _GLOB_CHARS.search(first):
                         why.append(f"{c.name}: imports from {d}, where the same command writes {w}")
                         break
-                if self._importables is None:
+                if self._importables is None or cf.judgement.imports_cwd != "code":
                     continue
                 found = self._importables(d)
                 if found is None:

@@ -110,10 +110,13 @@ class Judgement:
     #: with ``follows``: it also writes through the links (a dangling one too: ``truncate``
     #: creates its target), so every link below counts, not only those that lead somewhere
     follows_writes: bool = False
-    #: it imports modules from its working directory first (``python -c``): an importable
-    #: entry there (``json.py``, ``json/``, ``__pycache__/``) that links out runs code from
-    #: anywhere (the I/O layer looks: ``realpaths.links_below(..., importable_only=True)``)
-    imports_cwd: bool = False
+    #: it imports modules from its working directory first: ``"code"`` for proven inline code
+    #: (``python -c``, stdin code: an entry there named like a standard library module is
+    #: code its proof does not cover), ``"module"`` for ``python -m MODULE`` (such an entry is
+    #: the project's code, as under pytest); for both, one that links out runs code from
+    #: anywhere, and one the same call writes is not the project's (``Facts.code_refusals``;
+    #: the I/O layer looks: ``realpaths.links_below(..., importable_only=True)``)
+    imports_cwd: str = ""
     #: proven inline code reads files (``open('x')``): one that is a device or kernel file
     #: through a link (``x -> /dev/zero``) never ends; the facts check the real paths
     code_reads: bool = False
@@ -142,7 +145,7 @@ class _Acc:
     keeps: bool = False
     reads_endless: bool = False
     bounded: bool = False
-    imports_cwd: bool = False
+    imports_cwd: str = ""
     code_reads: bool = False
     seconds: float = 0.0  # the durations it waits (role duration), summed
     runs: list[Word] = field(default_factory=list)
@@ -345,6 +348,7 @@ def _python_module(entry: Program, words: list[Word], acc: _Acc, catalogue: Cata
                 return [entry]
             acc.effects |= mod.effects
             acc.all_names.append("-m")
+            acc.imports_cwd = acc.imports_cwd or "module"  # sys.path[0] is the working directory
             return [entry, *_parse(mod, words[j:], acc, cmd)]
         got = _option(entry, [entry], words, i, acc) if a.startswith("-") else None
         if got is None:
@@ -1172,7 +1176,7 @@ def _inline(acc: _Acc, cmd: SimpleCommand) -> None:
             if lang == "python":
                 # python -c and stdin code import from the working directory first (json.py,
                 # json/, re.py for what json imports, stringprep.py for "x".encode("idna"))
-                acc.imports_cwd = True
+                acc.imports_cwd = "code"
             continue
         acc.effects |= fallback
         if cmd.name not in acc.execs:
