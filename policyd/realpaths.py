@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import stat
 
+from policyd.core.inline.python import importable
 from policyd.core.jsonline import as_written
 
 #: Paths with more components than this are resolved without the per-decision memo.
@@ -94,14 +95,17 @@ def _encodable(path: str) -> bool:
     return True
 
 
-def links_below(path: str, readable_only: bool = False, budget: int = MAX_LINK_SCAN) -> tuple[str, ...] | None:
+def links_below(path: str, readable_only: bool = False, importable_only: bool = False,
+                budget: int = MAX_LINK_SCAN) -> tuple[str, ...] | None:
     """The real paths the symbolic links *below* directory ``path`` lead to (each resolved by
     :func:`realpath`; links are not followed while scanning), in the order met; ``()`` when
     ``path`` is no directory (or cannot be read: nor can a reader); None when the tree holds
     more than ``budget`` entries (the caller treats that as unknown). ``readable_only``: for
     a command that only reads below ``path``, leave out links whose target does not exist (a
     reader following a dangling link reads nothing; a writer would create the target, so
-    for writers every link counts)."""
+    for writers every link counts). ``importable_only``: of ``path``'s own entries only those
+    Python would import from a ``sys.path`` directory (``json.py``, ``json/``,
+    ``__pycache__/``: :func:`~policyd.core.inline.python.importable`), each scanned whole."""
     try:
         if not stat.S_ISDIR(os.stat(path).st_mode):
             return ()
@@ -121,6 +125,8 @@ def links_below(path: str, readable_only: bool = False, budget: int = MAX_LINK_S
                 seen += 1
                 if seen > budget:
                     return None
+                if importable_only and directory == path and not importable(entry.name):
+                    continue
                 try:
                     if entry.is_symlink():
                         if readable_only and not os.path.exists(entry.path):
@@ -131,6 +137,43 @@ def links_below(path: str, readable_only: bool = False, budget: int = MAX_LINK_S
                 except OSError:
                     continue
     return tuple(found)
+
+
+def importable_entries(path: str, budget: int = MAX_LINK_SCAN) -> tuple[str, ...] | None:
+    """The entries of directory ``path`` that Python would import from a ``sys.path``
+    directory (``json.py``, ``re.cpython-311-x86_64-linux-gnu.so``, a package ``json/``
+    holding an ``__init__`` file, a link named so: :func:`~policyd.core.inline.python.importable`;
+    not a directory without ``__init__``, which only adds to a namespace package and yields
+    to the standard library's module, nor ``__pycache__``, whose files stand in only for a
+    source beside them), as ``path/NAME``, sorted; ``()`` when ``path`` is
+    no directory or cannot be read (nor can Python); None when it holds more than ``budget``
+    entries (the caller treats that as unknown)."""
+    try:
+        if not stat.S_ISDIR(os.stat(path).st_mode):
+            return ()
+        with os.scandir(path) as entries:
+            found: list[str] = []
+            for seen, entry in enumerate(entries, 1):
+                if seen > budget:
+                    return None
+                if entry.name != "__pycache__" and importable(entry.name) and _module_or_package(entry):
+                    found.append(path.rstrip("/") + "/" + entry.name)
+    except (OSError, ValueError):
+        return ()
+    return tuple(sorted(found))
+
+
+def _module_or_package(entry: os.DirEntry[str]) -> bool:
+    """A file (or anything but a directory), or a directory (links followed) holding an
+    ``__init__`` entry (``__init__.py``, ``__init__.pyc``, ``__init__.cpython-311-….so``);
+    a directory that cannot be read counts."""
+    try:
+        if not entry.is_dir():
+            return True
+        with os.scandir(entry.path) as inner:
+            return any(e.name.startswith("__init__.") for e in inner)
+    except OSError:
+        return True
 
 
 def file_kind(path: str) -> str:
@@ -157,14 +200,21 @@ class Resolver:
     """:func:`realpath` and :func:`links_below` with the results of one decision remembered
     (see the module doc)."""
 
-    __slots__ = ("_dirs", "_kinds", "_links", "_paths")
+    __slots__ = ("_dirs", "_imports", "_kinds", "_links", "_paths")
 
     def __init__(self) -> None:
         self._paths: dict[str, str] = {}
         #: directory -> (its real path, whether it exists as something openable)
         self._dirs: dict[str, tuple[str, bool]] = {}
-        self._links: dict[tuple[str, bool], tuple[str, ...] | None] = {}
+        self._links: dict[tuple[str, bool, bool], tuple[str, ...] | None] = {}
         self._kinds: dict[str, str] = {}
+        self._imports: dict[str, tuple[str, ...] | None] = {}
+
+    def importable_entries(self, path: str) -> tuple[str, ...] | None:
+        """:func:`importable_entries`, once per directory per decision."""
+        if path not in self._imports:
+            self._imports[path] = importable_entries(path)
+        return self._imports[path]
 
     def file_kind(self, path: str) -> str:
         """:func:`file_kind`, once per path per decision."""
@@ -173,11 +223,12 @@ class Resolver:
             found = self._kinds[path] = file_kind(path)
         return found
 
-    def links_below(self, path: str, readable_only: bool = False) -> tuple[str, ...] | None:
+    def links_below(self, path: str, readable_only: bool = False,
+                    importable_only: bool = False) -> tuple[str, ...] | None:
         """:func:`links_below`, once per directory per decision."""
-        key = (path, readable_only)
+        key = (path, readable_only, importable_only)
         if key not in self._links:
-            self._links[key] = links_below(path, readable_only)
+            self._links[key] = links_below(path, readable_only, importable_only)
         return self._links[key]
 
     def __call__(self, path: str) -> str:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policyd.core import cel
-from policyd.core.cases import case_query, passed, virtual_realpath
+from policyd.core.cases import case_query, passed, virtual_importables, virtual_realpath
 from policyd.core.explain import explain, split_operands
 from policyd.core.facts import Facts
 from policyd.core.model import Decision, PeerInfo, PermissionOption, PermissionQuery, SessionInfo
@@ -156,6 +156,17 @@ def test_virtual_realpath_follows_links_without_the_filesystem() -> None:
     assert "/w/x" == rp("/w/p/up/x")
     assert "/w/p/loop" == rp("/w/p/loop")  # gives up after MAX_LINK_HOPS
     assert "/etc/passwd" == rp("/etc/../etc/passwd")
+
+
+def test_virtual_importables_lists_what_python_would_import() -> None:
+    """``policyd test``'s stand-in for realpaths.importable_entries: set-up files and links
+    named like standard library modules, packages with __init__, not a directory without
+    it, not other names, not deeper entries."""
+    found = virtual_importables({"/w/p/os.py": "/tmp/x.py"},
+                                ["/w/p/json.py", "/w/p/html/__init__.py", "/w/p/email/utils.py",
+                                 "/w/p/notes.py", "/w/p/src/re.py", "/w/p/__pycache__/json.cpython-311.pyc"])
+    assert ("/w/p/html", "/w/p/json.py", "/w/p/os.py") == found("/w/p")
+    assert ("/w/p/src/re.py",) == found("/w/p/src")
 
 
 def test_case_with_an_unknown_key_is_an_error() -> None:

@@ -33,7 +33,9 @@ CONTRADICTED = {
 #: allow-list): the shipped policies follow the newer one.
 SUPERSEDED = {
     "rover-block-12": "issue 32: `export FOO=bar && npm test` -- FOO is on no allow-list and npm "
-                      "(its scripts, node, what they start) reads names no list closes",
+                      "(its scripts, node, what they start) reads names no list closes: make imports the "
+                      "whole environment as variables (RM=..., YACC=..., LEX=... run), npm reads PREFIX "
+                      "(PREFIX/etc/npmrc sets script-shell); a runner of the project's code is not closed",
 }
 OWN_CASES = Path(__file__).resolve().parent / "cases" / "variants.jsonl"
 WORKSPACE, HOME = "/workspace/project", "/home/dev"

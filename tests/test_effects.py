@@ -470,3 +470,23 @@ def test_every_command_key_is_analysed() -> None:
     f = facts("ls", rawInput={"command": "ls", "cmd": "cat /home/u/.ssh/id_rsa"})
     assert "/home/u/.ssh/id_rsa" in f.tool_field("reads")
     assert ["ls"] == [c["name"] for c in facts("ls").tool_field("commands")]
+
+
+@pytest.mark.parametrize("text", [
+    "python3 -W ignore::unittest.__main__.X -c 'print(1)' discover -s /tmp/evil",
+    "python3 -W ignore::venv.__main__.X -c 'print(1)' /home/dev/evilvenv",
+    "python3 -Wignore::venv.__main__.X -c 'print(1)'",
+    "python3 -W ignore::a.B -m pytest -q",
+    "python3 -W ignore::a.B script.py",
+    "python3 -W \"$W\" -c 'print(1)'",
+])
+def test_python_warning_category_of_a_module_is_unknown(text: str) -> None:
+    """-W names a category by module: Python imports it at start-up (red team rt-in-14/15)."""
+    assert "unknown" in facts(text).tool_field("effects")
+
+
+@pytest.mark.parametrize("text", ["python -W error -m pytest -q",
+                                  "python3 -W ignore::DeprecationWarning -c 'print(1)'"])
+def test_python_builtin_warning_filters_are_plain(text: str) -> None:
+    """A filter on a builtin category imports nothing."""
+    assert "unknown" not in facts(text).tool_field("effects")

@@ -181,6 +181,24 @@ def test_unquoted_heredoc_substitution_runs() -> None:
     assert expected == names(a)
 
 
+@pytest.mark.parametrize("text", [
+    "python3 - <<'id'\nprint(1)\nid \nimport os\nid\n",      # tree-sitter ends at 'id ', bash does not
+    "python3 - <<'id'\nprint(1)\n\tid\nimport os\nid\n",     # a tab before the delimiter under <<
+    "cat <<-E\nx\n  E\nrm -rf /\nE\n",                     # <<- strips tabs, not blanks
+])
+def test_heredoc_delimiter_bash_may_read_otherwise_is_unknown(text: str) -> None:
+    """A body line that is the delimiter but for blanks: where the body ends is in doubt, so
+    the whole command is not parsed (the analysis must see the body bash runs)."""
+    assert not analyze(text).parse_ok
+
+
+@pytest.mark.parametrize("text", ["python3 - <<'EOF'\nprint(1)\nEOF\n", "cat <<-E\n\tx\n\tE\n",
+                                  "cat <<E\nx\nE"])
+def test_heredoc_exact_delimiter_parses(text: str) -> None:
+    """The exact delimiter (tabs before it under <<-) ends a body as bash does."""
+    assert analyze(text).parse_ok
+
+
 # --------------------------------------------------------------------------- wrappers
 
 WRAPPERS = [

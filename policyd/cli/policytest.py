@@ -29,6 +29,7 @@ from policyd.core.cases import (
     setup_files,
     symlinks,
     virtual_file_kind,
+    virtual_importables,
     virtual_links_below,
     virtual_realpath,
 )
@@ -62,7 +63,8 @@ def run(settings: Settings, files: Sequence[str], home: str,
                 links = symlinks(case)
                 facts = Facts(query, realpath=virtual_realpath(links), catalogue=policy.catalogue,
                               links_below=virtual_links_below(links),
-                              file_kind=virtual_file_kind(links, setup_files(case)))
+                              file_kind=virtual_file_kind(links, setup_files(case)),
+                              importables=virtual_importables(links, setup_files(case)))
             except ValueError as exc:
                 problems.append(f"{entry.where}: {exc}")
                 continue

@@ -24,6 +24,7 @@ import posixpath
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from policyd.core.inline.python import importable
 from policyd.core.model import Decision, PermissionOption, PermissionQuery, SessionInfo
 
 #: The home directory the shared cases are written for.
@@ -137,17 +138,24 @@ def virtual_realpath(links: Mapping[str, str]) -> Callable[[str], str]:
     return resolve
 
 
-def virtual_links_below(links: Mapping[str, str]) -> Callable[[str, bool], tuple[str, ...]]:
+def virtual_links_below(links: Mapping[str, str]) -> Callable[[str, bool, bool], tuple[str, ...]]:
     """``realpaths.links_below`` over ``links`` (as :func:`virtual_realpath`): the resolved
     targets of the links strictly below a directory. Whether a target exists is not known
     here, so ``readable_only`` leaves none out (every link counts)."""
     resolve = virtual_realpath(links)
     norm = [posixpath.normpath(k) for k in links]
 
-    def below(directory: str, readable_only: bool = False) -> tuple[str, ...]:
+    def below(directory: str, readable_only: bool = False, importable_only: bool = False) -> tuple[str, ...]:
         top = resolve(directory).rstrip("/") + "/"
-        return tuple(dict.fromkeys(resolve(k) for k in norm
-                                   if (resolve(posixpath.dirname(k)).rstrip("/") + "/").startswith(top)))
+        found = []
+        for k in norm:
+            where = resolve(posixpath.dirname(k)).rstrip("/") + "/"
+            if not where.startswith(top):
+                continue
+            first = (where + posixpath.basename(k))[len(top):].split("/")[0]
+            if not importable_only or importable(first):
+                found.append(resolve(k))
+        return tuple(dict.fromkeys(found))
 
     return below
 
@@ -166,6 +174,29 @@ def virtual_file_kind(links: Mapping[str, str], files: Iterable[str] = ()) -> Ca
         return "file" if real in regular else "dir" if real in parents else "missing"
 
     return kind
+
+
+def virtual_importables(links: Mapping[str, str], files: Iterable[str] = ()) -> Callable[[str], tuple[str, ...]]:
+    """``realpaths.importable_entries`` over ``links`` and ``files`` (``setup.files``): the
+    entries of a directory that Python would import from it: a link or a file named so, or a
+    directory named so holding an ``__init__`` file."""
+    resolve = virtual_realpath(links)
+    named = [posixpath.normpath(k) for k in [*links, *files]]
+
+    def entries(directory: str) -> tuple[str, ...]:
+        top = resolve(directory).rstrip("/") + "/"
+        found = set()
+        for k in named:
+            where = resolve(posixpath.dirname(k)).rstrip("/") + "/" + posixpath.basename(k)
+            parts = where[len(top):].split("/") if where.startswith(top) else [""]
+            if len(parts) > 1 and not parts[1].startswith("__init__."):
+                continue  # a directory without __init__: no package
+            first = parts[0]
+            if first and first != "__pycache__" and importable(first):
+                found.add(directory.rstrip("/") + "/" + first)
+        return tuple(sorted(found))
+
+    return entries
 
 
 def _ancestors(path: str) -> list[str]:

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from policyd.core import cel, paths, shell, urls
 from policyd.core.envvars import SHELL_BUILTINS, assignment_effects, path_entries, read_allowed
+from policyd.core.inline.model import unending
+from policyd.core.inline.python import importable
 from policyd.core.model import CONNECT_KIND, NO_CONNECTION, TOOL_KINDS, PermissionQuery
 from policyd.core.shell import catalogue as shell_catalogue
 from policyd.core.shell.effects import ENDLESS_DEVICES
@@ -128,8 +130,11 @@ FileKind = Callable[[str], str]
 RUN_CANDIDATES: tuple[str, ...] = (".js", ".json", ".node", ".mjs", ".cjs", "/index.js", "/index.json",
                                    "/index.node", "/index.mjs", "/index.cjs", "/package.json", "/__main__.py")
 #: The real paths the symbolic links below a directory lead to; None when not known (too big).
-#: ``(directory, readable_only) -> targets`` (see ``realpaths.links_below``).
-LinksBelow = Callable[[str, bool], "tuple[str, ...] | None"]
+#: ``(directory, readable_only, importable_only) -> targets`` (see ``realpaths.links_below``).
+LinksBelow = Callable[[str, bool, bool], "tuple[str, ...] | None"]
+#: The entries of a directory Python would import from it (``json.py``, ``json/``), as
+#: ``directory/NAME``; None when not known (too big). See ``realpaths.importable_entries``.
+Importables = Callable[[str], "tuple[str, ...] | None"]
 
 _T = TypeVar("_T")
 
@@ -220,13 +225,17 @@ class Facts:
     is scanned (pure contexts: policy examples). ``file_kind`` (``realpaths.file_kind``) says
     whether a file a command runs is a regular file, a directory or missing (see
     :attr:`run_unknowns`); without it a file the program would search for is unknown and
-    nothing else is looked at.
+    nothing else is looked at. ``importables`` (``realpaths.importable_entries``) lists what
+    proven ``python -c`` code would import from its working directory (:attr:`code_refusals`);
+    without it nothing is listed.
     """
 
     def __init__(self, query: PermissionQuery, realpath: RealPath | None = None,
                  catalogue: shell_catalogue.Catalogue | None = None,
-                 links_below: LinksBelow | None = None, file_kind: FileKind | None = None) -> None:
+                 links_below: LinksBelow | None = None, file_kind: FileKind | None = None,
+                 importables: Importables | None = None) -> None:
         self.query = query
+        self._importables = importables
         self._realpath = realpath
         self._file_kind = file_kind
         self._links_below = links_below
@@ -484,6 +493,8 @@ class Facts:
                      for why in cf.unknown)
         found.extend(self._links_out())
         found.extend(w for ws in self.run_unknowns for w in ws)
+        found.extend(self._code_reads_unending())
+        found.extend(w for ws in self._code_checks[1] for w in ws)
         if not a.parse_ok:
             found.extend(a.errors)
         return _unique(found)
@@ -499,9 +510,65 @@ class Facts:
         counts). Such a command is ``exec`` instead of ``run``
         (code the analysis does not vouch for, as before issue 32: the sandboxed rule may
         still allow an interpreter's), and the reasons are listed in its ``execs``; what
-        :attr:`run_unknowns` finds refuses it too. Empty tuples: each run is project code
-        (effect ``run``)."""
-        return tuple((*r, *u) for r, u in zip(self._run_checks[0], self.run_unknowns, strict=True))
+        :attr:`run_unknowns` finds refuses it too, and so does what :attr:`code_refusals`
+        finds (proven inline code that imports the project's files is not proven). Empty
+        tuples: each run is project code (effect ``run``)."""
+        return tuple((*r, *u, *c) for r, u, c in zip(self._run_checks[0], self.run_unknowns, self.code_refusals,
+                                                     strict=True))
+
+    @property
+    def code_refusals(self) -> tuple[tuple[str, ...], ...]:
+        """Per command, why inline code its analyzer proved (``python -c``, ``python3 -``:
+        ``Judgement.imports_cwd``) is not proven after all: Python imports from the working
+        directory first, and the standard library imports modules lazily (``json`` imports
+        ``re``, ``"x".encode("idna")`` imports ``stringprep``, a traceback imports
+        ``linecache``), so an entry there named like one (``json.py``, ``re/``, a ``.so``:
+        ``inline.python.importable``) is the project's code run by the snippet, which the proof
+        does not cover; so is one the same call may create (a write path of such a name in the
+        directory, of the directory or one above it, or of an unknown path). Such a command keeps the
+        option's effect ``exec``, as an unproven snippet does (never ``run``: the snippet did
+        not name that file). ``python -m MODULE`` imports from there too: an entry the same
+        call may create refuses it as well (``echo … > json.py && python3 -m json.tool f``),
+        one already there is the project's code (as under pytest)."""
+        return self._code_checks[0]
+
+    @once
+    def _code_checks(self) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
+        """(:attr:`code_refusals`, why each command is unknown: a directory too big to list)."""
+        a = self.analysis
+        if a is None or not any(cf.judgement.imports_cwd for cf in self.shell_facts):
+            empty = tuple(() for _ in self.shell_facts)
+            return empty, empty
+        written = [*self.write_paths, *self.real_write_paths]
+        if any({"write", "network"} <= cf.judgement.effects and not cf.writes for cf in self.shell_facts):
+            written.append(UNKNOWN_PATH)  # a download whose file the command line does not name
+        refusals: list[tuple[str, ...]] = []
+        unknown: list[tuple[str, ...]] = []
+        for c, cf in zip(a.commands, self.shell_facts, strict=True):
+            why: list[str] = []
+            odd: list[str] = []
+            for d in cf.cwds if cf.judgement.imports_cwd else ():
+                if not d.startswith("/") or d == UNKNOWN_PATH:
+                    continue  # unknown already (_imports_out)
+                if _GLOB_CHARS.search(d):
+                    odd.append(f"{c.name}: imports modules from {d}, a directory a pattern names")
+                    continue
+                for w in written:
+                    first = w[len(d.rstrip("/")) + 1:].split("/")[0] if paths.within(w, d) and w != d else ""
+                    if w == UNKNOWN_PATH or paths.within(d, w) or importable(first) or _GLOB_CHARS.search(first):
+                        why.append(f"{c.name}: imports from {d}, where the same command writes {w}")
+                        break
+                if self._importables is None or cf.judgement.imports_cwd != "code":
+                    continue
+                found = self._importables(d)
+                if found is None:
+                    odd.append(f"{c.name}: imports modules from {d}, too big to list")
+                    continue
+                why.extend(f"{c.name}: imports {p}, the project's code, which the snippet's proof does not cover"
+                           for p in found)
+            refusals.append(tuple(_unique(why)))
+            unknown.append(tuple(_unique(odd)))
+        return tuple(refusals), tuple(unknown)
 
     @once
     def run_unknowns(self) -> tuple[tuple[str, ...], ...]:
@@ -653,18 +720,21 @@ class Facts:
     def _links_out(self) -> list[str]:
         """Why a command that follows symbolic links below its directories is unknown: a link
         there leads out of the session roots, or the tree is too big to scan."""
-        if self._links_below is None or not any(cf.judgement.follows for cf in self.shell_facts):
+        if self._links_below is None or not any(cf.judgement.follows or cf.judgement.imports_cwd
+                                                for cf in self.shell_facts):
             return []
         roots = [*self.query.session.roots, *(self._realpath(r) for r in self.query.session.raw_roots
                                                if self._realpath is not None)]
         out: list[str] = []
         for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
+            if cf.judgement.imports_cwd:
+                out.extend(self._imports_out(c.name, cf.cwds, roots))
             if not cf.judgement.follows:
                 continue
             for p in _unique([*cf.reads, *cf.writes]) or cf.cwds:  # `rg -L x`: where it runs
                 if not p.startswith("/") or p == UNKNOWN_PATH or _GLOB_CHARS.search(p):
                     continue
-                targets = self._links_below(p, p not in cf.writes and not cf.judgement.follows_writes)
+                targets = self._links_below(p, p not in cf.writes and not cf.judgement.follows_writes, False)
                 if targets is None:
                     out.append(f"{c.name}: follows symbolic links below {p}, too big to scan")
                     continue
@@ -672,6 +742,46 @@ class Facts:
                 if away is not None:
                     out.append(f"{c.name}: follows symbolic links below {p}: one leads to {away}, "
                                "outside the session roots")
+        return out
+
+    def _code_reads_unending(self) -> list[str]:
+        """Why proven inline code is unknown: a file it reads is, through links, a device or
+        kernel file (``open('z')`` with ``z -> /dev/zero`` never ends), or no regular file nor
+        directory (a FIFO whose writer never comes: ``mkfifo p`` by an earlier call)."""
+        if self._realpath is None and self._file_kind is None:
+            return []
+        out: list[str] = []
+        for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
+            if not cf.judgement.code_reads:
+                continue
+            for p in cf.reads:
+                if not p.startswith("/") or p == UNKNOWN_PATH:
+                    continue
+                real = self._realpath(p) if self._realpath is not None else p
+                if unending(real):
+                    out.append(f"{c.name}: reads {p}, a device or kernel file ({real})")
+                elif self._file_kind is not None and self._file_kind(p) == "other":
+                    out.append(f"{c.name}: reads {p}, no regular file (a FIFO may never be written)")
+        return out
+
+    def _imports_out(self, name: str, cwds: Iterable[str], roots: Iterable[str]) -> list[str]:
+        """Why ``python -c`` code is unknown: an entry its working directory holds that Python
+        would import (``json.py``, ``json/``) links out of the session roots."""
+        assert self._links_below is not None
+        out: list[str] = []
+        roots = list(roots)
+        for d in cwds:
+            if not d.startswith("/") or d == UNKNOWN_PATH:
+                out.append(f"{name}: imports modules from a directory known only at run time")
+                continue
+            targets = self._links_below(d, False, True)  # dangling too: the call may create the target
+            if targets is None:
+                out.append(f"{name}: imports modules from {d}, too big to scan")
+                continue
+            away = next((t for t in targets if not any(paths.within(t, r) for r in roots)), None)
+            if away is not None:
+                out.append(f"{name}: imports modules from {d}, where one leads to {away}, "
+                           "outside the session roots")
         return out
 
     @once

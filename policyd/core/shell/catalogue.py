@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from policyd.core.inline import CODE_LANGUAGES
 from policyd.core.shell.memo import Memo
 
 SCHEMA_VERSION = 1
@@ -416,7 +417,7 @@ class _Checker:
         stdout = self.choice(path, raw.get("stdout"), "stdout", STDOUT_KINDS, "text")
         stdin = self.choice(path, raw.get("stdin"), "stdin", frozenset({"shell", "data"}), "")
         lang = self.choice(path, raw.get("script_language"), "script_language",
-                           frozenset({"sed", "awk", "jq", "yq"}), "")
+                           frozenset({"sed", "awk", "jq", "yq"}) | CODE_LANGUAGES, "")
         env = self.strings(path, raw.get("env"), "env")
         env_plain = self.strings(path, raw.get("env_plain"), "env_plain")
         for n in (*env, *env_plain):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from policyd.core.inline import CODE_LANGUAGES, judge_code
 from policyd.core.shell.catalogue import Catalogue, Operand, Option, Program, slots_for, takes
 from policyd.core.shell.model import EXPANSION, FILTER, LITERAL, PATTERN, SimpleCommand, record
 from policyd.core.shell.scripts import judge_script
@@ -109,6 +110,16 @@ class Judgement:
     #: with ``follows``: it also writes through the links (a dangling one too: ``truncate``
     #: creates its target), so every link below counts, not only those that lead somewhere
     follows_writes: bool = False
+    #: it imports modules from its working directory first: ``"code"`` for proven inline code
+    #: (``python -c``, stdin code: an entry there named like a standard library module is
+    #: code its proof does not cover), ``"module"`` for ``python -m MODULE`` (such an entry is
+    #: the project's code, as under pytest); for both, one that links out runs code from
+    #: anywhere, and one the same call writes is not the project's (``Facts.code_refusals``;
+    #: the I/O layer looks: ``realpaths.links_below(..., importable_only=True)``)
+    imports_cwd: str = ""
+    #: proven inline code reads files (``open('x')``): one that is a device or kernel file
+    #: through a link (``x -> /dev/zero``) never ends; the facts check the real paths
+    code_reads: bool = False
 
 
 @dataclass
@@ -134,11 +145,15 @@ class _Acc:
     keeps: bool = False
     reads_endless: bool = False
     bounded: bool = False
+    imports_cwd: str = ""
+    code_reads: bool = False
     seconds: float = 0.0  # the durations it waits (role duration), summed
     runs: list[Word] = field(default_factory=list)
     must_exist: list[Word] = field(default_factory=list)  # runs that are searched for when missing
     placeholders: list[Word] = field(default_factory=list)
     wide_placeholders: bool = False  # some find -exec's {} is anything find reads
+    #: inline code given to an option (``python -c``): (language, text, the option's effects)
+    code: list[tuple[str, Word, frozenset[str]]] = field(default_factory=list)
 
     def unknown(self, why: str) -> None:
         self.effects.add("unknown")
@@ -180,7 +195,11 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
     else:
         if entry.handler == "tar" and words and not words[0][0].startswith("-"):
             words = _tar_keys(entry, words, acc)
+        if entry.script_language in CODE_LANGUAGES and cmd.stdin_text is not None:
+            words = _stdin_code(entry, words, cmd.stdin_text)
         chain = _parse(entry, words, acc, cmd)
+    if acc.code:
+        _inline(acc, cmd)
     if by_path and not acc.reasons:
         if project_tool or ({"build", "test"} & acc.effects and "exec" not in acc.effects):
             # a project's own build wrapper (./gradlew, ./mvnw) or environment's interpreter running
@@ -206,8 +225,8 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         _indirect(entry, chain, words, acc, cmd)
     if entry.handler == "seq":
         _seq(words, acc)
-    if entry.handler == "sed":
-        _sed_backup(acc)
+    if entry.handler == "sed" or entry.script_language == "perl":
+        _backup(acc)
     if entry.handler == "test" and any(w in ("-v", "-R") for w, _ in words):
         acc.unknown("test -v/-R evaluates a variable name (its subscript runs code)")
     if entry.handler == "wrapper" and not acc.execs and entry.names[0] == "env":
@@ -221,7 +240,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
             and not any(o is not None and o.lists_only for o in map(last.option_index.get, acc.all_names))):
         acc.effects.add("write")
         acc.writes.append((last.writes_into, LITERAL))
-    if (entry.stdin == "shell" and len(chain) == 1 and not acc.operands and not acc.execs
+    if (entry.stdin == "shell" and len(chain) == 1 and not acc.operands and not acc.execs and not acc.code
             and not {"--version", "--help", "-V", "-h", "-v", "-m"} & set(acc.all_names)):
         acc.effects.add("exec")  # reads code from stdin
         acc.execs.append(cmd.name)
@@ -261,6 +280,8 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         tuple(acc.runs),
         tuple(acc.reads) if acc.wide_placeholders else tuple(acc.placeholders),
         tuple(acc.must_exist),
+        imports_cwd=acc.imports_cwd,
+        code_reads=acc.code_reads,
     )
 
 
@@ -327,6 +348,7 @@ def _python_module(entry: Program, words: list[Word], acc: _Acc, catalogue: Cata
                 return [entry]
             acc.effects |= mod.effects
             acc.all_names.append("-m")
+            acc.imports_cwd = acc.imports_cwd or "module"  # sys.path[0] is the working directory
             return [entry, *_parse(mod, words[j:], acc, cmd)]
         got = _option(entry, [entry], words, i, acc) if a.startswith("-") else None
         if got is None:
@@ -421,7 +443,12 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
             if value is not None:
                 acc.values.append((opt.names[0], value))
             _check_value(opt, value, acc)
-            acc.effects |= opt.effects
+            lang = cur.script_language or chain[0].script_language
+            if opt.value == "script" and lang in CODE_LANGUAGES and value is not None:
+                acc.code.append((lang, value, opt.effects))  # judged with every option known
+                value = None
+            else:
+                acc.effects |= opt.effects
             if opt.replaces:
                 replaced.append(opt.replaces)
             if opt.operands_as:
@@ -1104,13 +1131,56 @@ def _seq(words: list[Word], acc: _Acc) -> None:
         acc.unknown(f"seq prints more than {MAX_SEQ_LINES} lines")
 
 
-def _sed_backup(acc: _Acc) -> None:
-    """``sed -iSUFFIX``: a suffix holding ``/`` or ``*`` names where the backup is written
-    (GNU sed: ``*`` is the file's base name, ``/`` makes it a path: ``-i'/home/u/.bash*'``
+def _backup(acc: _Acc) -> None:
+    """``sed -iSUFFIX`` / ``perl -iSUFFIX``: each written file is copied to FILE+SUFFIX (a
+    write); a suffix holding ``/`` or ``*`` names where the backup is written instead (GNU
+    sed and perlrun: ``*`` is the file's base name, ``/`` makes it a path: ``-i'/home/u/.bash*'``
     copies the file to ``~/.bashrc``); one computed at run time may too. Both: unknown."""
     for name, (value, kind) in acc.values:
-        if name == "-i" and ("/" in value or "*" in value or kind != LITERAL):
-            acc.unknown(f"sed -i backup suffix {value!r} names a file elsewhere")
+        if name != "-i" or not value:
+            continue
+        if "/" in value or "*" in value or kind != LITERAL:
+            acc.unknown(f"-i backup suffix {value!r} names a file elsewhere")
+        else:
+            acc.writes.extend((w + value, k) for w, k in list(acc.writes))
+
+
+def _stdin_code(entry: Program, words: list[Word], text: str) -> list[Word]:
+    """``python3 - <<'EOF'`` (code read from stdin, here a literal heredoc) is the same code
+    given to the entry's script option (``-c``): the words with ``-`` (or nothing, when no
+    operand is given) replaced by that option and ``text``. Unchanged when an option before
+    it takes a value or is not listed (the code is then not judged: exec, as before)."""
+    script = next((o.names[0] for o in entry.options if o.value == "script"), "")
+    for i, (w, k) in enumerate(words):
+        if k == LITERAL and w == "-":
+            return [*words[:i], (script, LITERAL), (text, LITERAL), *words[i + 1 :]]
+        o = entry.option_index.get(w)
+        if k != LITERAL or o is None or o.arity != 0 or o.value == "script":
+            return words
+    return [*words, (script, LITERAL), (text, LITERAL)] if script else words
+
+
+def _inline(acc: _Acc, cmd: SimpleCommand) -> None:
+    """Inline code (``python -c``, ``node -e``, ``perl -e``): a snippet the language's analyzer
+    proves harmless has its effects and reads; any other keeps the option's catalogue effects
+    (``exec``: code nobody decided) and names the interpreter among the execs."""
+    options = frozenset(acc.all_names)
+    for lang, (text, kind), fallback in acc.code:
+        code = judge_code(lang, text, options) if kind == LITERAL else None
+        if cmd.wrapper in ("find -execdir", "find -okdir"):
+            code = None  # it runs in each found file's directory (imports, reads): none the facts see
+        if code is not None and code.proven:
+            acc.effects |= code.effects
+            acc.reads.extend((p, LITERAL) for p in code.reads)
+            acc.code_reads = acc.code_reads or bool(code.reads)
+            if lang == "python":
+                # python -c and stdin code import from the working directory first (json.py,
+                # json/, re.py for what json imports, stringprep.py for "x".encode("idna"))
+                acc.imports_cwd = "code"
+            continue
+        acc.effects |= fallback
+        if cmd.name not in acc.execs:
+            acc.execs.append(cmd.name)
 
 
 def _script(lang: str, text: str, kind: int, acc: _Acc) -> None:

@@ -60,7 +60,7 @@ class SimpleCommand:
     True when its operands arrive on stdin (behind ``xargs``/``parallel``); ``seq``
     ``"and"`` for a top-level command followed by ``&&`` (a ``cd`` there certainly holds for
     what follows), ``"top"`` for another top-level command, ``""`` when nested (subshell,
-    pipeline, substitution, loop, wrapper...).
+    pipeline, substitution, loop, wrapper...); ``stdin_text`` the literal heredoc it reads.
     """
 
     name: str
@@ -77,6 +77,9 @@ class SimpleCommand:
     stdin_from: int = field(default=-1, compare=False)
     stdin_args: bool = field(default=False, compare=False)
     seq: str = field(default="", compare=False)
+    #: the text its stdin reads, when a heredoc gives it literally (``<<'EOF'``, or ``<<EOF``
+    #: whose body holds no ``$``, backquote or backslash); None otherwise
+    stdin_text: str | None = field(default=None, compare=False)
 
 
 #: ``SimpleCommand.arg_kinds`` / ``Redirect.kind`` values.

@@ -23,6 +23,7 @@ tree-sitter parser, so :func:`analyze` may run on a reload thread and the main t
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import shlex
@@ -459,7 +460,7 @@ class _Walker:
         # Node.parent / sibling lookups are O(siblings) in tree-sitter: record what is needed.
         self.parent: dict[int, Node] = {}  # for children of _TRACK_PARENT nodes
         self.prev: dict[int, Node] = {}  # previous named sibling, in pipelines (and on errors)
-        self.heredocs: dict[int, tuple[str, bool]] = {}  # heredoc_redirect id -> body, quoted
+        self.heredocs: dict[int, tuple[str, bool, str]] = {}  # heredoc_redirect id -> body, quoted, op
         self.heredoc_floor = 0  # a heredoc body starts after the previous one's end
         self.first_cmd: dict[int, int] = {}  # command node id -> index of its SimpleCommand
         self.top: dict[int, bool] = {}  # node id -> reaches the program through lists only
@@ -1062,7 +1063,7 @@ class _Walker:
             st.redirects.append(Redirect(op or "<<", "", dyn))
             if dyn:
                 st.dynamic = True
-            self.heredocs[node.id] = (body, quoted)
+            self.heredocs[node.id] = (body, quoted, op)
             # the body is handled (as "#heredoc") once the rest of the line has been walked
             return [k for k in node.named_children if k.type != "heredoc_body"]
         if t == "herestring_redirect":
@@ -1179,11 +1180,39 @@ class _Walker:
             self.heredoc_floor = end.end_byte
         else:
             b1 = body.end_byte if body is not None else len(src)
+        line_end = src.find(b"\n", end.end_byte) if end is not None else -1
+        region = _dec(src[b0 : (line_end if line_end >= 0 else len(src)) if end is not None else max(b0, b1)])
+        word = "".join(c for c in delim if c not in "'\"\\")
+        for line in region.split("\n"):
+            if line.strip() == word and line != word and not (op == "<<-" and line.lstrip("\t") == word):
+                self.st.error(f"heredoc line {line!r}: bash and this parser may end the body at "
+                              f"different lines (delimiter {word!r})")
+                break
         return _dec(src[b0 : max(b0, b1)]), quoted, op
+
+    def _literal_stdin(self, redirect: Node, body: str, quoted: bool, op: str) -> None:
+        """A heredoc that is the only redirect of one command and reaches it unchanged (``<<``
+        with a quoted delimiter, or a body without ``$``, backquote or backslash: bash changes
+        nothing in it; not ``<<-``, which strips tabs) is that command's ``stdin_text``."""
+        if op != "<<" or (not quoted and any(c in body for c in "$`\\")):
+            return
+        owner = self.parent.get(redirect.id)
+        if owner is None or owner.type != "redirected_statement":
+            return
+        cmd = owner.child_by_field_name("body")
+        if cmd is None or cmd.type != "command" or len(owner.children_by_field_name("redirect")) != 1:
+            return
+        if any(k.type not in ("heredoc_start", "heredoc_body", "heredoc_end") for k in redirect.named_children):
+            return  # `<<'EOF' < file` (the last stdin redirect wins), a pipeline or a command after it
+        index = self.first_cmd.get(cmd.id, -1)
+        commands = self.st.commands
+        if 0 <= index < len(commands) and commands[index].stdin_text is None:
+            commands[index] = dataclasses.replace(commands[index], stdin_text=body)
 
     def heredoc_done(self, redirect: Node) -> list[Node]:
         """Parse a heredoc body fed to a shell; else run the substitutions an unquoted one has."""
-        body, quoted = self.heredocs.pop(redirect.id, ("", True))
+        body, quoted, op = self.heredocs.pop(redirect.id, ("", True, ""))
+        self._literal_stdin(redirect, body, quoted, op)
         shell = self._owner_stdin(redirect)
         if not shell:
             for ch in redirect.named_children:
