@@ -5,6 +5,8 @@ Lifecycle (the invariants are the relay's; this module only moves bytes):
 - The agent is spawned with policyd's full environment; its stderr is policyd's stderr.
   ``policyd proxy`` spawns it before its own start-up (:mod:`policyd.spawn`).
 - Lines are split on ``\\n`` from raw reads, so lines of any size pass (no readline limit).
+  The agent's streamed text passes in runs of lines, one write each, once the relay has
+  read each line and found nothing to decide (:meth:`Relay.agent_passes`).
 - Client EOF: the agent's stdin is closed; if the agent has not exited after
   ``kill_grace_s`` it gets SIGTERM, then SIGKILL after another ``kill_grace_s``.
 - Client gone (policyd's stdout closed while its stdin stays open): requests forwarded to
@@ -157,6 +159,30 @@ async def lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
             start = nl + 1
         if start < len(chunk):
             buf += chunk[start:]
+    if buf:
+        yield bytes(buf)
+
+
+async def line_runs(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The stream in runs of whole lines, each ending with ``\\n`` (a line spanning reads
+    is joined, and yielded on its own), but for a last unterminated piece: the lines of
+    :func:`lines`, fewer copies and calls."""
+    buf = bytearray()
+    async for chunk in chunks:
+        cut = chunk.rfind(b"\n") + 1
+        if not cut:
+            buf += chunk
+            continue
+        start = 0
+        if buf:  # the line begun in an earlier read, on its own
+            start = chunk.find(b"\n") + 1
+            buf += chunk[:start]
+            yield bytes(buf)
+            buf.clear()
+        if start < cut:
+            yield chunk if start == 0 and cut == len(chunk) else chunk[start:cut]
+        if cut < len(chunk):
+            buf += chunk[cut:]
     if buf:
         yield bytes(buf)
 
@@ -528,14 +554,26 @@ class Proxy:
         await self.proc.wait()
 
     async def _agent_to_client(self) -> None:
+        """Relay the agent's lines: a run of lines the relay passes untouched (its streamed
+        text: :meth:`Relay.agent_passes`) in one write, every other line through
+        :meth:`Relay.from_agent`, in order."""
         assert self.proc is not None and self.proc.stdout is not None
-        async for line in lines(_chunks_from_stream(self.proc.stdout)):
-            # until the policy has loaded the agent's lines wait ([modes] governs session
-            # answers), but for the answer to initialize; the client's reach the agent at once
-            if not self._loaded.is_set() and self.relay.needs_policy(line):
-                await self._loaded.wait()
-            await self._execute(self.relay.from_agent(line, time.time()))
-            self.relay.coverage.settle()  # what the answers sent need not wait for
+        async for block in line_runs(_chunks_from_stream(self.proc.stdout)):
+            start = 0
+            while start < len(block):
+                if self._loaded.is_set() and (end := self.relay.agent_passes(block, start)) > start:
+                    await self.stdout.write(block[start:end])
+                    start = end
+                    continue
+                nl = block.find(b"\n", start)
+                end = nl + 1 if nl != -1 else len(block)
+                line, start = block[start:end], end
+                # until the policy has loaded the agent's lines wait ([modes] governs session
+                # answers), but for the answer to initialize; the client's reach the agent at once
+                if not self._loaded.is_set() and self.relay.needs_policy(line):
+                    await self._loaded.wait()
+                await self._execute(self.relay.from_agent(line, time.time()))
+                self.relay.coverage.settle()  # what the answers sent need not wait for
 
 
 #: Events of the decision log: permission answers, side-channel decisions (``fs.decided``,

@@ -188,6 +188,44 @@ def test_lines_that_cannot_be_examined_are_refused_not_passed(tmp_path: Path, st
     assert [*expected, after] == [json.loads(r)["error"]["code"] if b'"error"' in r else r for r in received]
 
 
+def _chunk(n: int, kind: str = "agent_message_chunk") -> bytes:
+    text = f"token {n} " + "x" * (n % 300) + ' \\"id\\": 1'
+    return json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {
+        "sessionId": "sess_1", "update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}}}},
+        separators=(",", ":")).encode() + b"\n"
+
+
+def test_streamed_text_passes_in_runs_around_what_is_examined(tmp_path: Path, start_proxy: Any) -> None:
+    """The agent's streamed text passes in runs of lines (issue 36): the client receives
+    every line byte-identical and in order, a line split across the agent's writes
+    included, while the lines between runs are examined as ever: a tool call update
+    passes, a permission request is decided (denied: the agent gets the answer, the client
+    nothing), a JSON-looking line that does not parse is refused, not passed."""
+    tool_call = json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "sess_1", "update": {
+        "sessionUpdate": "tool_call", "toolCallId": "call_1", "title": "t", "kind": "execute"}}}).encode() + b"\n"
+    request = json.dumps(permission_request(3)).encode() + b"\n"
+    broken = _chunk(9)[:-5] + b"\n"
+    end = b'{"jsonrpc":"2.0","method":"x/end"}\n'
+    split = _chunk(200, "agent_thought_chunk")
+    before = [_chunk(n) for n in range(60)] + [tool_call] + [_chunk(n) for n in range(60, 120)] + [request]
+    after = [_chunk(n, "user_message_chunk") for n in range(120, 150)] + [broken] + [_chunk(n) for n in range(150, 160)]
+    rest = [_chunk(n) for n in range(201, 206)] + [end]
+    steps: list[list[Any]] = [["send_hex", (b"".join(before + after) + split[:50]).hex()], ["sleep", 0.3],
+                              ["send_hex", (split[50:] + b"".join(rest)).hex()], ["recv_eof", None]]
+    agent = write_agent(tmp_path, steps)
+    proxy = start_proxy(["--policy", str(write_policy(tmp_path, "deny-all", "deny"))], agent.argv)
+    got = proxy.read_until(lambda m: m.get("method") == "x/end", timeout=30)
+    expected = [line for line in [*before, *after, split, *rest] if line not in (request, broken)]
+    assert expected == got
+    proxy.close_stdin()
+    assert 0 == proxy.wait()
+    answers = [json.loads(line) for line in agent.received_lines()]
+    assert [(3, "reject"), (None, -32700)] == [
+        (a["id"], a["result"]["outcome"]["optionId"] if "result" in a else a["error"]["code"]) for a in answers]
+    events = [e["event"] for e in proxy.stderr_events()]
+    assert (1, 1) == (events.count("permission.decided"), events.count("relay.unexamined_line_blocked"))
+
+
 def _is_json(line: str) -> bool:
     try:
         json.loads(line)

@@ -20,6 +20,10 @@ Numbers: ids must be echoed exactly as sent (``1e400`` is not ``Infinity``, ``1.
 as a :class:`RawNumber` (a float that keeps its token); :func:`encode` writes it back as
 that token. :func:`encode` writes ASCII only (``\\uXXXX`` escapes), so any string a peer
 sent — lone surrogates, NUL — can be written.
+
+Speed: :func:`quick_object` reads a line with orjson (about six times :func:`parse`'s speed)
+when :func:`parse` is certain to read the same keys and strings from it: for the relay's
+lines with nothing to decide (:meth:`policyd.core.relay.Relay.agent_passes`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import json
 import math
 from collections.abc import Hashable, Mapping
 from typing import Any
+
+import orjson
 
 #: What JavaScript's ``String.prototype.trim()`` strips: Unicode White_Space and the BOM.
 JS_WHITESPACE = (
@@ -92,6 +98,32 @@ def parse(line: bytes) -> Any:
         return json.loads(text_of(line), parse_int=_parse_int, parse_float=_parse_float)
     except RecursionError as exc:
         raise ValueError(f"nested too deeply for this parser: {exc}") from exc
+
+
+#: Nesting :func:`parse` reads wherever it is called from (Python's parser recurses once per
+#: level, within the interpreter's 1,000-frame limit; tests/test_jsonline.py checks it).
+QUICK_DEPTH = 800
+
+
+def quick_object(line: bytes) -> dict[str, Any] | None:
+    """The JSON object on ``line`` as orjson reads it, when :func:`parse` would read an object
+    with the same keys and strings (numbers may differ: ``1E2`` is a RawNumber there);
+    None when that is not certain — then use :func:`parse`.
+
+    orjson reads RFC 8259 JSON only: valid UTF-8 without surrogates, JSON whitespace around
+    the value, no NaN, no lone-surrogate escape; duplicate keys: the last wins, as in
+    :func:`parse` and JavaScript. Such a line reads the same after :func:`text_of`, so
+    :func:`parse` reads it too, unless it is nested deeper than Python's parser goes and
+    orjson's 1,024 levels allow: a line shorter than ``2 * QUICK_DEPTH`` bytes cannot be
+    nested :data:`QUICK_DEPTH` deep; a longer one is taken only with fewer brackets than that.
+    """
+    if len(line) >= 2 * QUICK_DEPTH and line.count(b"{") + line.count(b"[") >= QUICK_DEPTH:
+        return None
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return value if type(value) is dict else None
 
 
 def looks_like_json(line: bytes) -> bool:

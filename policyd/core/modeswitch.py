@@ -61,6 +61,8 @@ MAX_SESSIONS = 4096
 #: Seconds the agent has to answer policyd's own switch before it is given up (a held
 #: session answer then becomes the client's error: the session is refused).
 SWITCH_TIMEOUT_S = 30.0
+#: The agent's ``sessionUpdate`` kinds governed here (:meth:`ModeGovernor.agent_update`).
+GOVERNED_UPDATES = frozenset({"current_mode_update", "config_option_update"})
 
 
 # ----------------------------------------------------------------------------- wire shapes
@@ -488,7 +490,7 @@ class ModeGovernor:
         """A ``current_mode_update`` / ``config_option_update`` from the agent."""
         policy = self.policy()
         kind = update.get("sessionUpdate")
-        if policy is None or kind not in ("current_mode_update", "config_option_update"):
+        if policy is None or kind not in GOVERNED_UPDATES:
             return Effects()
         if kind == "config_option_update":
             switched = self._approval_update(session_id, update, envelope, policy, agent)

@@ -4,7 +4,10 @@ Rules this module owns (ACP over stdio: newline-delimited JSON-RPC 2.0,
 https://agentclientprotocol.com/protocol/transports):
 
 - Lines are read as the peers read them (:mod:`policyd.core.jsonline`: Unicode whitespace
-  and a BOM around the JSON, invalid UTF-8 replaced). Every line that is not an intercepted
+  and a BOM around the JSON, invalid UTF-8 replaced). The agent's streamed text
+  (``session/update`` chunks) passes in runs of lines, each line read by orjson and
+  checked, with nothing else done (:meth:`Relay.agent_passes`): exactly what
+  :meth:`Relay.from_agent` would do with each. Every line that is not an intercepted
   ``session/request_permission`` is passed on as the exact bytes received, in order: nothing
   is re-serialised, no id is rewritten. A line that is not JSON is passed on too, with a
   ``relay.non_json_line`` log action. Exceptions, each deliberate: the client's ``*_always``
@@ -110,6 +113,10 @@ MAX_OUTSTANDING = 4096
 UNKNOWN_SESSION = "names no session policyd saw opened: never allowed"
 #: Sessions whose W3C trace context (``_meta.traceparent``) is remembered.
 MAX_TRACED_SESSIONS = 1024
+#: ``session/update`` kinds the relay passes untouched, read by neither the tool-call state
+#: (``toolcalls.TRACKED_UPDATES``) nor ``[modes]`` (``modeswitch.GOVERNED_UPDATES``): what
+#: an agent streams, passed in bulk by :meth:`Relay.agent_passes`.
+PASSED_UPDATES = frozenset({"agent_message_chunk", "agent_thought_chunk", "user_message_chunk"})
 
 
 # ----------------------------------------------------------------------------- actions
@@ -542,6 +549,32 @@ class Relay:
         if rechecked:
             return rechecked + self._from_agent(line, now_s)
         return self._from_agent(line, now_s)
+
+    def agent_passes(self, data: bytes, start: int = 0) -> int:
+        """The end of the run of whole agent lines (each ending ``\\n``) in ``data`` from
+        ``start`` that :meth:`from_agent` would each answer with exactly
+        ``[SendToClient(line)]``, changing no state: ``session/update`` notifications of a
+        :data:`PASSED_UPDATES` kind (no ``id``; read by :func:`jsonline.quick_object`, so
+        exactly as :meth:`from_agent` reads them), while no line is queued (nothing waits
+        for a decision or a mode switch), policyd started and the mode policy in force is
+        the one sessions were checked under. The shell writes ``data[start:end]`` to the
+        client as it is, in one write, then gives the line at ``end`` to :meth:`from_agent`
+        (``start`` itself when the first line is not such a line)."""
+        if self.start_failure is not None or self._queue or self._mode_policy() is not self._modes_checked:
+            return start
+        end = start
+        quick = jsonline.quick_object
+        find = data.find
+        while (nl := find(b"\n", end)) != -1:
+            msg = quick(data[end : nl + 1])
+            if msg is None or "id" in msg or msg.get("method") != "session/update":
+                break
+            params = msg.get("params")
+            update = params.get("update") if type(params) is dict else None
+            if type(update) is not dict or update.get("sessionUpdate") not in PASSED_UPDATES:
+                break
+            end = nl + 1
+        return end
 
     def _from_agent(self, line: bytes, now_s: float) -> list[Action]:
         parsed, log = _parse(line, "agent")

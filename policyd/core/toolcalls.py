@@ -26,6 +26,8 @@ MAX_CALLS_PER_SESSION = 256
 #: Sessions tracked at once; one proxy usually serves one or a few.
 MAX_SESSIONS = 64
 
+#: The ``sessionUpdate`` kinds folded here (others are ignored).
+TRACKED_UPDATES = frozenset({"tool_call", "tool_call_update"})
 _FINAL_STATUSES = frozenset({"completed", "failed"})
 #: Fields of an ACP ToolCall / ToolCallUpdate we keep (others are dropped from the state,
 #: never from the relayed bytes).
@@ -44,7 +46,7 @@ class ToolCallTracker:
     def observe_update(self, session_id: str, update: Mapping[str, Any]) -> None:
         """Apply one ``session/update`` ``update`` object (other update kinds are ignored)."""
         kind = update.get("sessionUpdate")
-        if kind not in ("tool_call", "tool_call_update"):
+        if kind not in TRACKED_UPDATES:
             return
         call_id = update.get("toolCallId")
         if not isinstance(call_id, str | int) or isinstance(call_id, bool):
