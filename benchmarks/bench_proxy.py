@@ -230,8 +230,12 @@ def proxy_argv(tree: Path, tmp: Path, label: str) -> list[str]:
 
 
 def with_tree(argv: list[str], tree: Path) -> list[str]:
-    """``argv`` run with ``tree`` first on the import path (env(1): bench_relay.Peer sets the rest)."""
-    return ["env", f"PYTHONPATH={tree}", *argv]
+    """``argv`` (``python ...``) run with ``tree`` first on the import path (env(1):
+    bench_relay.Peer sets the rest). ``-P``: ``python -m`` would put the working directory
+    before PYTHONPATH, so a run from a checkout's root would import that checkout's policyd
+    for every tree (before 2026-12-05 ``--baseline`` measured this checkout twice so)."""
+    assert argv[0] == sys.executable, argv
+    return ["env", f"PYTHONPATH={tree}", argv[0], "-P", *argv[1:]]
 
 
 def summary(values: list[float]) -> tuple[float, float]:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import fcntl
 import inspect
 import os
 import signal
@@ -76,11 +77,23 @@ REMEMBER_AT_EXIT_S = 10.0
 START_ERROR_WAIT_S = 3.0
 #: Bytes per read from either side.
 READ_CHUNK = 256 * 1024
+#: Room asked for in the pipes the agent's output crosses (its stdout, policyd's stdout):
+#: 1 MiB, Linux's default most for an unprivileged process (/proc/sys/fs/pipe-max-size).
+PIPE_SIZE = 1024 * 1024
 
 #: Decides a consult, synchronously (embedded engine) or not (the daemon).
 Decider = Callable[[Consult], Resolution | Awaitable[Resolution]]
 #: Stores a human's *_always choice, synchronously or not.
 Rememberer = Callable[[RememberChoice], object]
+
+
+def widen_pipe(fd: int) -> None:
+    """Give the pipe ``fd`` :data:`PIPE_SIZE` bytes of room (Linux ``F_SETPIPE_SZ``), so a
+    streaming peer and the proxy wake each other less often; left as it is where that is
+    refused (a limit of the system or the user's) or ``fd`` is no pipe."""
+    if stat.S_ISFIFO(os.fstat(fd).st_mode) and hasattr(fcntl, "F_SETPIPE_SZ"):
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
 
 
 def _is_pipe_like(fd: int) -> bool:
@@ -211,6 +224,7 @@ class _Stdout:
 
     async def open(self) -> None:
         if _is_pipe_like(self._fd):
+            widen_pipe(self._fd)
             loop = asyncio.get_running_loop()
             pipe = os.fdopen(os.dup(self._fd), "wb", buffering=0)
             transport, protocol = await loop.connect_write_pipe(lambda: _WatchedPipe(self.closed), pipe)
@@ -279,6 +293,8 @@ class Proxy:
             log.error("agent.spawn_failed", argv=self.argv, error=spawned.error)
             return spawned.error_code
         handover = await spawned.attach(READ_CHUNK * 4)
+        if spawned.popen is not None and spawned.popen.stdout is not None:
+            widen_pipe(spawned.popen.stdout.fileno())
         self.proc = spawned
         log.info("agent.started", argv=self.argv, pid=spawned.pid)
         loading = self.startup() if self.startup is not None else None

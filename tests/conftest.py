@@ -231,6 +231,10 @@ for op, arg in steps:
             json.dump(dict(os.environ), f)
     elif op == "touch":
         open(arg, "w").close()
+    elif op == "pipe_size":  # the room of the pipe this agent writes to (Linux F_GETPIPE_SZ)
+        import fcntl
+        size = fcntl.fcntl(1, fcntl.F_GETPIPE_SZ)
+        send(json.dumps({"jsonrpc": "2.0", "method": "x/pipe", "params": {"size": size}}).encode() + b"\n")
     elif op == "exit":
         sys.exit(arg)
     elif op == "kill":

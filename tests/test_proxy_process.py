@@ -226,6 +226,21 @@ def test_streamed_text_passes_in_runs_around_what_is_examined(tmp_path: Path, st
     assert (1, 1) == (events.count("permission.decided"), events.count("relay.unexamined_line_blocked"))
 
 
+@pytest.mark.skipif(int(Path("/proc/sys/fs/pipe-max-size").read_text()) < 1 << 20, reason="pipes of 1 MiB refused here")
+def test_the_pipes_of_the_agents_output_are_widened(tmp_path: Path, start_proxy: Any) -> None:
+    """The agent's stdout and policyd's stdout (pipes) get 1 MiB of room, so a streaming
+    agent, policyd and the client wake each other less often (issue 36)."""
+    import fcntl
+
+    agent = write_agent(tmp_path, [["recv", 1], ["pipe_size", None], ["recv_eof", None]])
+    proxy = start_proxy(["--policy", str(ask_policy(tmp_path))], agent.argv)
+    proxy.send(b'{"jsonrpc":"2.0","method":"x/go"}\n')
+    assert {"size": 1 << 20} == proxy.read_json()["params"]
+    assert 1 << 20 == fcntl.fcntl(proxy.proc.stdout.fileno(), fcntl.F_GETPIPE_SZ)
+    proxy.close_stdin()
+    assert 0 == proxy.wait()
+
+
 def _is_json(line: str) -> bool:
     try:
         json.loads(line)

@@ -91,11 +91,15 @@ def text_of(line: bytes) -> str:
     return line.decode("utf-8", "replace").strip(JS_WHITESPACE)
 
 
+#: ``json.loads(text, parse_int=..., parse_float=...)`` builds this decoder on every call.
+_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float)
+
+
 def parse(line: bytes) -> Any:
     """The JSON value on ``line`` (see the module doc). Raises ValueError when it cannot be
     parsed (RecursionError, for nesting deeper than Python's parser allows, included)."""
     try:
-        return json.loads(text_of(line), parse_int=_parse_int, parse_float=_parse_float)
+        return _DECODER.decode(text_of(line))
     except RecursionError as exc:
         raise ValueError(f"nested too deeply for this parser: {exc}") from exc
 
