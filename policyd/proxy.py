@@ -91,8 +91,8 @@ def widen_pipe(fd: int) -> None:
     """Give the pipe ``fd`` :data:`PIPE_SIZE` bytes of room (Linux ``F_SETPIPE_SZ``), so a
     streaming peer and the proxy wake each other less often; left as it is where that is
     refused (a limit of the system or the user's) or ``fd`` is no pipe."""
-    if stat.S_ISFIFO(os.fstat(fd).st_mode) and hasattr(fcntl, "F_SETPIPE_SZ"):
-        with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError):
+        if stat.S_ISFIFO(os.fstat(fd).st_mode) and hasattr(fcntl, "F_SETPIPE_SZ"):
             fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
 
 
@@ -292,9 +292,9 @@ class Proxy:
         if spawned.error_code:
             log.error("agent.spawn_failed", argv=self.argv, error=spawned.error)
             return spawned.error_code
-        handover = await spawned.attach(READ_CHUNK * 4)
         if spawned.popen is not None and spawned.popen.stdout is not None:
-            widen_pipe(spawned.popen.stdout.fileno())
+            widen_pipe(spawned.popen.stdout.fileno())  # before attach: at the agent's EOF asyncio closes it
+        handover = await spawned.attach(READ_CHUNK * 4)
         self.proc = spawned
         log.info("agent.started", argv=self.argv, pid=spawned.pid)
         loading = self.startup() if self.startup is not None else None
