@@ -17,7 +17,9 @@ around the line, lone surrogates, invalid UTF-8, truncated JSON, deep nesting, b
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +34,7 @@ from policyd.core.modeswitch import GOVERNED_UPDATES
 from policyd.core.policy import PolicySet, build_set
 from policyd.core.relay import PASSED_UPDATES, Action, Consult, Relay, Resolution, SendToClient, Timer
 from policyd.core.toolcalls import TRACKED_UPDATES
+from policyd.proxy import line_runs, lines
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -432,3 +435,25 @@ def test_nothing_passes_in_bulk_while_a_line_waits_or_the_policy_changed() -> No
 
 def test_passed_kinds_are_read_by_neither_the_tool_call_state_nor_modes() -> None:
     assert set() == PASSED_UPDATES & (TRACKED_UPDATES | GOVERNED_UPDATES)
+
+
+@settings(max_examples=200)
+@given(chunks=st.lists(st.text(alphabet="ab\n", max_size=12).map(str.encode), max_size=12))
+def test_line_runs_are_runs_of_the_lines_of_the_stream(chunks: list[bytes]) -> None:
+    """The proxy's reader (``line_runs``): every run but a last unterminated piece ends with
+    a newline, and the runs hold exactly the lines ``lines`` splits the stream into."""
+
+    async def source() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+
+    async def collect(reader: AsyncIterator[bytes]) -> list[bytes]:
+        return [piece async for piece in reader]
+
+    runs = asyncio.run(collect(line_runs(source())))
+    assert all(run.endswith(b"\n") for run in runs[:-1])
+    assert all(runs)
+    split = [line + b"\n" for run in runs for line in run.split(b"\n")[:-1]]
+    if runs and not runs[-1].endswith(b"\n"):
+        split.append(runs[-1].rsplit(b"\n", 1)[-1])
+    assert asyncio.run(collect(lines(source()))) == split
