@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -389,14 +390,20 @@ def test_invalid_utf8_and_an_unterminated_line_go_line_by_line() -> None:
 
 def test_nesting_deeper_than_python_reads_goes_line_by_line() -> None:
     """orjson reads 1,024 levels, Python's parser fewer: a line that could be nested
-    ``QUICK_DEPTH`` deep is not taken, and one that is refused line by line is refused."""
-    limit = jsonline.QUICK_DEPTH
-    assert isinstance(jsonline.parse(b"[" * limit + b"]" * limit), list)  # what QUICK_DEPTH promises
-    for depth, bulk in ((10, True), (limit - 10, True), (limit - 3, False), (1020, False)):
-        data = C.replace('"hi"', '"hi","n":' + "[" * depth + "]" * depth).encode() + b"\n"
-        assert bulk == passes(started(), data), depth
-    deep = C.replace('"hi"', '"hi","n":' + "[" * 1020 + "]" * 1020).encode() + b"\n"
-    assert SendToClient(deep) not in started().from_agent(deep, NOW)  # Python cannot read it: refused
+    ``QUICK_DEPTH`` deep is not taken, and one that is refused line by line is refused.
+    Under Python's default recursion limit (another test may have raised it)."""
+    raised = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        limit = jsonline.QUICK_DEPTH
+        assert isinstance(jsonline.parse(b"[" * limit + b"]" * limit), list)  # what QUICK_DEPTH promises
+        for depth, bulk in ((10, True), (limit - 10, True), (limit - 3, False), (1020, False)):
+            data = C.replace('"hi"', '"hi","n":' + "[" * depth + "]" * depth).encode() + b"\n"
+            assert bulk == passes(started(), data), depth
+        deep = C.replace('"hi"', '"hi","n":' + "[" * 1020 + "]" * 1020).encode() + b"\n"
+        assert SendToClient(deep) not in started().from_agent(deep, NOW)  # Python cannot read it: refused
+    finally:
+        sys.setrecursionlimit(raised)
 
 
 def test_nothing_passes_in_bulk_while_a_line_waits_or_the_policy_changed() -> None:
