@@ -685,6 +685,7 @@ OPS = st.lists(
 )
 
 
+@pytest.mark.timeout(900)  # ~13 s alone; 500 examples on two loaded cores took over 120 s
 @settings(
     max_examples=500,
     deadline=None,
