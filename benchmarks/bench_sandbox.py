@@ -154,7 +154,7 @@ def end_to_end(tmp: Path, mode: str, measure_memory: bool = False, source: str =
             except OSError:
                 continue
             name = "bwrap" if cmd[0].endswith(b"bwrap") else ("sandbox_init" if any(
-                c.endswith(b"sandbox_init.py") for c in cmd) else "agent")
+                c.endswith(b"sandbox_init.py") or b"policyd.sandbox_init" in c for c in cmd) else "agent")
             memory[name] = memory.get(name, 0) + _rss_kb(pid)
     proc.stdin.close()
     proc.wait(TIMEOUT_S)
@@ -173,6 +173,10 @@ def main() -> None:
         baseline = str(Path(sys.argv[2]).resolve())
         if not (Path(baseline) / "policyd" / "__main__.py").is_file():
             sys.exit(f"--baseline {sys.argv[2]}: no policyd/__main__.py there (a source tree of policyd)")
+    for tree in {str(ROOT), *([baseline] if baseline else [])}:  # bytecode, as an install writes it (else an
+        subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(tree, "policyd")], check=True,
+                       stdout=subprocess.DEVNULL, env={k: v for k, v in os.environ.items()  # environment with
+                                                       if k != "PYTHONDONTWRITEBYTECODE"})  # it compiles each run)
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory(dir=Path.home() / ".cache" if (Path.home() / ".cache").is_dir() else None) as d:
         tmp = Path(d)
