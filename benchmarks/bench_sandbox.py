@@ -13,10 +13,13 @@
    processes and sandbox_init), and policyd's own RSS sandboxed against not (the egress
    thread and its event loop).
 
-Medians of N runs, interleaved in the same run. Run: ``python benchmarks/bench_sandbox.py
-[--baseline DIR]``: with a baseline (another checkout's source tree, e.g. ``git archive main |
-tar -x -C DIR``), its ``policyd`` (``PYTHONPATH=DIR``) runs part 2 too, interleaved with this
-one: before/after figures of the same run.
+Medians of N runs (part 2: ``--runs N``, 11 by default), interleaved in the same run. Both
+source trees are byte-compiled first (``compileall``, as an install does: under
+``PYTHONDONTWRITEBYTECODE`` a tree without bytecode would be compiled at every start). Run:
+``python benchmarks/bench_sandbox.py [--baseline DIR] [--runs N]``: with a baseline
+(another checkout's source tree, e.g. ``git archive main | tar -x -C DIR``), its
+``policyd`` (``PYTHONPATH=DIR``) runs part 2 too, interleaved with this one: before/after
+figures of the same run.
 """
 
 from __future__ import annotations
@@ -168,11 +171,19 @@ def uptime() -> str:
 def main() -> None:
     if shutil.which("bwrap") is None:
         sys.exit("bwrap is not installed")
+    global E2E_RUNS
     baseline = ""
-    if sys.argv[1:2] == ["--baseline"] and len(sys.argv) > 2:
-        baseline = str(Path(sys.argv[2]).resolve())
-        if not (Path(baseline) / "policyd" / "__main__.py").is_file():
-            sys.exit(f"--baseline {sys.argv[2]}: no policyd/__main__.py there (a source tree of policyd)")
+    args = sys.argv[1:]
+    while args:
+        if args[0] == "--baseline" and len(args) > 1:
+            baseline = str(Path(args[1]).resolve())
+            if not (Path(baseline) / "policyd" / "__main__.py").is_file():
+                sys.exit(f"--baseline {args[1]}: no policyd/__main__.py there (a source tree of policyd)")
+        elif args[0] == "--runs" and len(args) > 1 and args[1].isdigit() and int(args[1]) > 0:
+            E2E_RUNS = int(args[1])
+        else:
+            sys.exit(f"usage: bench_sandbox.py [--baseline DIR] [--runs N]: {args[0]!r}")
+        args = args[2:]
     for tree in {str(ROOT), *([baseline] if baseline else [])}:  # bytecode, as an install writes it (else an
         subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(tree, "policyd")], check=True,
                        stdout=subprocess.DEVNULL, env={k: v for k, v in os.environ.items()  # environment with

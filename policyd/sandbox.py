@@ -46,7 +46,7 @@ from policyd.core import sandbox as core
 #: anything of the egress before the spawn (tests/test_sandbox_core.py pins the imports).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any, Protocol
 
     from policyd.egress_bridge import Bridge
@@ -309,8 +309,8 @@ def _base(pattern: str) -> str:
 def _glob_all(patterns: Sequence[str], limit: int = MAX_WALK) -> list[str]:
     """Existing paths matching any of the absolute ``patterns``: what :func:`_glob` finds
     for each, with one walk per plain prefix (a root) for all the patterns below it, each
-    entry matched once against one regex of them all (``glob_any_regex``): the shipped
-    baseline hides ~30 ``**`` globs in every root, walked once each before."""
+    entry matched once (:func:`_matcher`): the shipped baseline hides ~30 ``**`` globs in
+    every root, walked once each before."""
     found: list[str] = []
     by_base: dict[str, list[str]] = {}
     for pattern in patterns:
@@ -320,7 +320,7 @@ def _glob_all(patterns: Sequence[str], limit: int = MAX_WALK) -> list[str]:
         else:
             by_base.setdefault(_base(pattern), []).append(pattern)
     for base, group in by_base.items():
-        match = core_paths.glob_any_regex(tuple(group)).match
+        match = _matcher(base, group)
         seen = 0
         base_depth = base.rstrip("/").count("/")
         for top, dirs, files in os.walk(base, followlinks=False):
@@ -328,13 +328,43 @@ def _glob_all(patterns: Sequence[str], limit: int = MAX_WALK) -> list[str]:
             dirs[:] = [d for d in dirs if d not in WALK_SKIP] if depth < MAX_WALK_DEPTH else []
             prefix = top if top.endswith("/") else top + "/"
             for name in [*dirs, *files]:
-                full = prefix + name
-                if match(full):
-                    found.append(full)
+                if match(prefix, name):
+                    found.append(prefix + name)
             seen += len(dirs) + len(files)
             if seen > limit:
                 break
     return found
+
+
+def _matcher(base: str, patterns: Sequence[str]) -> Callable[[str, str], bool]:
+    """``match(prefix, name)``: does the walked entry ``prefix + name`` (``prefix``: ``base``
+    or a directory below it, with a trailing ``/``) match one of ``patterns`` (all below
+    ``base``)? A pattern ``BASE/**/NAME`` whose last part holds no ``/``, ``**`` nor bracket
+    (what the shipped ``**/.env``, ``**/*.pem`` are) matches exactly the entries so named: a
+    set of plain names and one regex of the others, tried on the name alone. The rest: one
+    regex of them all on the whole path (``glob_any_regex``). (Matching each entry against
+    ~20 whole-path alternatives cost ~2.4 us an entry: ~10 ms for 4,000 entries.)"""
+    names: set[str] = set()
+    name_globs: list[str] = []
+    other: list[str] = []
+    lead = "/**/" if base == "/" else base + "/**/"
+    plain_base = base == "/" or (not base.endswith("/") and "//" not in base)
+    for pattern in patterns:
+        last = pattern[len(lead):]
+        if not (plain_base and pattern.startswith(lead) and last) or "/" in last or "[" in last or "**" in last:
+            other.append(pattern)
+        elif core.is_glob(last):
+            name_globs.append("/" + last)
+        else:
+            names.add(last)
+    by_name = core_paths.glob_any_regex(tuple(name_globs)).match if name_globs else None
+    by_path = core_paths.glob_any_regex(tuple(other)).match if other else None
+
+    def match(prefix: str, name: str) -> bool:
+        return (name in names or (by_name is not None and by_name("/" + name) is not None)
+                or (by_path is not None and by_path(prefix + name) is not None))
+
+    return match
 
 
 def _covered(path: str, dirs: Sequence[str]) -> bool:

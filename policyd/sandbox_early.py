@@ -4,10 +4,11 @@ still be spawned first (:mod:`policyd.spawn`): ``policyd proxy`` reads ``sandbox
 ``POLICYD_*`` environment and the config file, with the precedence of
 :mod:`policyd.settings` (flag > environment > config file > default), without pydantic
 (~100 ms of imports) and, when the config file's top-level keys are written plainly,
-without tomllib (~7 ms: :func:`policyd.core.sandbox.quick_top_level`). Anything it does not read exactly as the settings would (an
-abbreviated option, a malformed value) makes it give up: the agent then starts once the
-settings are loaded. After they are, the proxy compares (:func:`same_as`): a difference
-stops the agent (fail closed). Only ``os`` is imported at module level (start-up path).
+without tomllib (~7 ms: :func:`policyd.core.sandbox.quick_top_level`). Anything it does
+not read exactly as the settings would (an abbreviated option, a malformed value) makes
+it give up: the agent then starts once the settings are loaded. After they are, the proxy
+compares (:func:`same_as`): a difference stops the agent (fail closed). Only ``os`` is
+imported at module level (start-up path).
 """
 
 from __future__ import annotations

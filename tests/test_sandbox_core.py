@@ -418,6 +418,12 @@ CONFIG_UNSURE = {
 }
 
 
+def _top_level_values(full: dict[str, object]) -> dict[str, object]:
+    """What tomllib read at the top level, but tables and arrays of tables."""
+    return {k: v for k, v in full.items() if not isinstance(v, dict) and not (
+        isinstance(v, list) and v and all(isinstance(i, dict) for i in v))}
+
+
 @pytest.mark.parametrize("name", [*CONFIG_DOCS, *CONFIG_UNSURE])
 def test_quick_config_reads_what_tomllib_reads_or_gives_up(name: str) -> None:
     """The config file's top-level keys read before a sandboxed spawn without tomllib
@@ -432,9 +438,7 @@ def test_quick_config_reads_what_tomllib_reads_or_gives_up(name: str) -> None:
     if name in CONFIG_UNSURE:
         assert quick is None
         return
-    full = tomllib.loads(text)
-    assert quick == {k: v for k, v in full.items() if not isinstance(v, dict | list) or k in keys
-                     and isinstance(v, list)}
+    assert quick == _top_level_values(tomllib.loads(text))
 
 
 _CONFIG_LINES = st.sampled_from([
@@ -464,8 +468,7 @@ def test_quick_config_never_reads_other_values_than_tomllib(lines: list[str]) ->
     if full is None:  # (invalid beyond the top-level keys: the settings' load reports it, then)
         top = "\n".join(lines[:next((i for i, li in enumerate(lines) if li.lstrip().startswith("[")), len(lines))])
         full = tomllib.loads(top + "\n")
-    assert quick == {k: v for k, v in full.items() if not isinstance(v, dict) and not (
-        isinstance(v, list) and v and all(isinstance(i, dict) for i in v))}
+    assert quick == _top_level_values(full)
     assert not any(isinstance(full.get(k), dict) for k in keys)
 
 
