@@ -6,17 +6,20 @@
    started by ``python -I -S``, listening, then running the agent). Goal: <= 30 ms added.
 2. End to end: spawn -> the agent's ``initialize`` answer at the client, through
    ``policyd proxy --sandbox off`` and ``--sandbox required`` (``python -m
-   policyd.demo_agent``). Sandboxed, policyd cannot spawn the agent before its own start-up
-   (the view comes from the settings and the policy's ``[sandbox]``), so this also shows
-   what the later spawn costs.
+   policyd.demo_agent``). Sandboxed, the agent is spawned once its view is built (the
+   early sandboxed spawn: docs/sandbox.md); then policyd's own work before the spawn alone
+   (``policyd.cli._spawn_agent_first``), wall and CPU: CPU times vary less with the load.
 3. Memory per sandboxed session: the RSS of the processes the sandbox adds (the two bwrap
    processes and sandbox_init), and policyd's own RSS sandboxed against not (the egress
    thread and its event loop).
 
-Medians of N runs, interleaved in the same run. Run: ``python benchmarks/bench_sandbox.py
-[--baseline DIR]``: with a baseline (another checkout's source tree, e.g. ``git archive main |
-tar -x -C DIR``), its ``policyd`` (``PYTHONPATH=DIR``) runs part 2 too, interleaved with this
-one: before/after figures of the same run.
+Medians of N runs (part 2: ``--runs N``, 11 by default), interleaved in the same run. Both
+source trees are byte-compiled first (``compileall``, as an install does: under
+``PYTHONDONTWRITEBYTECODE`` a tree without bytecode would be compiled at every start). Run:
+``python benchmarks/bench_sandbox.py [--baseline DIR] [--runs N]``: with a baseline
+(another checkout's source tree, e.g. ``git archive main | tar -x -C DIR``), its
+``policyd`` (``PYTHONPATH=DIR``) runs part 2 too, interleaved with this one: before/after
+figures of the same run.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -91,6 +95,39 @@ def sandbox_alone(tmp: Path) -> dict[str, float]:
     return out
 
 
+#: Runs policyd's early spawn (``policyd.cli._spawn_agent_first``, what ``policyd proxy``
+#: does first) and prints its wall and CPU milliseconds (the interpreter's start and the
+#: import of policyd.cli are the same in every mode: left out).
+BEFORE_SPAWN = """import sys, time
+import policyd.cli
+t0, c0 = time.perf_counter(), time.process_time()
+s = policyd.cli._spawn_agent_first(sys.argv[1:])
+print((time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000, s.sandbox is not None)
+s.stop(2.0)
+if s.sandbox is not None:
+    s.sandbox.close()
+"""
+
+
+def before_spawn(tmp: Path, mode: str, source: str) -> tuple[float, float] | None:
+    """policyd's own work before the agent is spawned, ``--sandbox MODE``: (wall, CPU) ms;
+    None when it did not finish in TIMEOUT_S (its process group is killed: bwrap too)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POLICYD_")}
+    env.update(POLICYD_SEARCH_PATH="[]", POLICYD_DAEMON="off", PYTHONPATH=source)
+    probe = subprocess.Popen([sys.executable, "-c", BEFORE_SPAWN, "proxy", "--headless", "--sandbox", mode, "--",
+                              sys.executable, "-m", "policyd.demo_agent"], env=env, cwd=tmp, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        out, _ = probe.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(probe.pid, signal.SIGKILL)
+        probe.communicate()
+        return None
+    wall, cpu, sandboxed = out.split()
+    assert sandboxed == str(mode != "off"), out
+    return float(wall), float(cpu)
+
+
 def _rss_kb(pid: int) -> int:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -154,7 +191,7 @@ def end_to_end(tmp: Path, mode: str, measure_memory: bool = False, source: str =
             except OSError:
                 continue
             name = "bwrap" if cmd[0].endswith(b"bwrap") else ("sandbox_init" if any(
-                c.endswith(b"sandbox_init.py") for c in cmd) else "agent")
+                c.endswith(b"sandbox_init.py") or b"policyd.sandbox_init" in c for c in cmd) else "agent")
             memory[name] = memory.get(name, 0) + _rss_kb(pid)
     proc.stdin.close()
     proc.wait(TIMEOUT_S)
@@ -168,11 +205,23 @@ def uptime() -> str:
 def main() -> None:
     if shutil.which("bwrap") is None:
         sys.exit("bwrap is not installed")
+    global E2E_RUNS
     baseline = ""
-    if sys.argv[1:2] == ["--baseline"] and len(sys.argv) > 2:
-        baseline = str(Path(sys.argv[2]).resolve())
-        if not (Path(baseline) / "policyd" / "__main__.py").is_file():
-            sys.exit(f"--baseline {sys.argv[2]}: no policyd/__main__.py there (a source tree of policyd)")
+    args = sys.argv[1:]
+    while args:
+        if args[0] == "--baseline" and len(args) > 1:
+            baseline = str(Path(args[1]).resolve())
+            if not (Path(baseline) / "policyd" / "__main__.py").is_file():
+                sys.exit(f"--baseline {args[1]}: no policyd/__main__.py there (a source tree of policyd)")
+        elif args[0] == "--runs" and len(args) > 1 and args[1].isdigit() and int(args[1]) > 0:
+            E2E_RUNS = int(args[1])
+        else:
+            sys.exit(f"usage: bench_sandbox.py [--baseline DIR] [--runs N]: {args[0]!r}")
+        args = args[2:]
+    for tree in {str(ROOT), *([baseline] if baseline else [])}:  # bytecode, as an install writes it (else an
+        subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(tree, "policyd")], check=True,
+                       stdout=subprocess.DEVNULL, env={k: v for k, v in os.environ.items()  # environment with
+                                                       if k != "PYTHONDONTWRITEBYTECODE"})  # it compiles each run)
     print(f"machine: {machine()}")
     with tempfile.TemporaryDirectory(dir=Path.home() / ".cache" if (Path.home() / ".cache").is_dir() else None) as d:
         tmp = Path(d)
@@ -193,6 +242,21 @@ def main() -> None:
             off, req = statistics.median(rows[label, "off"]), statistics.median(rows[label, "required"])
             print(f"  {label}({where}) initialize answered, --sandbox off      {off:8.1f} ms (median of {E2E_RUNS})")
             print(f"  {label}({where}) initialize answered, --sandbox required {req:8.1f} ms (+{req - off:.1f} ms)")
+        print(f"  {uptime()}")
+        spawns: dict[tuple[str, str], list[tuple[float, float]]] = {key: [] for key in rows}
+        stuck = 0
+        for _ in range(E2E_RUNS):
+            for label, mode in spawns:
+                got = before_spawn(e2e, mode, sources[label])
+                if got is None:
+                    stuck += 1
+                else:
+                    spawns[label, mode].append(got)
+        for (label, mode), times in spawns.items():
+            wall, cpu = statistics.median(w for w, _ in times), statistics.median(c for _, c in times)
+            print(f"  {label}({sources[label]}) before the spawn, --sandbox {mode:8s} {wall:8.1f} ms (CPU {cpu:.1f})")
+        if stuck:
+            print(f"  ({stuck} early spawns did not finish in {TIMEOUT_S:.0f} s: left out)")
         print(f"  {uptime()}")
         _, mem_off = end_to_end(e2e, "off", measure_memory=True)
         _, mem_req = end_to_end(e2e, "required", measure_memory=True)

@@ -334,7 +334,6 @@ def plan(settings: Any, agent: Sequence[str], environ: Mapping[str, str], cwd: s
     :mod:`policyd.landlock_init` with the ruleset's descriptor, ``pass_fds``); the egress
     listening when the network is restricted; ``gateway_ports``: the model gateway's TCP
     listeners on the host's loopback, reachable. Raises Unavailable, OSError."""
-    import dataclasses
     import shutil
     import sys
     import tempfile
@@ -346,8 +345,7 @@ def plan(settings: Any, agent: Sequence[str], environ: Mapping[str, str], cwd: s
     state = core.agent_state(agent, environ, home) if home else ()
     notes: dict[str, object] = {"engine": "landlock", "roots": list(roots), "state": list(state),
                                 "spawn": "after the settings"}
-    view = dataclasses.replace(config, hide=(*config.hide, *secrets),
-                               readonly=(*config.readonly, *sandbox.policy_paths(settings)))
+    view = config.replace(hide=(*config.hide, *secrets), readonly=(*config.readonly, *sandbox.policy_paths(settings)))
     wanted = core.plan_view(view, roots, home, state)
     for extra in wanted.writable:
         if extra in state and not os.path.lexists(extra) and not extra.endswith(".json"):

@@ -3,10 +3,12 @@ still be spawned first (:mod:`policyd.spawn`): ``policyd proxy`` reads ``sandbox
 ``sandbox_roots``, ``sandbox_engine``, ``policy`` and ``search_path`` here from the command line, the
 ``POLICYD_*`` environment and the config file, with the precedence of
 :mod:`policyd.settings` (flag > environment > config file > default), without pydantic
-(~100 ms of imports). Anything it does not read exactly as the settings would (an
-abbreviated option, a malformed value) makes it give up: the agent then starts once the
-settings are loaded. After they are, the proxy compares (:func:`same_as`): a difference
-stops the agent (fail closed). Only ``os`` is imported at module level (start-up path).
+(~100 ms of imports) and, when the config file's top-level keys are written plainly,
+without tomllib (~7 ms: :func:`policyd.core.sandbox.quick_top_level`). Anything it does
+not read exactly as the settings would (an abbreviated option, a malformed value) makes
+it give up: the agent then starts once the settings are loaded. After they are, the proxy
+compares (:func:`same_as`): a difference stops the agent (fail closed). Only ``os`` is
+imported at module level (start-up path).
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ class _GiveUp(Exception):
     pass
 
 
+#: The config file's keys read here (:func:`policyd.core.sandbox.quick_top_level` reads
+#: them without tomllib when they are written plainly).
+_KEYS = ("sandbox", "sandbox_roots", "sandbox_engine", "policy", "search_path")
 #: The variables read here, as the settings spell them.
 _NAMES = ("POLICYD_SANDBOX", "POLICYD_SANDBOX_ROOTS", "POLICYD_SANDBOX_ENGINE", "POLICYD_POLICY", "POLICYD_SEARCH_PATH",
           "POLICYD_CONFIG")
@@ -144,10 +149,16 @@ def read(argv: Sequence[str], environ: Mapping[str, str]) -> EarlySettings | Non
         values: dict[str, Any] = {}
         path = _config_path(words, environ)
         if path is not None:
-            import tomllib
-
             with open(path, "rb") as f:
-                values = tomllib.load(f)
+                text = f.read().decode()  # (not UTF-8: a ValueError, as tomllib's)
+            from policyd.core.sandbox import quick_top_level
+
+            quick = quick_top_level(text, _KEYS)
+            if quick is None:
+                import tomllib
+
+                quick = tomllib.loads(text)
+            values = quick
         if any(k.upper() in _NAMES and k not in _NAMES for k in environ):
             raise _GiveUp  # (the settings read POLICYD_* in any case: leave that to them)
         mode = _first(flags.get("--sandbox", [None])[-1], environ.get("POLICYD_SANDBOX"), values.get("sandbox"), "off")

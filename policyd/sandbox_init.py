@@ -1,8 +1,10 @@
 """The first process inside the sandbox: open the loopback listeners, hand them to policyd's
 egress, become the agent.
 
-bwrap runs ``python -I -S /path/to/policyd/sandbox_init.py [options] -- AGENT ARGV...``
-(``python -I -m policyd.sandbox_init`` works too; :meth:`policyd.egress.Egress.wrap_argv`
+bwrap runs ``python -I -S -c RUN_INIT /path/to/policyd/.. [options] -- AGENT ARGV...``
+(:data:`policyd.egress_bridge.RUN_INIT` imports this module from the package's directory,
+so that the install's bytecode is used; ``python -I -S /path/to/policyd/sandbox_init.py``
+and ``python -I -m policyd.sandbox_init`` work too; :meth:`policyd.egress_bridge.Bridge.wrap_argv`
 builds the line). Inside ``--unshare-net`` the sandbox has only ``lo``. This process:
 
 1. listens on ``127.0.0.1:PORT`` for ``--proxy PORT`` (the HTTP proxy entry the agent's

@@ -24,6 +24,7 @@ import pytest
 
 from policyd import egress, logs
 from policyd.core.policy import build_set
+from policyd.egress_bridge import Bridge
 from policyd.engine import Engine
 
 BWRAP = shutil.which("bwrap")
@@ -744,11 +745,12 @@ def test_a_listed_endpoint_that_refuses_is_a_502_and_logged(tmp_path: Path, deci
                                                                           port)
 
 
-def test_sandbox_init_imports_only_builtins() -> None:
+def test_sandbox_init_imports_only_builtins(tmp_path: Path) -> None:
     """sandbox_init's start-up is the interpreter's plus almost nothing: it imports no module
     beyond those a bare ``python -I -S`` loads and ``_socket`` (``os``, ``signal`` and
-    ``socket`` would pull in enum, selectors, collections: milliseconds each). Checked by
-    ``-X importtime``, not by a clock."""
+    ``socket`` would pull in enum, selectors, collections: milliseconds each); in the form
+    bwrap runs (imported from the package's directory, for its bytecode), the ``policyd``
+    package too, and nothing else. Checked by ``-X importtime``, not by a clock."""
     init = str(Path(egress.__file__).with_name("sandbox_init.py"))
 
     def imported(argv: list[str]) -> set[str]:
@@ -759,6 +761,13 @@ def test_sandbox_init_imports_only_builtins() -> None:
 
     bare = imported(["-c", "pass"])
     assert imported([init, "--", "true"]) - bare == {"_socket"}
+    bridge = Bridge(str(tmp_path))  # the form bwrap runs: the module imported from the package's directory
+    try:
+        argv = bridge.wrap_argv(["true"])
+    finally:
+        bridge.close()
+    assert argv[:4] == [sys.executable, "-I", "-S", "-c"] and argv[-2:] == ["--", "true"]
+    assert imported([*argv[3:6], "--", "true"]) - bare == {"_socket", "policyd", "policyd.sandbox_init"}
 
 
 def test_sandbox_init_runs_as_a_module_too(tmp_path: Path) -> None:

@@ -580,3 +580,37 @@ def test_one_walk_finds_what_each_glob_finds(tmp_path: Path) -> None:
     assert len(expected) > 6 * 7
     assert expected == set(sandbox._glob_all(patterns))
     assert expected == {f for p in patterns for f in sandbox._glob(p)}
+
+
+def test_an_entry_is_matched_as_each_glob_matches_its_path() -> None:
+    """The walk's matcher (a pattern ``ROOT/**/NAME`` tried on the entry's name alone, the
+    rest on its whole path) decides every walked entry as ``paths.glob`` decides its path:
+    every pattern of a set of tricky forms (brackets, which match ``/``; ``**`` inside a part;
+    empty and ``.`` parts; ``/`` as the root), alone and all those of a walk root together,
+    against entries at several depths."""
+    from policyd import sandbox
+    from policyd.core import paths as core_paths
+
+    lasts = ["a", ".env", "*.pem", "?x", "x*y", "[ab]x", "[!a]x", "b[!a]x", "**x", "x**", "*", "**", "", "a/b", "x"]
+    mids = ["**/", "/**/", "./**/", "a/**/", "**/a/**/", "", "*/", "b/"]
+    dirs = [[], ["a"], ["b"], ["a", "b"], ["x.pem"], [".env", "b"], ["."]]
+    names = ["a", "b", ".env", "x.pem", "ax", "bx", "x", "xy", "x\ny", "[ab]x", "*.pem", "x.pem.b", "b"]
+    checked = 0
+    for root in ("/", "/r", "/r/ws"):
+        by_base: dict[str, list[str]] = {}
+        for mid in mids:
+            for last in lasts:
+                pattern = root.rstrip("/") + "/" + mid + last
+                if core.is_glob(pattern):
+                    by_base.setdefault(sandbox._base(pattern), []).append(pattern)
+        for base, group in by_base.items():
+            for patterns in [*([p] for p in group), group]:
+                match = sandbox._matcher(base, patterns)
+                for below in dirs:
+                    top = os.path.join(base, *below)  # (as os.walk names the directories below base)
+                    prefix = top if top.endswith("/") else top + "/"
+                    for name in names:
+                        expected = any(core_paths.glob(prefix + name, p) for p in patterns)
+                        assert expected == match(prefix, name), (patterns, prefix, name)
+                        checked += expected
+    assert checked > 1000  # (the forms do match walked entries)

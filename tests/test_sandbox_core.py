@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, policyd_env
+from hypothesis import given
+from hypothesis import strategies as st
 
 from policyd.core import sandbox as core
 from policyd.core.policy import PolicyError, build_set
@@ -198,6 +200,30 @@ def test_may_sandbox_is_conservative(tmp_path: Path) -> None:
     assert may_sandbox(["proxy", "--", "a"], {"POLICYD_CONFIG": str(config)})
 
 
+def test_sandbox_values_are_frozen_compared_and_replaced_by_field() -> None:
+    """SandboxConfig, SandboxTable and ViewPlan behave as the frozen dataclasses they were
+    (no dataclasses import before a sandboxed spawn): equal and hashed by their fields,
+    assignment refused, ``replace`` makes a changed copy and names an unknown field."""
+    import copy
+    import pickle
+
+    a = core.SandboxConfig(hide=("~/.ssh",), files=("/p/a.toml",))
+    assert a == core.SandboxConfig(hide=("~/.ssh",), files=("/p/a.toml",)) and hash(a) == hash(copy.copy(a))
+    assert a != core.SandboxConfig(hide=("~/.ssh",)) and a != core.SandboxTable("/p/a.toml", hide=("~/.ssh",))
+    assert core.DEFAULT_ENV == a.env and "SandboxConfig(hide=('~/.ssh',), writable=()" in repr(a)
+    with pytest.raises(AttributeError):
+        a.hide = ()  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del a.files  # type: ignore[misc]
+    assert core.SandboxConfig(hide=("~/.ssh",)) == a.replace(files=()) and ("/p/a.toml",) == a.files
+    with pytest.raises(TypeError, match="no field 'hidden'"):
+        a.replace(hidden=())
+    assert pickle.loads(pickle.dumps(a)) == a
+    table = core.SandboxTable("/p/b.toml", env=("PATH",))
+    assert (None, ("PATH",)) == (table.hide, table.env) and table == core.SandboxTable("/p/b.toml", env=("PATH",))
+    assert core.ViewPlan(("/r",), (), (), ()) == core.plan_view(core.SandboxConfig(env=()), ["/r"], "/h", [])
+
+
 def test_a_loaded_set_with_another_sandbox_table_is_refused() -> None:
     """The view is built from the [sandbox] tables read before the spawn; when the set the
     proxy then loads in full has other tables (a file changed between), the proxy is told
@@ -279,6 +305,37 @@ def test_unsandboxed_early_spawn_imports_nothing_more(tmp_path: Path) -> None:
     assert set() == loaded & {"typing", "dataclasses", "re", "policyd.sandbox", "policyd.core.sandbox", "tomllib"}
 
 
+#: Modules the early sandboxed spawn must not import before the agent starts (each costs
+#: milliseconds there: dataclasses and inspect ~9, pathlib with urllib and ipaddress ~7,
+#: tomllib with typing and datetime ~7, asyncio ~20; the egress proper ~100).
+NOT_BEFORE_THE_SANDBOXED_SPAWN = frozenset({
+    "dataclasses", "inspect", "typing", "pathlib", "urllib.parse", "ipaddress", "tomllib", "datetime", "asyncio",
+    "subprocess", "threading", "socket", "signal", "selectors", "shutil", "tempfile", "argparse", "policyd.egress",
+    "policyd.settings", "policyd.landlock", "pydantic", "structlog"})
+
+
+def test_sandboxed_early_spawn_imports_only_what_builds_the_sandbox(tmp_path: Path) -> None:
+    """``policyd proxy --sandbox required -- AGENT`` spawns the agent in the sandbox before
+    policyd's own start-up: what it imports up to then (the early settings, the policy's
+    ``[sandbox]``, the view, bwrap's command line, the egress's bridge) includes none of
+    :data:`NOT_BEFORE_THE_SANDBOXED_SPAWN`. Without ``site`` (``-S``): an editable install's
+    path hook imports pathlib first and would hide it. Checked by the modules a real process
+    imported, not by a clock."""
+    probe = ("import sys\nbefore = set(sys.modules)\nimport policyd.cli\n"
+             "s = policyd.cli._spawn_agent_first(['proxy', '--sandbox', 'required', '--', 'true'])\n"
+             "print(' '.join(sorted(set(sys.modules) - before)))\n"
+             "print(s is not None and s.sandbox is not None and s.sandbox.notes['spawn'])\n"
+             "s.stop(1.0)\ns.sandbox.close()")
+    env = policyd_env(tmp_path, {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)})
+    done = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded, spawned = done.stdout.splitlines()[-2:]
+    assert spawned.startswith("early")  # the sandboxed agent was spawned on this path
+    assert {"policyd.sandbox", "policyd.core.sandbox", "policyd.egress_bridge"} <= set(loaded.split())
+    assert [] == sorted(set(loaded.split()) & NOT_BEFORE_THE_SANDBOXED_SPAWN)
+
+
 def test_what_runs_the_agent_stays_visible_under_the_private_tmp(tmp_path: Path) -> None:
     """A checkout, a Python or an agent under /tmp (replaced by the private /tmp inside) is
     bound back read-only: its directory right below /tmp."""
@@ -335,6 +392,84 @@ def test_quick_sandbox_reads_the_shipped_policies() -> None:
         text = path.read_text()
         full = tomllib.loads(text)
         assert core.quick_sandbox(text) == ({"sandbox": full["sandbox"]} if "sandbox" in full else {}), path
+
+
+CONFIG_DOCS = {
+    "empty": "# no settings\n",
+    "plain": 'sandbox = "required"  # why\nsandbox_roots = [\n  "/srv/a", \'/srv/b\',\n]\nheadless = true\n'
+             'kill_grace_s = 2.5\nrehash_s = 30\nwatch = false\nlog_level = "info"\n\n[gateway]\nmode = "off"\n'
+             '[[x.y]]\nz = 1979-05-27\n',
+    "numbers": "a = -1\nb = +0.5\nc = 1e3\nd = 0\nsandbox = 'auto'\n",
+}
+CONFIG_UNSURE = {
+    "a table named like a key read": 'sandbox = "auto"\n[policy]\nx = 1\n',
+    "a dotted table named so": '[search_path.more]\nx = 1\n',
+    "a quoted header": '["sandbox"]\nx = 1\n',
+    "an escaped header": '["s\\u0061ndbox"]\nx = 1\n',
+    "a dotted key": 'sandbox.mode = "auto"\n',
+    "a quoted key": '"sandbox" = "auto"\n',
+    "a date": 'since = 1979-05-27\n',
+    "a hexadecimal number": 'n = 0x1F\n',
+    "underscores in a number": 'n = 1_000\n',
+    "a multi-line string": 'sandbox = """\nrequired"""\n',
+    "an inline table": 'gateway = { mode = "auto" }\n',
+    "an array of numbers": 'ports = [1, 2]\n',
+    "a leading zero": 'n = 012\n',
+}
+
+
+def _top_level_values(full: dict[str, object]) -> dict[str, object]:
+    """What tomllib read at the top level, but tables and arrays of tables."""
+    return {k: v for k, v in full.items() if not isinstance(v, dict) and not (
+        isinstance(v, list) and v and all(isinstance(i, dict) for i in v))}
+
+
+@pytest.mark.parametrize("name", [*CONFIG_DOCS, *CONFIG_UNSURE])
+def test_quick_config_reads_what_tomllib_reads_or_gives_up(name: str) -> None:
+    """The config file's top-level keys read before a sandboxed spawn without tomllib
+    (``quick_top_level``): written plainly, exactly what tomllib reads; a header whose first
+    key is one the early read wants (that key would be a table), or any other way of writing
+    them: None (the early read then parses the file with tomllib)."""
+    import tomllib
+
+    keys = ("sandbox", "sandbox_roots", "sandbox_engine", "policy", "search_path")
+    text = CONFIG_DOCS.get(name) or CONFIG_UNSURE[name]
+    quick = core.quick_top_level(text, keys)
+    if name in CONFIG_UNSURE:
+        assert quick is None
+        return
+    assert quick == _top_level_values(tomllib.loads(text))
+
+
+_CONFIG_LINES = st.sampled_from([
+    'sandbox = "required"', "sandbox = 'auto'", 'sandbox = "a\\"b"', 'sandbox_roots = ["/x", "/y"]',
+    "sandbox_roots = [", '  "/z",', "]", "policy = []", "search_path = ['/p']  # c", "headless = true", "n = 3",
+    "f = -2.5e3", "d = 2020-01-01", "[gateway]", "[[rule]]", "[policy]", "[ sandbox.x ]", '["policy"]', "# [policy]",
+    'x = """', '[sandbox]"""', "x = , ", "", "   ", "sandbox = true", 'sandbox = "\\u0061"', "= 1",
+    "a.b = 1", 'k = { a = 1 }', "k = [[1]]", "k = [1]", "sandbox = ", 'sandbox = "x" "y"'])
+
+
+@given(st.lists(_CONFIG_LINES, max_size=8))
+def test_quick_config_never_reads_other_values_than_tomllib(lines: list[str]) -> None:
+    """Whatever the document: when ``quick_top_level`` reads it, tomllib reads it too and
+    gives the same top-level values (the keys it reads: all of tomllib's but tables and
+    arrays of tables)."""
+    import tomllib
+
+    keys = ("sandbox", "sandbox_roots", "sandbox_engine", "policy", "search_path")
+    text = "\n".join(lines) + "\n"
+    quick = core.quick_top_level(text, keys)
+    try:
+        full = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        full = None
+    if quick is None:
+        return
+    if full is None:  # (invalid beyond the top-level keys: the settings' load reports it, then)
+        top = "\n".join(lines[:next((i for i, li in enumerate(lines) if li.lstrip().startswith("[")), len(lines))])
+        full = tomllib.loads(top + "\n")
+    assert quick == _top_level_values(full)
+    assert not any(isinstance(full.get(k), dict) for k in keys)
 
 
 def test_a_quick_read_the_full_load_disagrees_with_stops_the_agent(tmp_path: Path) -> None:

@@ -83,6 +83,13 @@ def within(path: str, directory: str) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def _glob_regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(_glob_source(pattern), re.DOTALL)
+
+
+@functools.lru_cache(maxsize=4096)
+def _glob_source(pattern: str) -> str:
+    """The regex (source) of ``pattern``: what :func:`glob_any_regex` joins, so that it
+    compiles each list once, not each pattern too (~0.1 ms each before a sandboxed spawn)."""
     if not pattern.startswith("/") and not pattern.startswith("**"):
         pattern = "**/" + pattern
     out: list[str] = []
@@ -110,7 +117,7 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(c))
             i += 1
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
+    return "".join(out) + r"\Z"
 
 
 def glob(path: str, pattern: str) -> bool:
@@ -126,7 +133,7 @@ def glob_any_regex(patterns: tuple[str, ...]) -> re.Pattern[str]:
     shared: list[str] = []
     other: list[str] = []
     for p in patterns:
-        rx = _glob_regex(p).pattern
+        rx = _glob_source(p)
         if rx.startswith(_ANY_DEPTH):
             shared.append(rx[len(_ANY_DEPTH) :])
         else:

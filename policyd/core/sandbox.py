@@ -28,14 +28,16 @@ Rules this module owns:
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from policyd.core import paths
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (~4 ms before a sandboxed spawn)
+#: ``typing.TYPE_CHECKING`` without importing typing (~4 ms before a sandboxed spawn). This
+#: module is on the way to a sandboxed spawn (``policyd.sandbox``): it imports neither
+#: ``dataclasses`` (~9 ms with ``inspect``, then ~1 ms per class built) nor ``typing``
+#: (tests/test_sandbox_core.py pins the spawn's imports).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -63,31 +65,91 @@ _HOST = re.compile(r"^(\*|(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-
                    r"|\d{1,3}(\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\])$")
 
 
-@dataclass(frozen=True, slots=True)
-class SandboxTable:
+class _Value:
+    """A frozen value, as ``@dataclass(frozen=True, slots=True)`` makes one (without
+    importing dataclasses: see the imports): the fields are ``__slots__``, set once by
+    ``__init__``, compared, hashed and shown in the order of ``_FIELDS`` (``__init__``'s);
+    assigning raises AttributeError."""
+
+    __slots__ = ()
+    _FIELDS: tuple[str, ...] = ()
+
+    def _set(self, **values: object) -> None:
+        for name in self._FIELDS:
+            object.__setattr__(self, name, values[name])
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self._FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Value) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELDS)
+        return f"{type(self).__name__}({shown})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r} of a frozen {type(self).__name__}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r} of a frozen {type(self).__name__}")
+
+    def __reduce__(self) -> tuple[object, ...]:  # (copy and pickle: __init__ takes the fields in order)
+        return self.__class__, self._values()
+
+
+class SandboxTable(_Value):
     """One file's ``[sandbox]``; a key the file does not declare is None."""
 
+    __slots__ = ("env", "file", "hide", "network", "network_deny", "readonly", "writable")
+    _FIELDS = ("file", "hide", "writable", "readonly", "network", "network_deny", "env")
     file: str
-    hide: tuple[str, ...] | None = None
-    writable: tuple[str, ...] | None = None
-    readonly: tuple[str, ...] | None = None
-    network: tuple[str, ...] | None = None
-    network_deny: tuple[str, ...] | None = None
-    env: tuple[str, ...] | None = None
+    hide: tuple[str, ...] | None
+    writable: tuple[str, ...] | None
+    readonly: tuple[str, ...] | None
+    network: tuple[str, ...] | None
+    network_deny: tuple[str, ...] | None
+    env: tuple[str, ...] | None
+
+    def __init__(self, file: str, hide: tuple[str, ...] | None = None, writable: tuple[str, ...] | None = None,
+                 readonly: tuple[str, ...] | None = None, network: tuple[str, ...] | None = None,
+                 network_deny: tuple[str, ...] | None = None, env: tuple[str, ...] | None = None) -> None:
+        self._set(file=file, hide=hide, writable=writable, readonly=readonly, network=network,
+                  network_deny=network_deny, env=env)
 
 
-@dataclass(frozen=True, slots=True)
-class SandboxConfig:
-    """The combined ``[sandbox]`` of a policy set (see the module doc for how)."""
+class SandboxConfig(_Value):
+    """The combined ``[sandbox]`` of a policy set (see the module doc for how); ``files``:
+    the files that declared a ``[sandbox]`` table, in load order."""
 
-    hide: tuple[str, ...] = ()
-    writable: tuple[str, ...] = ()
-    readonly: tuple[str, ...] = ()
-    network: tuple[str, ...] = ()
-    network_deny: tuple[str, ...] = ()
-    env: tuple[str, ...] = DEFAULT_ENV
-    #: The files that declared a ``[sandbox]`` table, in load order.
-    files: tuple[str, ...] = ()
+    __slots__ = ("env", "files", "hide", "network", "network_deny", "readonly", "writable")
+    _FIELDS = ("hide", "writable", "readonly", "network", "network_deny", "env", "files")
+    hide: tuple[str, ...]
+    writable: tuple[str, ...]
+    readonly: tuple[str, ...]
+    network: tuple[str, ...]
+    network_deny: tuple[str, ...]
+    env: tuple[str, ...]
+    files: tuple[str, ...]
+
+    def __init__(self, hide: tuple[str, ...] = (), writable: tuple[str, ...] = (), readonly: tuple[str, ...] = (),
+                 network: tuple[str, ...] = (), network_deny: tuple[str, ...] = (),
+                 env: tuple[str, ...] = DEFAULT_ENV, files: tuple[str, ...] = ()) -> None:
+        self._set(hide=hide, writable=writable, readonly=readonly, network=network, network_deny=network_deny,
+                  env=env, files=files)
+
+    def replace(self, **changes: tuple[str, ...]) -> SandboxConfig:
+        """A copy with ``changes`` (as ``dataclasses.replace``)."""
+        unknown = set(changes) - set(self._FIELDS)
+        if unknown:
+            raise TypeError(f"SandboxConfig has no field {sorted(unknown)[0]!r}")
+        values: dict[str, tuple[str, ...]] = {name: getattr(self, name) for name in self._FIELDS}
+        return SandboxConfig(**{**values, **changes})
 
     @property
     def network_unrestricted(self) -> bool:
@@ -187,6 +249,11 @@ def host_matches(host: str, pattern: str) -> bool:
 
 
 def env_covers(entry: str, pattern: str) -> bool:
+    """Does the ``env`` pattern (a name or an ``fnmatch`` glob, case-sensitive) match ``entry``?"""
+    if not _is_glob(pattern):
+        return entry == pattern  # (what fnmatchcase gives a pattern without * ? [, without compiling it)
+    import fnmatch
+
     return fnmatch.fnmatchcase(entry, pattern)
 
 
@@ -230,7 +297,7 @@ def expand(entry: str, home: str, root: str) -> str:
 
 
 def _is_glob(entry: str) -> bool:
-    return any(c in entry for c in "*?[")
+    return "*" in entry or "?" in entry or "[" in entry
 
 
 def is_glob(entry: str) -> bool:
@@ -283,7 +350,9 @@ def denied_by(network_deny: Iterable[str], host: str, addresses: Iterable[str], 
 def filter_env(environ: Mapping[str, str], patterns: Iterable[str]) -> dict[str, str]:
     """The variables of ``environ`` whose names match one of ``patterns``."""
     pats = tuple(patterns)
-    return {k: v for k, v in environ.items() if any(fnmatch.fnmatchcase(k, p) for p in pats)}
+    names = {p for p in pats if not _is_glob(p)}
+    globs = tuple(p for p in pats if _is_glob(p))
+    return {k: v for k, v in environ.items() if k in names or any(env_covers(k, p) for p in globs)}
 
 
 def outside_view(dirs: Iterable[str], writable_roots: Sequence[str]) -> list[str]:
@@ -332,27 +401,22 @@ def refusal(outside: Sequence[str], writable_roots: Sequence[str]) -> str:
             "directory or add it with --sandbox-root DIR (setting sandbox_roots)")
 
 
-@dataclass(frozen=True, slots=True)
-class Mount:
-    """One bind of the view, in order: ``kind`` is ``rw`` (writable bind), ``ro`` (read-only
-    bind over what is writable), ``hide-dir`` (an empty read-only tmpfs) or ``hide-file``
-    (``/dev/null`` over it); ``path`` absolute."""
-
-    kind: str
-    path: str
-
-
-@dataclass(frozen=True, slots=True)
-class ViewPlan:
+class ViewPlan(_Value):
     """The filesystem view, before globs are expanded and existence is known (the I/O
     layer does both): writable roots, writable extras and state, read-only persistence
     targets, hidden patterns (absolute)."""
 
+    __slots__ = ("env", "hide", "readonly", "roots", "writable")
+    _FIELDS = ("roots", "writable", "readonly", "hide", "env")
     roots: tuple[str, ...]
     writable: tuple[str, ...]
     readonly: tuple[str, ...]
     hide: tuple[str, ...]
-    env: tuple[str, ...] = field(default=())
+    env: tuple[str, ...]
+
+    def __init__(self, roots: tuple[str, ...], writable: tuple[str, ...], readonly: tuple[str, ...],
+                 hide: tuple[str, ...], env: tuple[str, ...] = ()) -> None:
+        self._set(roots=roots, writable=writable, readonly=readonly, hide=hide, env=env)
 
 
 def plan_view(config: SandboxConfig, roots: Sequence[str], home: str, state: Sequence[str]) -> ViewPlan:
@@ -415,8 +479,30 @@ def _plain_string(body: str, i: int) -> tuple[str, int] | None:
     return (m.group(1), m.end()) if m else None
 
 
-def _plain_table(body: str) -> dict[str, Any] | None:
-    """The keys of a table body written as :func:`quick_sandbox` reads it, else None."""
+#: A top-level header line's first key (``[name``, ``[[ "name"``, ...): see :func:`quick_top_level`.
+_HEADER_NAME = re.compile(r"""[ \t]*\[+[ \t]*(?:"([A-Za-z0-9_-]+)"|'([A-Za-z0-9_-]+)'|([A-Za-z0-9_-]+))[ \t]*[.\]]""")
+#: The other values :func:`quick_top_level` reads: booleans and plain decimal numbers.
+_SCALAR = re.compile(r"true|false|[+-]?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+def quick_top_level(text: str, names: Sequence[str]) -> dict[str, Any] | None:
+    """The top-level keys of a TOML document (those before its first table header), read
+    as :func:`quick_sandbox` reads a table, plus ``true``, ``false`` and plain decimal
+    numbers; None when unsure (any other way of writing them, or a header whose first key is
+    one of ``names``: that key would be a table). The rest of the document is not read:
+    the caller parses the whole document later (policyd's settings, with tomllib) and
+    compares. Before a sandboxed agent is spawned, importing tomllib would cost ~7 ms."""
+    headers = list(_HEADER.finditer(text))
+    for header in headers:
+        name = _HEADER_NAME.match(text, header.start())
+        if name is None or (name.group(1) or name.group(2) or name.group(3)) in names:
+            return None
+    return _plain_table(text[:headers[0].start()] if headers else text, scalars=True)
+
+
+def _plain_table(body: str, scalars: bool = False) -> dict[str, Any] | None:
+    """The keys of a table body written as :func:`quick_sandbox` reads it (``scalars``: and
+    as :func:`quick_top_level` does), else None."""
     out: dict[str, Any] = {}
     i = _GAP.match(body, 0).end()  # type: ignore[union-attr]  # (matches the empty string)
     while i < len(body):
@@ -449,9 +535,16 @@ def _plain_table(body: str) -> dict[str, Any] | None:
                     return None
         else:
             item = _plain_string(body, i)
-            if item is None:
+            scalar = _SCALAR.match(body, i) if item is None and scalars else None
+            if scalar is not None:
+                word = scalar.group()
+                value = word == "true" if word in ("true", "false") else (
+                    float(word) if any(c in word for c in ".eE") else int(word))
+                i = scalar.end()
+            elif item is None:
                 return None
-            value, i = item
+            else:
+                value, i = item
         out[key.group()] = value
         i = _BLANKS.match(body, i).end()  # type: ignore[union-attr]
         if body[i:i + 1] == "#":
