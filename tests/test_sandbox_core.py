@@ -89,9 +89,26 @@ def test_a_file_without_a_table_does_not_narrow() -> None:
     ("api.example.com:80", "*.example.com:443", False),
     ("api.example.com:80", "api.example.com:*", True),
     ("anything:1", "*:*", True),
+    ("*.example.com:443", "*.example.com:443", True),  # a wildcard entry covers itself
+    ("*.api.example.com:443", "*.example.com:443", True),
+    ("*.example.com:443", "*.api.example.com:443", False),
+    ("*.example.com:443", "example.com:443", False),
+    ("*.xexample.com:443", "*.example.com:443", False),
+    ("*:443", "*.example.com:443", False),
 ])
 def test_host_patterns(entry: str, pattern: str, covered: bool) -> None:
     assert covered == core.host_covers(entry, pattern)
+
+
+def test_a_wildcard_network_entry_of_one_file_is_kept() -> None:
+    """``*.example.com:443`` declared by one file is the set's (it was dropped: a wildcard
+    entry did not cover itself, so the egress refused what the policy allows)."""
+    got = build_set([("/p/a.toml", BASE.format(name="a")),
+                     ("/p/b.toml", BASE.format(name="b") + '[sandbox]\nnetwork = ["*.example.com:443"]\n')]).sandbox
+    assert ("*.example.com:443",) == got.network
+    narrowed = build_set([("/p/a.toml", BASE.format(name="a") + '[sandbox]\nnetwork = ["*.example.com:443"]\n'),
+                          ("/p/b.toml", BASE.format(name="b") + '[sandbox]\nnetwork = ["*.api.example.com:443"]\n')])
+    assert ("*.api.example.com:443",) == narrowed.sandbox.network  # every file must grant it
 
 
 def test_network_deny_names_hosts_and_resolved_addresses() -> None:

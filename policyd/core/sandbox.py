@@ -236,7 +236,14 @@ def host_covers(entry: str, pattern: str) -> bool:
     p_host, _, p_port = pattern.rpartition(":")
     if p_port != "*" and p_port != e_port:
         return False
-    return host_matches(e_host.lower(), p_host.lower())
+    e_host, p_host = e_host.lower(), p_host.lower()
+    if e_host.startswith("*"):  # a wildcard entry: every name it grants must be granted
+        if p_host == "*":
+            return True
+        if e_host == "*" or not (e_host.startswith("*.") and p_host.startswith("*.")):
+            return False
+        return e_host[2:] == p_host[2:] or e_host.endswith(p_host[1:])
+    return host_matches(e_host, p_host)
 
 
 def host_matches(host: str, pattern: str) -> bool:
