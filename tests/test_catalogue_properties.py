@@ -171,3 +171,41 @@ def test_xargs_keeps_allow_only_for_printed_words(command: str, allowed: bool) -
 def test_safe_wrappers_keep_allow(wrapper: str) -> None:
     """The provably safe wrappers do keep a safe command allowed (no over-block)."""
     assert Decision.ALLOW is decision_of(f"{wrapper} git status")
+
+
+#: Unquoted expansions whose words the analysis cannot know: bash splits each into any number
+#: of words (red team round 4, group 4: `head -n $(cat n) f` read a key named in n).
+SPLITTING = ["$(cat n.txt)", "`cat n.txt`", "$N", "${N}", "${A[@]}", "\"$@\"", "$(git log -1 --format=%s)"]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(ALLOWED), st.sampled_from(SPLITTING), st.data())
+def test_unquoted_unknown_expansion_never_keeps_allow(command: str, word: str, data: st.DataObject) -> None:
+    """An unquoted expansion of a value the analysis does not know, put anywhere after the
+    program (an option's value, glued to one as ``--name=$X`` or ``-n$X``, an operand): never
+    allowed, unless the program takes every word as a plain string (``echo``: catalogue
+    ``strings``), whatever role the word has."""
+    words = command.split(" ")
+    at = data.draw(st.sampled_from([i for i in range(1, len(words)) if words[i - 1] not in ("&&", "|")
+                                    and words[i] not in ("&&", "|")]))
+    if data.draw(st.booleans()):
+        words[at] = words[at] + word  # glued: `-n$X`, `5$X`, `README.md$X`
+    else:
+        words[at] = word  # in place: an option's value, an operand
+    spelled = " ".join(words)
+    start = max([0, *(i + 1 for i in range(at) if words[i] in ("&&", "|"))])
+    if words[start] != "echo":
+        assert Decision.ALLOW is not decision_of(spelled), spelled
+
+
+@pytest.mark.parametrize("command", [
+    "head -n \"$(cat n.txt)\" README.md", "echo $(date) $(git rev-parse HEAD)", "git diff foo-$(date -u +%F).txt",
+    "make -j$(nproc)", "head -n $((2+3)) README.md", "n=5; head -n ${#n} README.md",
+    "for f in README.md; do head -n 5 $f; done", "for f in src/*.py; do head -n 5 \"$f\"; done",
+    "n=$(cat n.txt); git log --max-count=\"$n\"",
+])
+def test_one_word_expansions_keep_allow(command: str) -> None:
+    """Near misses that stay allowed: a quoted expansion is one word judged by its role, a
+    program of strings takes any words, a token command's output (``nproc``, ``date +%F``) and
+    arithmetic (a number) are no options, a loop over literal words binds one word."""
+    assert Decision.ALLOW is decision_of(command), command

@@ -120,6 +120,9 @@ class Judgement:
     #: proven inline code reads files (``open('x')``): one that is a device or kernel file
     #: through a link (``x -> /dev/zero``) never ends; the facts check the real paths
     code_reads: bool = False
+    #: every word is a plain string to it, options included (catalogue ``strings`` on the whole
+    #: chain: echo, basename): an unquoted expansion may split into any words harmlessly
+    strings: bool = False
 
 
 @dataclass
@@ -282,6 +285,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         tuple(acc.must_exist),
         imports_cwd=acc.imports_cwd,
         code_reads=acc.code_reads,
+        strings=_strings_only(chain),
     )
 
 

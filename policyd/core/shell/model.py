@@ -80,6 +80,10 @@ class SimpleCommand:
     #: the text its stdin reads, when a heredoc gives it literally (``<<'EOF'``, or ``<<EOF``
     #: whose body holds no ``$``, backquote or backslash); None otherwise
     stdin_text: str | None = field(default=None, compare=False)
+    #: per argument, how many words bash may make of it (``words.ONE``, ``DIGITS``, ``ANY``):
+    #: ``ANY`` for an unquoted expansion of a value the analysis does not know (``$(..)``,
+    #: ``$x``) and ``"$@"``, whose words may become options, operands or the program
+    splits: tuple[int, ...] = field(default=(), compare=False)
 
 
 #: ``SimpleCommand.arg_kinds`` / ``Redirect.kind`` values.

@@ -32,6 +32,7 @@ from policyd.core.shell.catalogue import Catalogue
 from policyd.core.shell.effects import SYSTEM_DIRS, Judgement, Word, judge
 from policyd.core.shell.model import EXPANSION, FILTER, LITERAL, PATTERN, ShellAnalysis, SimpleCommand, record
 from policyd.core.shell.walk import BRACE_RANGE, analyze
+from policyd.core.shell.words import ANY
 
 #: Where relative paths point after a ``cd`` known only at run time: outside every root.
 UNKNOWN_DIR = "/(unknown directory)"
@@ -60,6 +61,11 @@ _BRACE = re.compile(r"\{([^{}]*)\}")
 _GLOB = re.compile(r"[*?\[]")
 _SUBST = re.compile(r"\$\(([^()`]*)\)|`([^`]*)`")
 _DEVICES = ("/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr")
+#: An argument that keeps a ``token`` command's output a token: no ``/``, ``..`` or blank (a
+#: value, a file name), and a ``date`` format only of conversions and word characters: the
+#: format's other characters are printed as they are (``date +/../../x`` names a path,
+#: ``date '+1 -o x'`` is three words), ``%n``/``%t`` print blanks, ``%z`` a leading ``-``.
+_TOKEN_ARG = re.compile(r"(?!.*\.\.)(\+(?!-)(?:%[-_0^#]?[A-Za-mo-su-y]|%%|[A-Za-z0-9_:.,-])*|[^+/\s][^/\s]*)")
 
 
 @record
@@ -131,6 +137,14 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
         else:
             in_exec = ""
         unknown = list(j.reasons)
+        if ANY in c.splits and not j.strings:
+            # `head -n $(cat n) f`, `git log --max-count=$x`: bash splits the value into words
+            # (options, operands, behind `nice -n` the program) whatever role the word has here
+            split = next((a for a, n in zip(c.args, c.splits, strict=False)
+                          if n == ANY and not res.tokens_only(a)), None)
+            if split is not None:
+                unknown.append(f"{split!r} is not quoted: bash splits its value, unknown here, "
+                               "into words (options, operands, a program); quote it")
         own = list(current)
         chdirs: list[str] = []
         if j.chdirs:
@@ -336,6 +350,16 @@ class _Resolver:
             return None
         return replaced
 
+    def tokens_only(self, text: str) -> bool:
+        """Every expansion in the word ``text`` is a ``$(cmd)`` whose output is a token
+        (``foo-$(date -u +%F).txt``, ``-j$(nproc)``): the words bash splits it into (``date``
+        alone prints several) are plain names, none an option or a path elsewhere."""
+        if not _SUBST.search(text):
+            return False  # a loop's value from a glob (`for f in *; do .. $f`): file names
+        replaced = _SUBST.sub(lambda m: "T" if self.token(m.group(1) if m.group(1) is not None
+                                                          else m.group(2)) else "\0", text)
+        return "\0" not in replaced and "$" not in replaced and "`" not in replaced
+
     def token(self, inner: str) -> bool:
         """``inner`` is one catalogue command whose output is a token (``date +%F``)."""
         cached = self._token_cache.get(inner)
@@ -343,7 +367,8 @@ class _Resolver:
             return cached
         a = analyze(inner, max_depth=0)
         ok = (a.parse_ok and not a.unknown and len(a.commands) == 1
-              and not a.commands[0].dynamic and not a.redirects)
+              and not a.commands[0].dynamic and not a.redirects
+              and all(_TOKEN_ARG.fullmatch(w) for w in a.commands[0].args))
         if ok:
             j = judge(a.commands[0], self.catalogue)
             ok = j.stdout == "token" and not (j.effects - {"read"})

@@ -48,7 +48,18 @@ from policyd.core.shell.model import (
     SimpleCommand,
 )
 from policyd.core.shell.options import _PROC_SUBST, _SHELLS
-from policyd.core.shell.words import _EXPANSIONS, _PATTERN, _ansi_c, _dec, _norm_name, _Word, _word
+from policyd.core.shell.words import (
+    _EXPANSIONS,
+    _PATTERN,
+    ANY,
+    DIGITS,
+    ONE,
+    _ansi_c,
+    _dec,
+    _norm_name,
+    _Word,
+    _word,
+)
 from policyd.core.shell.wrappers import _analyse_argv, _h_shell
 
 # Non-ASCII bytes -> letters (bash treats them as word characters too), and so are vertical
@@ -194,8 +205,8 @@ _HIDDEN_CHECKS = frozenset({"function_definition", "subscript", "compound_statem
 class _State:
     """Accumulates results across the top-level text and nested shell strings."""
 
-    __slots__ = ("assignments", "commands", "dynamic", "env_reads", "errors", "full", "locals",
-                 "max_depth", "paths", "redirects", "scopes", "text_left", "unknown")
+    __slots__ = ("assignments", "commands", "dynamic", "env_reads", "errors", "full", "ifs",
+                 "locals", "max_depth", "paths", "redirects", "scopes", "text_left", "unknown")
 
     def __init__(self, max_depth: int) -> None:
         self.commands: list[SimpleCommand] = []
@@ -211,6 +222,8 @@ class _State:
         self.max_depth = max_depth
         self.text_left = MAX_TEXT_CHARS
         self.unknown: dict[str, None] = {}
+        #: the text may change IFS (it names it anywhere): a number splits too (IFS=1)
+        self.ifs = False
 
     def cannot_know(self, why: str) -> None:
         if len(self.unknown) < MAX_ERRORS:
@@ -238,8 +251,12 @@ class _State:
         return True
 
     def result(self) -> ShellAnalysis:
+        commands = self.commands
+        if self.ifs:  # IFS changed: a number or a loop's literal value splits like any value
+            commands = [c if DIGITS not in c.splits else dataclasses.replace(
+                c, splits=tuple(ANY if s == DIGITS else s for s in c.splits)) for c in commands]
         return ShellAnalysis(
-            commands=tuple(self.commands),
+            commands=tuple(commands),
             redirects=tuple(self.redirects),
             assignments=tuple(self.assignments),
             parse_ok=not self.errors,
@@ -259,6 +276,8 @@ class _State:
         statement of the text itself; not ``A=b cmd``, a subshell, a nested shell)."""
         self.assignments.append((name, value))
         self.scopes.append(EVERY_COMMAND)
+        if "IFS" in name or "IFS" in value:
+            self.ifs = True
         if local:
             self.locals.add(name.split("[", 1)[0])
 
@@ -268,6 +287,8 @@ def _analyze_text(st: _State, text: str, depth: int, label: str) -> None:
         st.error(f"nesting deeper than MAX_DEPTH={st.max_depth} at {label!r}")
         return
     src = text.encode("utf-8", "surrogatepass")
+    if "IFS" in text:
+        st.ifs = True
     # tree-sitter-bash's scanner calls ctype isalpha() etc. on the raw code point: non-ASCII
     # input reads outside the ctype table (a segfault for large code points). Parse an
     # ASCII image with the same byte offsets (_ASCII_IMAGE); words are read from the real bytes.
@@ -346,7 +367,8 @@ def _wordish(n: Node) -> bool:
 def _joined(first: _Word, then: _Word) -> _Word:
     """One bash word of two nodes with nothing between them: tree-sitter-bash ends a word at
     a quoted part followed by an escape (``'.en'\\v`` is two arguments there, ``.env`` to bash)."""
-    return _Word(first.value + then.value, first.dyn or then.dyn, first.start, then.end, first.exp or then.exp)
+    return _Word(first.value + then.value, first.dyn or then.dyn, first.start, then.end, first.exp or then.exp,
+                 max(first.split, then.split))
 
 
 #: A backslash before a space or tab: inside a word both parsers read an escaped blank, but
@@ -623,7 +645,10 @@ class _Walker:
         for start, end, name, value, pattern in reversed(self.loops):
             if start <= node.start_byte < end and text in (f"${name}", f"${{{name}}}", f'"${name}"',
                                                               f'"${{{name}}}"'):
-                return _Word(value, pattern, w.start, w.end)
+                # a glob's file names may hold blanks; a literal value splits where it has some
+                split = ONE if text.startswith('"') else (
+                    ANY if pattern or re.search(r"[\s*?\[]", value) else DIGITS)
+                return _Word(value, pattern, w.start, w.end, split=split)
         return w
 
     def arithmetic(self, node: Node) -> None:
@@ -1025,7 +1050,10 @@ class _Walker:
                 stdin_from,
                 stdin_args,
                 seq if label == self.label else "",
+                splits=tuple(w.split for w in ws[1:]),
             )
+            if not st.ifs and any("IFS" in w.value for w in ws):
+                st.ifs = True  # `read IFS`, `declare I''FS=1`, `printf -v IFS`
             if not st.add(cmd):
                 break
             if out.assigns:  # `env A=b cmd`: reaches what the wrapper runs

@@ -82,21 +82,53 @@ def _ansi_c(raw: str) -> str:
     return _ANSI_ESCAPE.sub(_ansi_char, raw) if "\\" in raw else raw
 
 
+#: ``_Word.split``: how many words bash may make of the word. ONE: one word (no expansion
+#: outside quotes); DIGITS: an unquoted expansion whose value is a number (``$((..))``,
+#: ``$?``, ``$#``, ``$$``, ``$!``, ``${#x}``) or a for loop's literal value: one word
+#: unless the text changes ``IFS``; ANY: an unquoted expansion of a value the analysis does
+#: not know (``$(..)``, backquotes, ``$x``, ``${a[@]}``) or a quoted ``"$@"``/``"${a[@]}"``:
+#: any number of words, which become options, operands or, behind a wrapper, the program.
+ONE, DIGITS, ANY = 0, 1, 2
+#: Parameters whose value is a number: ``$?``, ``$#``, ``$$``, ``$!``; ``${#x}`` (a length).
+_NUMBER_PARAM = re.compile(r"\$[?#$!]|\$\{[?#$!]\}|\$\{#[^}]*\}")
+
+
 class _Word:
-    """A word's unquoted value, whether it is dynamic / holds an expansion, its byte span."""
+    """A word's unquoted value, whether it is dynamic / holds an expansion, its byte span,
+    and how many words bash may make of it (``split``: ONE, DIGITS or ANY)."""
 
-    __slots__ = ("dyn", "end", "exp", "start", "value")
+    __slots__ = ("dyn", "end", "exp", "split", "start", "value")
 
-    def __init__(self, value: str, dyn: bool, start: int, end: int, exp: bool = False) -> None:
+    def __init__(self, value: str, dyn: bool, start: int, end: int, exp: bool = False,
+                 split: int = ONE) -> None:
         self.value = value
         self.dyn = dyn
         self.start = start
         self.end = end
         self.exp = exp  # contains an expansion node (may hide a command substitution)
+        self.split = split
 
 
-def _collect(node: Node, src: bytes, out: list[str], pat: list[str]) -> bool:
-    """Append ``node``'s unquoted value to ``out`` (glob-relevant text to ``pat``).
+def _param_split(text: str) -> int:
+    """How many words an unquoted ``$NAME``/``${...}`` makes (see ONE, DIGITS, ANY)."""
+    return DIGITS if _NUMBER_PARAM.fullmatch(text) else ANY
+
+
+def _unquoted_split(node: Node, src: bytes) -> int:
+    """How many words the unquoted expansion (or unknown node) ``node`` makes."""
+    t = node.type
+    if t == "simple_expansion" or t == "expansion":
+        return _param_split(_dec(src[node.start_byte : node.end_byte]))
+    if t == "arithmetic_expansion":
+        return DIGITS  # a number (the variables it names are refused by the walk)
+    if t == "process_substitution" or t == "brace_expression":
+        return ONE  # /dev/fd/N; brace expansion: literal words the walk counts
+    return ANY  # $(..), backquotes, or a node kind this reader does not know
+
+
+def _collect(node: Node, src: bytes, out: list[str], pat: list[str], split: list[int]) -> bool:
+    """Append ``node``'s unquoted value to ``out`` (glob-relevant text to ``pat``, how many
+    words each expansion makes to ``split``).
 
     Returns True when the node contains an expansion.
     """
@@ -125,9 +157,12 @@ def _collect(node: Node, src: bytes, out: list[str], pat: list[str]) -> bool:
         for ch in node.named_children:
             if ch.type in _EXPANSIONS:
                 out.append(_dq_unescape(_dec(src[pos : ch.start_byte])))
-                out.append(_dec(src[ch.start_byte : ch.end_byte]))
+                text = _dec(src[ch.start_byte : ch.end_byte])
+                out.append(text)
                 pos = ch.end_byte
                 dyn = True
+                if "@" in text and ch.type in ("simple_expansion", "expansion"):
+                    split.append(ANY)  # "$@", "${a[@]}": a word per element
         if pos < inner_end:
             out.append(_dq_unescape(_dec(src[pos:inner_end])))
         pat.append("\0")
@@ -141,7 +176,7 @@ def _collect(node: Node, src: bytes, out: list[str], pat: list[str]) -> bool:
                 out.append(_unescape_unquoted(gap))
                 pat.append(gap)
             if ch.is_named:
-                dyn = _collect(ch, src, out, pat) or dyn
+                dyn = _collect(ch, src, out, pat, split) or dyn
             else:
                 raw = _dec(src[ch.start_byte : ch.end_byte])
                 out.append(_unescape_unquoted(raw))
@@ -154,6 +189,7 @@ def _collect(node: Node, src: bytes, out: list[str], pat: list[str]) -> bool:
         return dyn
     out.append(_dec(src[node.start_byte : node.end_byte]))
     pat.append("\0")
+    split.append(_unquoted_split(node, src))
     return True  # an expansion, or a node kind this reader does not know: not a literal
 
 
@@ -174,12 +210,14 @@ def _word(node: Node, src: bytes) -> _Word:
         if len(seg) >= 2 and seg[-1:] == b"'":
             return _Word(_dec(seg[1:-1]), False, start, end)
     elif t == "simple_expansion" or t == "expansion":
-        return _Word(_dec(src[start:end]), True, start, end, True)
+        text = _dec(src[start:end])
+        return _Word(text, True, start, end, True, _param_split(text))
     out: list[str] = []
     pat: list[str] = []
-    exp = _collect(node, src, out, pat)
+    split: list[int] = []
+    exp = _collect(node, src, out, pat, split)
     dyn = exp or _PATTERN.search("".join(pat)) is not None
-    return _Word("".join(out), dyn, start, end, exp)
+    return _Word("".join(out), dyn, start, end, exp, max(split, default=ONE))
 
 
 def _norm_name(value: str, dyn: bool) -> str:
