@@ -440,8 +440,12 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
         if got is None:
             i += 1
             continue
-        opts, i = got
+        opts, after = got
+        apart = words[i + 1 : after]  # values given as words of their own (not -xV, --x=V)
+        i = after
         for opt, value in opts:
+            if value is not None and value[1] == PATTERN and any(value is w for w in apart):
+                _several_words(opt.names[0], value, acc)
             acc.options.append(opt.names[0])
             acc.all_names.extend(opt.names)
             if value is not None:
@@ -504,6 +508,23 @@ def _may_be_option(p: Program, chain: list[Program], a: str, k: int, acc: _Acc) 
         acc.unknown(f"{a!r} may expand to an option")
     elif k == PATTERN and a[:1] in ("*", "?", "[") and _risky(p):
         acc.unknown(f"glob {a!r} may match a file named like an option")
+    elif k == PATTERN and _brace_option(a) and not _strings_only(chain):
+        acc.unknown(f"brace expansion {a!r} makes an option")
+
+
+def _several_words(name: str, value: Word, acc: _Acc) -> None:
+    """An unquoted glob or brace expansion given as an option's value in a word of its own
+    makes any number of words (``head -n {5,KEY} f``, ``find . -name *`` over a file named
+    ``-delete``, ``awk -v n=*``): the words after the first are operands, options or the
+    program. Attached (``--include=*.py``, ``-n{1,2}``) every word keeps the option's name."""
+    acc.unknown(f"the value {value[0]!r} of {name} is an unquoted glob or brace expansion: "
+                "bash may make several words of it (operands, options); quote it")
+
+
+def _brace_option(a: str) -> bool:
+    """A brace expansion at the start of a word with an alternative that starts with ``-``
+    (``{-v,x}``, ``{--output=F,HEAD}``, ``{-1..3}``, ``{1..-1}``): it makes an option."""
+    return a[:1] == "{" and ("{-" in a or ",-" in a or "..-" in a)
 
 
 def _strings_only(chain: list[Program]) -> bool:
@@ -1025,6 +1046,8 @@ def _find(entry: Program, words: list[Word], acc: _Acc) -> None:
                     acc.writes.append(t)
                     acc.deletes.append(t)
         if o.arity == 1 and i + 1 < n:
+            if words[i + 1][1] == PATTERN:
+                _several_words(a, words[i + 1], acc)  # `find . -name *` over a file `-delete`
             if a in ("-name", "-iname") and words[i + 1][1] == LITERAL:
                 names.append(words[i + 1])
             negated = i > 0 and words[i - 1][0] in ("!", "-not")

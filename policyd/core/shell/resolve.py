@@ -367,7 +367,7 @@ class _Resolver:
             return cached
         a = analyze(inner, max_depth=0)
         ok = (a.parse_ok and not a.unknown and len(a.commands) == 1
-              and not a.commands[0].dynamic and not a.redirects
+              and not a.commands[0].dynamic and not a.redirects and not a.assignments  # TZ='<-o>5'
               and all(_TOKEN_ARG.fullmatch(w) for w in a.commands[0].args))
         if ok:
             j = judge(a.commands[0], self.catalogue)
