@@ -212,9 +212,12 @@ def test_expansions_are_unknown_locations(text: str, where: str) -> None:
 
 
 def test_loop_variable_over_one_literal_or_glob_is_certain() -> None:
-    """`for f in src/*.py; do wc -l $f; done`: $f is src/*.py; a body that reassigns f, or a
-    list of several words, leaves it unknown."""
-    assert [] == field("for f in src/*.py; do wc -l $f; done", "unknown")
+    """`for f in src/*.py; do wc -l "$f"; done`: $f is src/*.py; a body that reassigns f, or a
+    list of several words, leaves it unknown. Unquoted, a file name it matches may hold blanks
+    and split into options (`src/x --files0-from=l y.py`): unknown; a literal value is one word."""
+    assert field("for f in src/*.py; do wc -l $f; done", "unknown")
+    assert [] == field("for f in src/a.py; do wc -l $f; done", "unknown")
+    assert [] == field("for f in src/*.py; do wc -l \"$f\"; done", "unknown")
     assert "/w/p/src/*.py" in field("for f in src/*.py; do wc -l \"$f\"; done", "reads")
     assert field("for f in *.py; do f=~/.ssh/id_rsa; cat $f; done", "unknown")
     assert field("for f in a ~/.ssh/id_rsa; do cat \"$f\"; done", "unknown")

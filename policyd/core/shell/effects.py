@@ -441,10 +441,10 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
             i += 1
             continue
         opts, after = got
-        apart = words[i + 1 : after]  # values given as words of their own (not -xV, --x=V)
+        apart = after > i + 1  # the last option's value is the next word (not -xV, --x=V)
         i = after
-        for opt, value in opts:
-            if value is not None and value[1] == PATTERN and any(value is w for w in apart):
+        for n_opt, (opt, value) in enumerate(opts, 1):
+            if apart and n_opt == len(opts) and value is not None and value[1] == PATTERN:
                 _several_words(opt.names[0], value, acc)
             acc.options.append(opt.names[0])
             acc.all_names.extend(opt.names)
