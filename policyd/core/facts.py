@@ -745,24 +745,41 @@ class Facts:
         return out
 
     def _code_reads_unending(self) -> list[str]:
-        """Why proven inline code is unknown: a file it reads is, through links, a device or
-        kernel file (``open('z')`` with ``z -> /dev/zero`` never ends), or no regular file nor
-        directory (a FIFO whose writer never comes: ``mkfifo p`` by an earlier call)."""
-        if self._realpath is None and self._file_kind is None:
+        """Why a read never ends: a file proven inline code reads is, through links, a device
+        or kernel file (``open('z')`` with ``z -> /dev/zero`` never ends); a file any command
+        reads (an operand or a ``<`` redirect) is not such a file as written but is one through
+        links (``cat z`` with ``z -> /dev/zero``: the literal device names are judged by the
+        endless check); a file read is no regular file nor directory (a FIFO whose writer
+        never comes: ``mkfifo p`` by an earlier call), or is a FIFO ``mkfifo`` makes in the
+        same call (``mkfifo p && cat p``)."""
+        a = self.analysis
+        if a is None:
+            return []
+        fifos = {p for c, cf in zip(a.commands, self.shell_facts, strict=True)
+                 if cf.judgement.entry == "mkfifo" for p in cf.writes}
+        if self._realpath is None and self._file_kind is None and not fifos:
             return []
         out: list[str] = []
-        for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
-            if not cf.judgement.code_reads:
-                continue
-            for p in cf.reads:
-                if not p.startswith("/") or p == UNKNOWN_PATH:
+        redirected = [(-1 if r.command < 0 else r.command, t) for r, (op, raw, _, targets) in
+                      zip(a.redirects, self.redirect_targets, strict=True)
+                      if raw and op.lstrip("0123456789") in ("<", "<>") for t in targets]
+        for i, (c, cf) in enumerate(zip(a.commands, self.shell_facts, strict=True)):
+            for p in [*cf.reads, *(t for k, t in redirected if k == i)]:
+                if not p.startswith("/") or p == UNKNOWN_PATH or _GLOB_CHARS.search(p):
+                    continue
+                if p in fifos:
+                    out.append(f"{c.name}: reads {p}, a FIFO the same command makes (it may never be written)")
                     continue
                 real = self._realpath(p) if self._realpath is not None else p
-                if unending(real):
+                if unending(real) and (cf.judgement.code_reads or not unending(p)):
                     out.append(f"{c.name}: reads {p}, a device or kernel file ({real})")
-                elif self._file_kind is not None and self._file_kind(p) == "other":
+                elif (not unending(p) and self._file_kind is not None
+                      and (cf.judgement.code_reads or cf.judgement.entry) and self._file_kind(p) == "other"):
                     out.append(f"{c.name}: reads {p}, no regular file (a FIFO may never be written)")
-        return out
+        for k, p in redirected:
+            if k < 0 and p in fifos:
+                out.append(f"reads {p}, a FIFO the same command makes (it may never be written)")
+        return list(_unique(out))
 
     def _imports_out(self, name: str, cwds: Iterable[str], roots: Iterable[str]) -> list[str]:
         """Why ``python -c`` code is unknown: an entry its working directory holds that Python

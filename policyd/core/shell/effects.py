@@ -800,14 +800,23 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
             acc.unknown(f"variable name {value!r} is evaluated (subscripts run code)")
         acc.variables.append(value)
     elif role == "env":
-        name, eq, _ = value.partition("=")
         if handler == "make" and ("$" in value or "`" in value or kind != LITERAL):
             acc.effects.add("exec")  # make VAR=$(shell ...) runs code
             acc.execs.append(value)
-        elif handler == "make" and eq and name.upper() in ("SHELL", "MAKEFLAGS", "MAKE", "MFLAGS"):
-            acc.effects.add("exec")
-        elif handler == "make" and not eq:
+        elif handler == "make" and "=" in value:
+            _role("variable", w, p, chain, acc)  # CC=/tmp/x.sh: the program make's rules run
+        elif handler == "make":
             _role("target", w, p, chain, acc)  # a make operand without '=' is a target
+    elif role == "variable":
+        # a build variable NAME[:TYPE]=VALUE (make's operands, cmake -D): plain only when the
+        # entry lists NAME and VALUE matches its pattern; CC, CMAKE_C_COMPILER, MAKEFILES,
+        # CMAKE_PROJECT_INCLUDE... name programs or files of code the build runs
+        head, eq, val = value.partition("=")
+        var = head.split(":", 1)[0]
+        pattern = chain[0].variables.get(var, chain[0].variables.get("*"))
+        if kind != LITERAL or not eq or pattern is None or not re.fullmatch(pattern, val):
+            acc.effects.add("exec")
+            acc.execs.append(value)
     elif role in ("size", "bound"):
         size = _size(value[1:] if role == "size" and value[:1] in "+-<>/%" and len(value) > 1 else value, kind)
         if role == "bound":
