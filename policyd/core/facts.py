@@ -19,6 +19,7 @@ Rules this module owns:
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -513,8 +514,57 @@ class Facts:
         :attr:`run_unknowns` finds refuses it too, and so does what :attr:`code_refusals`
         finds (proven inline code that imports the project's files is not proven). Empty
         tuples: each run is project code (effect ``run``)."""
-        return tuple((*r, *u, *c) for r, u, c in zip(self._run_checks[0], self.run_unknowns, self.code_refusals,
-                                                     strict=True))
+        return tuple((*r, *u, *c, *b) for r, u, c, b in zip(self._run_checks[0], self.run_unknowns,
+                                                             self.code_refusals, self.code_file_refusals,
+                                                             strict=True))
+
+    @once
+    def code_file_refusals(self) -> tuple[tuple[str, ...], ...]:
+        """Per command, why the project files it runs or loads as code (``Judgement.code_files``:
+        every file for a build or test command — make, npm test, pytest, cargo, go test; the
+        config a linter reads plugins and hooks from, ``.pylintrc``) are not the project's code:
+        a command before it in the same call writes one inside the session roots, or writes a
+        path the command line does not name (``npm pkg set``, a download): ``printf ... >
+        Makefile && make``, ``echo ... > conftest.py && pytest``, ``npm pkg set scripts.test=...
+        && npm test`` are the ``run`` refusal of ``echo ... > p.sh && bash p.sh`` for a runner
+        of the whole project. Writes of build and test commands themselves (``cmake -B build``
+        then ``cmake --build build``), creations (``mkdir -p build``) and deletions do not count."""
+        a = self.analysis
+        cfs = self.shell_facts
+        if a is None or not any(cf.judgement.code_files for cf in cfs):
+            return tuple(() for _ in cfs)
+        roots = list(self.query.session.roots)
+        before: list[list[str]] = [[] for _ in cfs]  # writes of command j, in order
+        for j, cf in enumerate(cfs):
+            jd = cf.judgement
+            if {"build", "test"} & jd.effects:
+                continue
+            gone = set(cf.deletes) | set(cf.creates)
+            before[j].extend(w for w in cf.writes if w not in gone)
+            if "write" in jd.effects and not cf.writes:
+                before[j].append(UNKNOWN_PATH)  # npm pkg set, a download: the file is not named
+        loose: list[str] = []  # redirects of a compound statement: order not known
+        for r, (op, raw, _, targets) in zip(a.redirects, self.redirect_targets, strict=True):
+            if not raw or op.lstrip("0123456789") not in WRITE_REDIRECTS:
+                continue
+            if 0 <= r.command < len(before):
+                if not {"build", "test"} & cfs[r.command].judgement.effects:  # `make > log`: its output
+                    before[r.command].extend(targets)
+            else:
+                loose.extend(targets)
+        out: list[tuple[str, ...]] = []
+        for i, (c, cf) in enumerate(zip(a.commands, cfs, strict=True)):
+            globs = cf.judgement.code_files
+            why = ""
+            for w in [*(w for ws in before[:i] for w in ws), *loose] if globs else ():
+                name = w.rsplit("/", 1)[-1]
+                if w == UNKNOWN_PATH or (any(paths.within(w, r) for r in roots)
+                                         and any(fnmatch.fnmatchcase(name, g) for g in globs)):
+                    why = (f"{c.name}: runs the project's files as code, and the same command writes "
+                           f"{w} before it")
+                    break
+            out.append((why,) if why else ())
+        return tuple(out)
 
     @property
     def code_refusals(self) -> tuple[tuple[str, ...], ...]:
@@ -536,7 +586,7 @@ class Facts:
     def _code_checks(self) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
         """(:attr:`code_refusals`, why each command is unknown: a directory too big to list)."""
         a = self.analysis
-        if a is None or not any(cf.judgement.imports_cwd for cf in self.shell_facts):
+        if a is None or not any(cf.judgement.imports_cwd or cf.judgement.module_dirs for cf in self.shell_facts):
             empty = tuple(() for _ in self.shell_facts)
             return empty, empty
         written = [*self.write_paths, *self.real_write_paths]
@@ -547,7 +597,8 @@ class Facts:
         for c, cf in zip(a.commands, self.shell_facts, strict=True):
             why: list[str] = []
             odd: list[str] = []
-            for d in cf.cwds if cf.judgement.imports_cwd else ():
+            proven = list(cf.cwds) if cf.judgement.imports_cwd else []
+            for d in [*proven, *(self._module_dirs(cf) if cf.judgement.module_dirs else ())]:
                 if not d.startswith("/") or d == UNKNOWN_PATH:
                     continue  # unknown already (_imports_out)
                 if _GLOB_CHARS.search(d):
@@ -558,8 +609,8 @@ class Facts:
                     if w == UNKNOWN_PATH or paths.within(d, w) or importable(first) or _GLOB_CHARS.search(first):
                         why.append(f"{c.name}: imports from {d}, where the same command writes {w}")
                         break
-                if self._importables is None or cf.judgement.imports_cwd != "code":
-                    continue
+                if self._importables is None or cf.judgement.imports_cwd != "code" or d not in proven:
+                    continue  # python -m X, python FILE: the project's modules are its code
                 found = self._importables(d)
                 if found is None:
                     odd.append(f"{c.name}: imports modules from {d}, too big to list")
@@ -721,7 +772,7 @@ class Facts:
         """Why a command that follows symbolic links below its directories is unknown: a link
         there leads out of the session roots, or the tree is too big to scan."""
         if self._links_below is None or not any(cf.judgement.follows or cf.judgement.imports_cwd
-                                                for cf in self.shell_facts):
+                                                or cf.judgement.module_dirs for cf in self.shell_facts):
             return []
         roots = [*self.query.session.roots, *(self._realpath(r) for r in self.query.session.raw_roots
                                                if self._realpath is not None)]
@@ -729,6 +780,8 @@ class Facts:
         for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
             if cf.judgement.imports_cwd:
                 out.extend(self._imports_out(c.name, cf.cwds, roots))
+            if cf.judgement.module_dirs:
+                out.extend(self._imports_out(c.name, self._module_dirs(cf), roots))
             if not cf.judgement.follows:
                 continue
             for p in _unique([*cf.reads, *cf.writes]) or cf.cwds:  # `rg -L x`: where it runs
@@ -780,6 +833,10 @@ class Facts:
             if k < 0 and p in fifos:
                 out.append(f"reads {p}, a FIFO the same command makes (it may never be written)")
         return list(_unique(out))
+
+    def _module_dirs(self, cf: CommandFacts) -> list[str]:
+        """``Judgement.module_dirs`` resolved where the command runs."""
+        return list(_unique(r for w, k in cf.judgement.module_dirs for r in self._resolve_in(w, k, cf.cwds)))
 
     def _imports_out(self, name: str, cwds: Iterable[str], roots: Iterable[str]) -> list[str]:
         """Why ``python -c`` code is unknown: an entry its working directory holds that Python

@@ -48,7 +48,7 @@ _PROGRAM_KEYS = frozenset({
     "names", "summary", "source", "syntax", "handler", "effects", "operands", "options",
     "subcommand", "stdout", "stdin", "script_language", "env", "writes_into",
     "response_files", "registry", "follows_links", "bare", "unlisted_subcommand", "examples",
-    "env_plain", "env_closed", "bare_effects", "strings", "variables",
+    "env_plain", "env_closed", "bare_effects", "strings", "variables", "code_files",
 })
 _EXAMPLE_KEYS = frozenset({"command", "effects"})
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
@@ -167,6 +167,10 @@ class Program:
     #: may set as plain data: name (``*``: any other name) -> the regular expression its value
     #: must match as a whole (any other name, or value, may name a program the build runs: ``exec``)
     variables: Mapping[str, str] = field(default_factory=dict)
+    #: names (globs) of the files it loads as code besides what its effects say: a read-only
+    #: linter's config that names plugins or hooks (``.pylintrc`` init-hook, ``mypy.ini``
+    #: plugins); a build/test command runs every file of the project (SCHEMA.md)
+    code_files: tuple[str, ...] = ()
 
 
 def slots_for(p: Program, replaced: Sequence[str]) -> list[Operand]:
@@ -449,6 +453,10 @@ class _Checker:
                 self.bad(path, f"{key} must be a string")
         examples = self._examples(path, raw.get("examples"))
         variables = self._variables(path, raw.get("variables"))
+        code_files = self.strings(path, raw.get("code_files"), "code_files")
+        for g in code_files:
+            if "/" in g or not g:
+                self.bad(path, f"code_files: {g!r} must be a file-name glob without '/'")
         operands = self._list(path, raw.get("operands"), "operands", self.operand)
         options = self._list(path, raw.get("options"), "options", self.option)
         spellings: dict[str, str] = {}
@@ -481,7 +489,8 @@ class _Checker:
                        registry, follows_links, self.intern(frozenset(env_plain)), env_closed,
                        self.intern(frozenset(bare_effects)),
                        bare if isinstance(bare, str) else "",
-                       unlisted if isinstance(unlisted, str) else "", examples, strings, variables)
+                       unlisted if isinstance(unlisted, str) else "", examples, strings, variables,
+                       self.intern(tuple(code_files)))
 
     def _variables(self, where: str, value: object) -> dict[str, str]:
         """``variables = [{ names = ["V", "VERBOSE"], pattern = "[0-9]?" }]``: each name (or

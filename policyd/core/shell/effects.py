@@ -120,6 +120,15 @@ class Judgement:
     #: proven inline code reads files (``open('x')``): one that is a device or kernel file
     #: through a link (``x -> /dev/zero``) never ends; the facts check the real paths
     code_reads: bool = False
+    #: names (globs) of the project's files it runs or loads as code: ``*`` for a build or
+    #: test command (every file of the project), the entry's ``code_files`` (``.pylintrc``);
+    #: one the same call writes before it is not the project's code (``Facts.run_refusals``)
+    code_files: tuple[str, ...] = ()
+    #: directories Python imports modules from first besides ``imports_cwd``: a script's own
+    #: directory (``python scripts/gen.py`` imports ``scripts/json.py``); an entry there
+    #: linking out of the roots, or written by the same call, is not the project's code
+    #: (``Facts._links_out``, ``Facts.code_refusals``)
+    module_dirs: tuple[Word, ...] = ()
 
 
 @dataclass
@@ -147,6 +156,7 @@ class _Acc:
     bounded: bool = False
     imports_cwd: str = ""
     code_reads: bool = False
+    module_dirs: list[Word] = field(default_factory=list)
     seconds: float = 0.0  # the durations it waits (role duration), summed
     runs: list[Word] = field(default_factory=list)
     must_exist: list[Word] = field(default_factory=list)  # runs that are searched for when missing
@@ -200,6 +210,10 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         chain = _parse(entry, words, acc, cmd)
     if acc.code:
         _inline(acc, cmd)
+    if entry.handler == "python":
+        # sys.path[0] of python FILE: the script's directory (python -m MODULE and proven
+        # -c/stdin code import from the working directory: imports_cwd)
+        acc.module_dirs.extend((w.rsplit("/", 1)[0] or "/" if "/" in w else ".", k) for w, k in acc.runs)
     if by_path and not acc.reasons:
         if project_tool or ({"build", "test"} & acc.effects and "exec" not in acc.effects):
             # a project's own build wrapper (./gradlew, ./mvnw) or environment's interpreter running
@@ -282,6 +296,9 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         tuple(acc.must_exist),
         imports_cwd=acc.imports_cwd,
         code_reads=acc.code_reads,
+        code_files=("*",) if {"build", "test"} & acc.effects else tuple(
+            dict.fromkeys(g for p in chain for g in p.code_files)),
+        module_dirs=tuple(dict.fromkeys(acc.module_dirs)),
     )
 
 

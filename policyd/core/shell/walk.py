@@ -1412,9 +1412,21 @@ def split_argv_command(argv: Sequence[str]) -> str:
     if not vals:
         return ""
     name = _norm_name(vals[0], False)
-    if name.lower() in _SHELLS:
+    where = vals[0].rsplit("/", 1)[0] if "/" in vals[0] else ""
+    opts = list(itertools.takewhile(_PLAIN_SHELL_OPTION.fullmatch, vals[1:]))
+    if (name.lower() in _SHELLS and (not where or where in _SHELL_DIRS) and len(vals) > len(opts) + 1
+            and "c" in "".join(opts)):
+        # only `bash -lc TEXT [ARG0 ARG...]` itself: a shell from elsewhere (/tmp/x/bash) is
+        # judged as the program it is, and other options of its own (--rcfile F, -i, -s, +o)
+        # stay on the line for the analysis (joined below)
         out, _ = _h_shell(name, vals[1:])
         if out.shells and out.shells[0][0].strip():
             return out.shells[0][0]
     return shlex.join(vals)
+
+
+#: Directories of the shell an argv may name to be unwrapped (``/bin/bash -lc X``).
+_SHELL_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin"})
+#: The shell options an unwrapped argv may give before its text: -c with -l (login), -e, -u, -x.
+_PLAIN_SHELL_OPTION = re.compile(r"-[celux]+")
 
