@@ -30,7 +30,7 @@ from policyd.core.inline.model import unending
 from policyd.core.inline.python import importable
 from policyd.core.model import CONNECT_KIND, NO_CONNECTION, TOOL_KINDS, PermissionQuery
 from policyd.core.shell import catalogue as shell_catalogue
-from policyd.core.shell.effects import ENDLESS_DEVICES
+from policyd.core.shell.effects import ENDLESS_DEVICES, SYSTEM_DIRS
 from policyd.core.shell.model import EXPANSION, FILTER, LITERAL, PATTERN
 from policyd.core.shell.resolve import (
     UNKNOWN_DIR,  # noqa: F401 - re-exported (facts.UNKNOWN_DIR)
@@ -122,9 +122,13 @@ TOOL_FIELDS: tuple[str, ...] = (
 )
 
 RealPath = Callable[[str], str]
-#: What a path is, links followed: ``"file"`` (a regular file), ``"dir"``, ``"missing"``
-#: (nothing there, not even a dangling link) or ``"other"`` (see ``realpaths.file_kind``).
+#: What a path is, links followed: ``"file"`` (a regular file), ``"linked"`` (a regular
+#: file with more than one hard link), ``"dir"``, ``"missing"`` (nothing there, not even a
+#: dangling link) or ``"other"`` (see ``realpaths.file_kind``).
 FileKind = Callable[[str], str]
+#: The interpreter line of a file run as a program (``realpaths.interpreter``): the ``#!``
+#: text, an ELF file's loader, ``""`` for none, None when unreadable.
+Interpreter = Callable[[str], "str | None"]
 #: Other names a program told to run a file may open in its place when the file is missing
 #: or a directory (node: NAME.js, NAME.json, NAME.node, NAME/index.js; python DIR runs
 #: DIR/__main__.py): each must lead inside the roots too.
@@ -228,15 +232,18 @@ class Facts:
     :attr:`run_unknowns`); without it a file the program would search for is unknown and
     nothing else is looked at. ``importables`` (``realpaths.importable_entries``) lists what
     proven ``python -c`` code would import from its working directory (:attr:`code_refusals`);
-    without it nothing is listed.
+    without it nothing is listed. ``interpreter`` (``realpaths.interpreter``) reads the ``#!``
+    line of a workspace file run as a program (:meth:`_interpreter_unknown`); without it the
+    line is not read.
     """
 
     def __init__(self, query: PermissionQuery, realpath: RealPath | None = None,
                  catalogue: shell_catalogue.Catalogue | None = None,
                  links_below: LinksBelow | None = None, file_kind: FileKind | None = None,
-                 importables: Importables | None = None) -> None:
+                 importables: Importables | None = None, interpreter: Interpreter | None = None) -> None:
         self.query = query
         self._importables = importables
+        self._interpreter = interpreter
         self._realpath = realpath
         self._file_kind = file_kind
         self._links_below = links_below
@@ -659,6 +666,8 @@ class Facts:
                     why.append(f"{c.name}: runs {p}, outside the session roots")
                     continue
                 odd.extend(self._run_kind(c.name, p, p in cf.must_exist))
+                if c.argv and p in self._resolve_in(c.argv[0], LITERAL, cf.cwds[:1]):
+                    odd.extend(self._interpreter_unknown(c.name, p, roots, real_roots))
                 reals = [p, *(p + s for s in RUN_CANDIDATES)]
                 if self._realpath is not None:
                     reals = [self._realpath(x) for x in reals]
@@ -673,6 +682,37 @@ class Facts:
             unknown.append(tuple(_unique(odd)))
         return tuple(out), tuple(unknown)
 
+    def _interpreter_unknown(self, name: str, p: str, roots: list[str], real_roots: list[str]) -> list[str]:
+        """Why the program the kernel runs for the workspace file ``p`` (run as the command
+        itself: ``./tool``) is not known: its ``#!`` line (or ELF loader) names a program that
+        is neither the system's (``/usr/bin/python3``, ``/usr/bin/env NAME``) nor a file inside
+        the roots whose real path is inside them or the system's; ``env -S`` (a command line);
+        an argument of more than option characters; or the head cannot be read."""
+        if self._interpreter is None or (self._file_kind is not None and self._file_kind(p) != "file"):
+            return []
+        line = self._interpreter(p)
+        if line == "":
+            return []
+        parts = line.split(None, 1) if line else []
+        prog, arg = (parts[0], parts[1] if len(parts) > 1 else "") if parts else ("", "")
+        why = ""
+        if not prog.startswith("/"):
+            why = "cannot be read" if line is None else "is no absolute path"
+        elif prog.rsplit("/", 1)[-1] == "env" and prog.rsplit("/", 1)[0] in SYSTEM_DIRS:
+            if not re.fullmatch(r"[\w.+-]+", arg):
+                why = f"runs {arg!r} through env (a name looked up in PATH, or a command line: -S)"
+        elif not re.fullmatch(r"(-[\w=.-]*)?", arg):
+            why = f"gives it {arg!r}"
+        else:
+            real = self._realpath(prog) if self._realpath is not None else prog
+            system = prog.rsplit("/", 1)[0] in SYSTEM_DIRS or prog.startswith(("/lib/", "/lib64/", "/usr/lib/"))
+            inside = any(paths.within(prog, r) and prog != r for r in roots)
+            if not (system or inside) or not (
+                    any(paths.within(real, r) for r in real_roots) or real.rsplit("/", 1)[0] in SYSTEM_DIRS
+                    or real.startswith(("/lib/", "/lib64/", "/usr/lib/", "/usr/local/lib/"))):
+                why = "is not the system's program nor a file inside the session roots"
+        return [f"{name}: runs {p}, whose interpreter line {line!r} {why}"] if why else []
+
     def _run_kind(self, name: str, p: str, searched: bool) -> list[str]:
         """Why running ``p`` is unknown by what it is: a directory or no regular file (the
         program runs something it holds), missing where the program then searches
@@ -684,6 +724,9 @@ class Facts:
         kind = self._file_kind(p)
         if kind == "file":
             return []
+        if kind == "linked":
+            return [f"{name}: runs {p}, a file with more than one hard link: its content is also that of "
+                    "a name anywhere on the file system (ln /tmp/x.py hl.py)"]
         if kind != "missing":
             return [f"{name}: runs {p}, which is {'a directory' if kind == 'dir' else 'no regular file'}: "
                     f"{name} runs what it holds or leads to"]

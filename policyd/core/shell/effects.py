@@ -208,6 +208,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         if entry.script_language in CODE_LANGUAGES and cmd.stdin_text is not None:
             words = _stdin_code(entry, words, cmd.stdin_text)
         chain = _parse(entry, words, acc, cmd)
+    runner = bool({"build", "test"} & acc.effects)  # the catalogue's, not proven inline code's
     if acc.code:
         _inline(acc, cmd)
     if entry.handler == "python":
@@ -296,7 +297,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         tuple(acc.must_exist),
         imports_cwd=acc.imports_cwd,
         code_reads=acc.code_reads,
-        code_files=("*",) if {"build", "test"} & acc.effects else tuple(
+        code_files=("*",) if runner else tuple(
             dict.fromkeys(g for p in chain for g in p.code_files)),
         module_dirs=tuple(dict.fromkeys(acc.module_dirs)),
     )
