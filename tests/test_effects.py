@@ -568,3 +568,24 @@ def test_build_variables_are_data_only_from_the_allow_list(text: str, plain: boo
     catalogue's ``variables`` with values of their form are data; any other is ``exec``."""
     effects = field(text, "effects")
     assert plain == ("exec" not in effects and "unknown" not in effects), effects
+
+
+@pytest.mark.parametrize(
+    ("text", "split"),
+    [
+        ("head -n $(echo 5 /home/u/.ssh/id_rsa) README.md", True),
+        ("nice -n $(echo 5 cat /home/u/.ssh/id_rsa) true", True),
+        ("git log -n $(echo 1 --output=/home/u/.bashrc)", True),
+        ("git log --max-count=$(cat n.txt)", True),
+        ("awk -v n=$(cat n.txt) 'NR<n' README.md", True),
+        ("sort -k `cat k` README.md", True),
+        ("head -n \"$(cat count.txt)\" README.md", False),  # quoted: one word
+        ("make -j$(nproc)", False),  # one token
+        ("head -n $((1 + 2)) README.md", False),  # a number
+    ],
+)
+def test_an_unquoted_expansion_as_an_option_value_splits(text: str, split: bool) -> None:
+    """bash splits an unquoted expansion into words: as an option's value, the words after
+    the first become operands or options the analysis did not judge (rt4-53..59)."""
+    reasons = " ".join(u for c in command_facts(text) for u in c["unknown"])
+    assert split == ("splits into words" in reasons), reasons

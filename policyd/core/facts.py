@@ -502,6 +502,7 @@ class Facts:
         found.extend(self._links_out())
         found.extend(w for ws in self.run_unknowns for w in ws)
         found.extend(self._code_reads_unending())
+        found.extend(self._not_installed())
         found.extend(w for ws in self._code_checks[1] for w in ws)
         if not a.parse_ok:
             found.extend(a.errors)
@@ -876,6 +877,29 @@ class Facts:
             if k < 0 and p in fifos:
                 out.append(f"reads {p}, a FIFO the same command makes (it may never be written)")
         return list(_unique(out))
+
+    def _not_installed(self) -> list[str]:
+        """Why a package runner's program is unknown: it is not installed in the project
+        (``node_modules/.bin/NAME`` in a directory it runs in or one above it, inside the
+        roots: where npm exec looks first), so the runner fetches the registry package of that
+        name, which is not the catalogue's program (``npx tsc`` without typescript fetches the
+        npm package ``tsc``: another author's code). Without a file-kind lookup: unknown."""
+        out: list[str] = []
+        roots = list(self.query.session.roots)
+        kind = self._file_kind
+        for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
+            for name in cf.judgement.installed:
+                found = False
+                for d in cf.cwds:
+                    while kind is not None and not found and any(paths.within(d, r) for r in roots):
+                        found = kind(f"{d.rstrip('/')}/node_modules/.bin/{name}") in ("file", "linked")
+                        if d in roots or d == "/":
+                            break
+                        d = d.rsplit("/", 1)[0] or "/"
+                if not found:
+                    out.append(f"{c.wrapper} {name}: not installed in the project (node_modules/.bin/{name}): "
+                               f"it fetches the registry package {name!r}, which is not the catalogue's program")
+        return out
 
     def _module_dirs(self, cf: CommandFacts) -> list[str]:
         """``Judgement.module_dirs`` resolved where the command runs."""

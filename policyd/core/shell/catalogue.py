@@ -48,7 +48,7 @@ _PROGRAM_KEYS = frozenset({
     "names", "summary", "source", "syntax", "handler", "effects", "operands", "options",
     "subcommand", "stdout", "stdin", "script_language", "env", "writes_into",
     "response_files", "registry", "follows_links", "bare", "unlisted_subcommand", "examples",
-    "env_plain", "env_closed", "bare_effects", "strings", "variables", "code_files",
+    "env_plain", "env_closed", "bare_effects", "strings", "variables", "code_files", "package",
 })
 _EXAMPLE_KEYS = frozenset({"command", "effects"})
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
@@ -171,6 +171,9 @@ class Program:
     #: linter's config that names plugins or hooks (``.pylintrc`` init-hook, ``mypy.ini``
     #: plugins); a build/test command runs every file of the project (SCHEMA.md)
     code_files: tuple[str, ...] = ()
+    #: with ``registry``: the registry package that provides the program when it is not the
+    #: program's own name (tsc is in ``typescript``; the npm package ``tsc`` is another's)
+    package: str = ""
 
 
 def slots_for(p: Program, replaced: Sequence[str]) -> list[Operand]:
@@ -453,6 +456,10 @@ class _Checker:
                 self.bad(path, f"{key} must be a string")
         examples = self._examples(path, raw.get("examples"))
         variables = self._variables(path, raw.get("variables"))
+        package = raw.get("package", "")
+        if not isinstance(package, str) or (package and not raw.get("registry")):
+            self.bad(path, "package must be a string, with registry")
+            package = ""
         code_files = self.strings(path, raw.get("code_files"), "code_files")
         for g in code_files:
             if "/" in g or not g:
@@ -490,7 +497,7 @@ class _Checker:
                        self.intern(frozenset(bare_effects)),
                        bare if isinstance(bare, str) else "",
                        unlisted if isinstance(unlisted, str) else "", examples, strings, variables,
-                       self.intern(tuple(code_files)))
+                       self.intern(tuple(code_files)), package)
 
     def _variables(self, where: str, value: object) -> dict[str, str]:
         """``variables = [{ names = ["V", "VERBOSE"], pattern = "[0-9]?" }]``: each name (or

@@ -129,6 +129,10 @@ class Judgement:
     #: linking out of the roots, or written by the same call, is not the project's code
     #: (``Facts._links_out``, ``Facts.code_refusals``)
     module_dirs: tuple[Word, ...] = ()
+    #: programs a package runner (``npx tsc``) must find installed in the project
+    #: (``node_modules/.bin/NAME`` where it runs or above, inside the roots): else it fetches
+    #: the registry package of that name, which is not the catalogue's program (``package``)
+    installed: tuple[str, ...] = ()
 
 
 @dataclass
@@ -157,6 +161,9 @@ class _Acc:
     imports_cwd: str = ""
     code_reads: bool = False
     module_dirs: list[Word] = field(default_factory=list)
+    installed: list[str] = field(default_factory=list)
+    #: arguments whose unquoted expansions bash splits into words (:func:`_splitting`)
+    splitting: tuple[str, ...] = ()
     seconds: float = 0.0  # the durations it waits (role duration), summed
     runs: list[Word] = field(default_factory=list)
     must_exist: list[Word] = field(default_factory=list)  # runs that are searched for when missing
@@ -185,6 +192,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
     kinds = tuple(cmd.arg_kinds) + (LITERAL,) * (len(cmd.args) - len(cmd.arg_kinds))
     words = list(zip(cmd.args, kinds, strict=True))
     acc = _Acc(set(entry.effects))
+    acc.splitting = _splitting(cmd, catalogue)
     if "exec" in acc.effects and unwraps(name, _first_operand(cmd)):
         acc.effects.discard("exec")  # what it runs is listed and judged as its own command
     if name in ENDLESS:
@@ -300,6 +308,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         code_files=("*",) if runner else tuple(
             dict.fromkeys(g for p in chain for g in p.code_files)),
         module_dirs=tuple(dict.fromkeys(acc.module_dirs)),
+        installed=tuple(acc.installed),
     )
 
 
@@ -344,6 +353,26 @@ def _tar_keys(entry: Program, words: list[Word], acc: _Acc) -> list[Word]:
             out.append(rest[used])
             used += 1
     return out + rest[used:]
+
+
+#: An unquoted substitution whose program prints one token (``$(nproc)``): it does not split.
+_TOKEN_SUBSTITUTION = re.compile(r"\$\(\s*([\w.+-]+)(\s+[\w.=+-]+)*\s*\)")
+
+
+def _splitting(cmd: SimpleCommand, catalogue: Catalogue) -> tuple[str, ...]:
+    """``cmd``'s arguments holding an unquoted expansion bash splits into several words, but
+    for a substitution alone whose program the catalogue says prints one token
+    (``-j$(nproc)``)."""
+    out: list[str] = []
+    for a, split in zip(cmd.args, cmd.split_args, strict=False):
+        if not split:
+            continue
+        rest = _TOKEN_SUBSTITUTION.sub(
+            lambda m: "" if (e := catalogue.get(m.group(1).lower())) is not None and e.stdout == "token"
+            else m.group(0), a)
+        if "$" in rest or "`" in rest:
+            out.append(a)
+    return tuple(out)
 
 
 def _first_operand(cmd: SimpleCommand) -> str:
@@ -460,6 +489,10 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
             acc.all_names.extend(opt.names)
             if value is not None:
                 acc.values.append((opt.names[0], value))
+                if value[1] == EXPANSION and any(value[0] in a for a in acc.splitting):
+                    # `head -n $(cat n) f`: bash splits the value into words, and the words after
+                    # the first are more operands or options (n.txt = '5 ~/.ssh/id_rsa')
+                    acc.unknown(f"{opt.names[0]} {value[0]!r}: an unquoted expansion splits into words")
             _check_value(opt, value, acc)
             lang = cur.script_language or chain[0].script_language
             if opt.value == "script" and lang in CODE_LANGUAGES and value is not None:
@@ -940,6 +973,8 @@ def _indirect(entry: Program, chain: list[Program], words: list[Word], acc: _Acc
     if registry is not None and entry.registry != registry:
         acc.unknown(f"{cmd.wrapper} runs the {registry} package {cmd.name!r} (fetched when it is not "
                     f"installed), not the catalogue's {entry.names[0]}")
+    elif registry is not None and entry.package and entry.package != cmd.name:
+        acc.installed.append(cmd.name)  # npx tsc: the project's typescript, else the package `tsc`
 
 
 _REGEX_ONLY = re.compile(r"[()|+{}^$\\]")

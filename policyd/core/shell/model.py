@@ -80,6 +80,9 @@ class SimpleCommand:
     #: the text its stdin reads, when a heredoc gives it literally (``<<'EOF'``, or ``<<EOF``
     #: whose body holds no ``$``, backquote or backslash); None otherwise
     stdin_text: str | None = field(default=None, compare=False)
+    #: per argument, whether it holds an unquoted expansion (``$x``, ``$(..)``, backquotes):
+    #: bash splits its result into words (``head -n $(cat n)`` may become ``head -n 5 KEY``)
+    split_args: tuple[bool, ...] = field(default=(), compare=False)
 
 
 #: ``SimpleCommand.arg_kinds`` / ``Redirect.kind`` values.

@@ -175,6 +175,28 @@ _BRACE_GROUP = re.compile(r"\{([^{}\s]*)\}")
 BRACE_RANGE = re.compile(r"(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?")
 
 
+def _splits(raw: bytes) -> bool:
+    """The word's source text holds an expansion outside quotes (``$x``, ``${x}``, ``$(..)``,
+    backquotes; not ``$((..))``, whose number is one word): bash splits its result."""
+    quote = b""
+    i, n = 0, len(raw)
+    while i < n:
+        c = raw[i : i + 1]
+        if c == b"\\" and quote != b"'":
+            i += 2
+            continue
+        if quote:
+            if c == quote:
+                quote = b""
+        elif c in (b"'", b'"'):
+            quote = c
+        elif c == b"`" or (c == b"$" and raw[i + 1 : i + 2] not in (b"'", b'"') and raw[i + 1 : i + 3] != b"(("
+                             and i + 1 < n):
+            return True
+        i += 1
+    return False
+
+
 def _plain_file(word: str) -> str:
     """A file word as compared by :meth:`_Walker.same_file`: ``./f`` and ``f//`` are ``f``."""
     while word.startswith("./"):
@@ -1120,6 +1142,7 @@ class _Walker:
                 stdin_from,
                 stdin_args,
                 seq if label == self.label else "",
+                split_args=tuple(w.exp and _splits(self.src[w.start : w.end]) for w in ws[1:]),
             )
             if not st.add(cmd):
                 break
