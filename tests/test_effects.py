@@ -335,6 +335,10 @@ def test_environment_assignments(name: str, value: str, allowed: bool) -> None:
         "echo \"${a[@]@P}\"",
         "cat <<EOF\n${x@P}\nEOF",
         "cat <<EOF\n$((x))\nEOF",  # arithmetic evaluates x's value: a[$(cmd)] runs
+        "while read -t 0 x; do :; done < a.txt",  # succeeds without consuming input
+        "while read -n 0 x; do :; done < a.txt",
+        "while read l; do exec < a.txt; done < a.txt",  # reopens its input
+        "while getopts a o; do OPTIND=1; done",  # restarts getopts
     ],
 )
 def test_denial_of_service_shapes_are_unknown(text: str) -> None:
@@ -553,6 +557,8 @@ def test_script_loops_end_only_when_proven(text: str, ends: bool) -> None:
         ("cmake -DCMAKE_C_COMPILER=/tmp/x.sh -S . -B build", False),
         ("cmake -D CMAKE_C_COMPILER_LAUNCHER=ccache -S . -B build", False),
         ("cmake -DCMAKE_TOOLCHAIN_FILE=/tmp/t.cmake -S . -B build", False),
+        ("cmake -DCMAKE_TOOLCHAIN_FILE=ON -S . -B build", False),  # cmake's names: not a project switch
+        ("cmake -DENABLE_X=ON -S . -B build", True),
         ("make -j4 CFLAGS='-O0 -g'", True),
         ("make CFLAGS=-O2 check", True),
         ("make V=1", True),

@@ -873,9 +873,16 @@ class Facts:
                 elif (not unending(p) and self._file_kind is not None
                       and (cf.judgement.code_reads or cf.judgement.entry) and self._file_kind(p) == "other"):
                     out.append(f"{c.name}: reads {p}, no regular file (a FIFO may never be written)")
-        for k, p in redirected:
-            if k < 0 and p in fifos:
+        for k, p in redirected:  # a compound statement's input (`while read l; do ...; done < p`)
+            if k >= 0 or not p.startswith("/") or p == UNKNOWN_PATH or _GLOB_CHARS.search(p) or unending(p):
+                continue
+            real = self._realpath(p) if self._realpath is not None else p
+            if p in fifos:
                 out.append(f"reads {p}, a FIFO the same command makes (it may never be written)")
+            elif unending(real):
+                out.append(f"reads {p}, a device or kernel file ({real})")
+            elif self._file_kind is not None and self._file_kind(p) == "other":
+                out.append(f"reads {p}, no regular file (a FIFO may never be written)")
         return list(_unique(out))
 
     def _not_installed(self) -> list[str]:

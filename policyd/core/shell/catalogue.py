@@ -164,8 +164,9 @@ class Program:
     #: (``basename $(pwd)``): no option changes what it does beyond its output
     strings: bool = False
     #: the build variables a ``VAR=value`` operand (make) or ``variable`` value (cmake -D)
-    #: may set as plain data: name (``*``: any other name) -> the regular expression its value
-    #: must match as a whole (any other name, or value, may name a program the build runs: ``exec``)
+    #: may set as plain data: name (``NAME*``: a prefix, the longest applies; ``*``: any other
+    #: name) -> the regular expression its value must match as a whole (any other name, or
+    #: value, may name a program the build runs: ``exec``)
     variables: Mapping[str, str] = field(default_factory=dict)
     #: names (globs) of the files it loads as code besides what its effects say: a read-only
     #: linter's config that names plugins or hooks (``.pylintrc`` init-hook, ``mypy.ini``
@@ -521,9 +522,8 @@ class _Checker:
                 self.bad(where, f"variables: {pattern!r} is no regular expression: {exc}")
                 continue
             for name in names:
-                if not isinstance(name, str) or not (
-                        name == "*" or (_ENV_NAME.fullmatch(name) and not name.endswith("*"))):
-                    self.bad(where, f"variables: {name!r} must be a NAME or *")
+                if not isinstance(name, str) or not (name == "*" or _ENV_NAME.fullmatch(name)):
+                    self.bad(where, f"variables: {name!r} must be a NAME, a NAME* prefix or *")
                 elif name in out:
                     self.bad(where, f"variables: {name!r} listed twice")
                 else:

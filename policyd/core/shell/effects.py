@@ -864,7 +864,9 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
         # CMAKE_PROJECT_INCLUDE... name programs or files of code the build runs
         head, eq, val = value.partition("=")
         var = head.split(":", 1)[0]
-        pattern = chain[0].variables.get(var, chain[0].variables.get("*"))
+        known = chain[0].variables
+        prefix = max((n for n in known if n.endswith("*") and var.startswith(n[:-1])), key=len, default="*")
+        pattern = known.get(var, known.get(prefix))
         if kind != LITERAL or not eq or pattern is None or not re.fullmatch(pattern, val):
             acc.effects.add("exec")
             acc.execs.append(value)

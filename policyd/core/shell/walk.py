@@ -170,6 +170,11 @@ _MAX_ARITH_SCAN = 256  # nodes examined in one arithmetic context
 MAX_BRACE_WORDS = 10_000  # a {a..b} sequence longer than this is a denial of service
 #: Loop conditions that fail once their input or arguments are used up (a bounded loop).
 _BOUNDED_CONDITIONS = frozenset({"read", "getopts"})
+#: read options that may let it succeed without consuming input (-t timeout, -n/-N count).
+_READ_NO_CONSUME = re.compile(r"[tnN]")
+#: A loop body that may restart what the condition consumes: ``exec`` (``exec < f`` reopens
+#: the input), ``OPTIND`` (getopts starts again).
+_REWINDS = re.compile(r"\bexec\b|\bOPTIND\b")
 _BRACE_GROUP = re.compile(r"\{([^{}\s]*)\}")
 #: A brace sequence expression (bash "Brace Expansion"): ``x..y`` or ``x..y..incr``, integers or letters.
 BRACE_RANGE = re.compile(r"(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?")
@@ -699,10 +704,15 @@ class _Walker:
         the file it reads (``while read l; do echo "$l" >> f; done < f`` never reaches EOF)."""
         conds = [c for c in node.children_by_field_name("condition") if c.is_named]
         keyword = node.children[0].type if node.children else ""
+        body = node.child_by_field_name("body")
         if not conds or not self._ends(conds[-1], keyword == "until"):
             text = self.text(conds[-1]) if conds else ""
             self.st.cannot_know(f"{keyword} {text[:30]!r}: a loop whose condition is not known to end "
                                 "(only 'while read' and 'while getopts' are)")
+            return
+        if body is not None and _REWINDS.search(self.text(body)):
+            # `exec < f` reopens the input read consumes; OPTIND= restarts getopts
+            self.st.cannot_know(f"{keyword} loop whose body may restart what its condition consumes")
             return
         self.same_file(node)
 
@@ -719,8 +729,12 @@ class _Walker:
             return bool(cond.named_children) and self._ends(cond.named_children[0], not negated)
         if t == "command":
             name = cond.child_by_field_name("name")
+            args = [self.text(a) for a in cond.children_by_field_name("argument")]
+            # read -t 0 / -n 0 / -N 0 succeed without consuming anything: never at the end
             return (not negated and name is not None
-                    and self.text(name).rsplit("/", 1)[-1] in _BOUNDED_CONDITIONS)
+                    and self.text(name).rsplit("/", 1)[-1] in _BOUNDED_CONDITIONS
+                    and not any(a.startswith("-") and not a.startswith("--") and _READ_NO_CONSUME.search(a)
+                                for a in args))
         if t == "list" and not negated and len(cond.named_children) == 2:
             left, right = cond.named_children
             op = next((c.type for c in cond.children if not c.is_named), "")
