@@ -62,6 +62,19 @@ def test_a_workspace_programs_interpreter_line_is_judged(ws: Path, command: str,
         assert any("interpreter line" in u for u in f.unknown)
 
 
+def test_an_interpreter_inside_the_roots_is_judged_in_turn(ws: Path) -> None:
+    """Linux runs a script named as another script's interpreter: its own line is judged, and a
+    program found through a workspace PATH is judged as ``./tool`` is."""
+    (ws / "bin").mkdir()
+    (ws / "bin" / "interp").write_text("#!/tmp/evil\n")
+    (ws / "bin" / "mytool").write_text("#!/tmp/x.sh\n")
+    (ws / "nested").write_text(f"#!{ws}/bin/interp\n")
+    for name in ("bin/interp", "bin/mytool", "nested"):
+        (ws / name).chmod(0o755)
+    assert any("/tmp/evil" in u for u in facts(ws, "./nested").unknown)
+    assert any("/tmp/x.sh" in u for u in facts(ws, 'export PATH="$PWD/bin:$PATH" && mytool').unknown)
+
+
 def test_an_elf_programs_loader_is_judged(ws: Path, tmp_path: Path) -> None:
     """PT_INTERP is the program the kernel starts for an ELF file: a loader outside the
     system's directories and the roots is unknown; a compiled program's usual loader is not."""
@@ -114,7 +127,10 @@ def test_python_m_and_a_script_import_from_their_directory(ws: Path, tmp_path: P
     ("mkdir -p build && cd build && cmake .. && make -j4", False),
     ("npm run build > build.log 2>&1; tail -20 build.log", False),
     ("make > log.txt && make test", False),
-    ("pytest -q 2>&1 | tee out.log", False),  # written after
+    ("pytest -q 2>&1 | tee out.log", False),  # tee writes what pytest prints
+    ("for i in 1 2; do make; echo x > Makefile; done", True),  # the second round runs it
+    ("make & echo x > scripts/gen.sh; wait", True),  # beside it, while its recipes run
+    ("make; echo done > status.txt", True),  # order is not proven (`;` and `&` look alike)
     ("echo x > /tmp/y && make", False),  # outside the roots
     ("echo hi > notes.txt && pylint src", False),  # no config of pylint's
 ])

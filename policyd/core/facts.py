@@ -531,8 +531,9 @@ class Facts:
         """Per command, why the project files it runs or loads as code (``Judgement.code_files``:
         every file for a build or test command — make, npm test, pytest, cargo, go test; the
         config a linter reads plugins and hooks from, ``.pylintrc``) are not the project's code:
-        a command before it in the same call writes one inside the session roots, or writes a
-        path the command line does not name (``npm pkg set``, a download): ``printf ... >
+        another command of the same call (before it, in a loop around it or beside it in the
+        background; not one reading its output) writes one inside the session roots, or writes
+        a path the command line does not name (a download): ``printf ... >
         Makefile && make``, ``echo ... > conftest.py && pytest``, ``npm pkg set scripts.test=...
         && npm test`` are the ``run`` refusal of ``echo ... > p.sh && bash p.sh`` for a runner
         of the whole project. Writes of build and test commands themselves (``cmake -B build``
@@ -549,8 +550,8 @@ class Facts:
                 continue
             gone = set(cf.deletes) | set(cf.creates)
             before[j].extend(w for w in cf.writes if w not in gone)
-            if "write" in jd.effects and not cf.writes:
-                before[j].append(UNKNOWN_PATH)  # npm pkg set, a download: the file is not named
+            if {"write", "network"} <= jd.effects and not cf.writes:
+                before[j].append(UNKNOWN_PATH)  # a download whose file the command line does not name
         loose: list[str] = []  # redirects of a compound statement: order not known
         for r, (op, raw, _, targets) in zip(a.redirects, self.redirect_targets, strict=True):
             if not raw or op.lstrip("0123456789") not in WRITE_REDIRECTS:
@@ -564,12 +565,21 @@ class Facts:
         for i, (c, cf) in enumerate(zip(a.commands, cfs, strict=True)):
             globs = cf.judgement.code_files
             why = ""
-            for w in [*(w for ws in before[:i] for w in ws), *loose] if globs else ():
+            if not globs:
+                out.append(())
+                continue
+            # its output's readers (`make | tee log`) write what it prints; any other command may
+            # run before it, in a loop around it (`for i in 1 2; do make; echo .. > Makefile;
+            # done`) or beside it (`make & echo .. > scripts/gen.sh`)
+            downstream = {i}
+            for j, d in enumerate(a.commands):
+                if d.stdin_from in downstream:
+                    downstream.add(j)
+            for w in [*(w for j, ws in enumerate(before) if j not in downstream for w in ws), *loose]:
                 name = w.rsplit("/", 1)[-1]
                 if w == UNKNOWN_PATH or (any(paths.within(w, r) for r in roots)
                                          and any(fnmatch.fnmatchcase(name, g) for g in globs)):
-                    why = (f"{c.name}: runs the project's files as code, and the same command writes "
-                           f"{w} before it")
+                    why = f"{c.name}: runs the project's files as code, and the same command writes {w}"
                     break
             out.append((why,) if why else ())
         return tuple(out)
@@ -657,7 +667,7 @@ class Facts:
             written.append(UNKNOWN_PATH)  # a download whose file the command line does not name (wget URL, curl -O)
         out: list[tuple[str, ...]] = []
         unknown: list[tuple[str, ...]] = []
-        for c, cf, ran in zip(a.commands, self.shell_facts, runs, strict=True):
+        for c, cf, ran, (found, _) in zip(a.commands, self.shell_facts, runs, self.path_lookups, strict=True):
             why: list[str] = []
             odd: list[str] = []
             for p in ran:
@@ -667,8 +677,8 @@ class Facts:
                     why.append(f"{c.name}: runs {p}, outside the session roots")
                     continue
                 odd.extend(self._run_kind(c.name, p, p in cf.must_exist))
-                if c.argv and p in self._resolve_in(c.argv[0], LITERAL, cf.cwds[:1]):
-                    odd.extend(self._interpreter_unknown(c.name, p, roots, real_roots))
+                if p in found or (c.argv and p in self._resolve_in(c.argv[0], LITERAL, cf.cwds[:1])):
+                    odd.extend(self._interpreter_unknown(c.name, p, roots, real_roots))  # the kernel runs it
                 reals = [p, *(p + s for s in RUN_CANDIDATES)]
                 if self._realpath is not None:
                     reals = [self._realpath(x) for x in reals]
@@ -683,14 +693,18 @@ class Facts:
             unknown.append(tuple(_unique(odd)))
         return tuple(out), tuple(unknown)
 
-    def _interpreter_unknown(self, name: str, p: str, roots: list[str], real_roots: list[str]) -> list[str]:
+    def _interpreter_unknown(self, name: str, p: str, roots: list[str], real_roots: list[str],
+                             depth: int = 0) -> list[str]:
         """Why the program the kernel runs for the workspace file ``p`` (run as the command
         itself: ``./tool``) is not known: its ``#!`` line (or ELF loader) names a program that
         is neither the system's (``/usr/bin/python3``, ``/usr/bin/env NAME``) nor a file inside
-        the roots whose real path is inside them or the system's; ``env -S`` (a command line);
-        an argument of more than option characters; or the head cannot be read."""
+        the roots whose real path is inside them or the system's (and whose own interpreter
+        passes: Linux runs a script as another script's interpreter, four deep); ``env -S`` (a
+        command line); an argument of more than option characters; or the head cannot be read."""
         if self._interpreter is None or (self._file_kind is not None and self._file_kind(p) != "file"):
             return []
+        if depth > 4:
+            return [f"{name}: runs {p} through more than four interpreter lines"]
         line = self._interpreter(p)
         if line == "":
             return []
@@ -712,6 +726,8 @@ class Facts:
                     any(paths.within(real, r) for r in real_roots) or real.rsplit("/", 1)[0] in SYSTEM_DIRS
                     or real.startswith(("/lib/", "/lib64/", "/usr/lib/", "/usr/local/lib/"))):
                 why = "is not the system's program nor a file inside the session roots"
+            elif inside and not system:
+                return self._interpreter_unknown(name, prog, roots, real_roots, depth + 1)
         return [f"{name}: runs {p}, whose interpreter line {line!r} {why}"] if why else []
 
     def _run_kind(self, name: str, p: str, searched: bool) -> list[str]:
@@ -893,13 +909,17 @@ class Facts:
         npm package ``tsc``: another author's code). Without a file-kind lookup: unknown."""
         out: list[str] = []
         roots = list(self.query.session.roots)
+        real_roots = ([*roots, *(self._realpath(r) for r in self.query.session.raw_roots)]
+                      if self._realpath is not None else roots)
         kind = self._file_kind
         for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
             for name in cf.judgement.installed:
                 found = False
                 for d in cf.cwds:
                     while kind is not None and not found and any(paths.within(d, r) for r in roots):
-                        found = kind(f"{d.rstrip('/')}/node_modules/.bin/{name}") in ("file", "linked")
+                        binary = f"{d.rstrip('/')}/node_modules/.bin/{name}"
+                        real = self._realpath(binary) if self._realpath is not None else binary
+                        found = kind(binary) in ("file", "linked") and any(paths.within(real, r) for r in real_roots)
                         if d in roots or d == "/":
                             break
                         d = d.rsplit("/", 1)[0] or "/"
