@@ -170,6 +170,11 @@ def test_sed_script_reader() -> None:
     assert "" == sed_danger("s/old/new/g")
     assert "" == sed_danger("1,5p")
     assert "" == sed_danger("$!N;/^#/d")
+    # a branch back to a label loops on one line for ever unless the loop reads on or quits
+    assert "never end" in sed_danger(":a;ba")
+    assert "never end" in sed_danger(":a;s/$/x/;ba")
+    assert "" == sed_danger(":a;N;$!ba;s/\n/ /g")
+    assert "" == sed_danger("b end; s/a/b/; :end")  # forward: no loop
 
 
 def test_user_entry_overrides_and_adds() -> None:

@@ -98,6 +98,8 @@ def sed_danger(script: str) -> str:
     cannot be read), or ``""``. A small reader of GNU sed's command syntax."""
     s = script
     i, n = 0, len(s)
+    defined: set[str] = set()
+    backward = consumes = False
     while i < n:
         c = s[i]
         if c in " \t\n;{}!":
@@ -125,6 +127,7 @@ def sed_danger(script: str) -> str:
         if c in " \t\n;{}!":
             continue
         if c in _SED_SIMPLE:
+            consumes = consumes or c in "nNqQ"
             i += 1
             while i < n and s[i].isdigit():  # q5, Q5, l 70
                 i += 1
@@ -142,6 +145,10 @@ def sed_danger(script: str) -> str:
                 k += 1
             if not _SED_LABEL_NAME.fullmatch(s[j:k]):
                 return f"has a label this reader does not follow: {s[j:k]!r}"
+            if c == ":":
+                defined.add(s[j:k])
+            elif c == "b" and s[j:k] in defined:
+                backward = True  # a branch back to an earlier label whatever was substituted
             i = k
             continue
         if c in _SED_TEXT:
@@ -182,4 +189,9 @@ def sed_danger(script: str) -> str:
                     i += 1
             continue
         return f"has a command sed does not document here: {c!r}"
+    if backward and not consumes:
+        # `:a;s/$/x/;ba` loops on one line for ever; a loop that reads on (N, n) or quits ends
+        # with the input (`:a;N;$!ba;s/\n/ /g`). (A `t` loop ends when nothing is substituted:
+        # whether it makes progress is not judged.)
+        return "has a loop that may never end (b back to a label, and no N, n, q or Q)"
     return ""
