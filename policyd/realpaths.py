@@ -211,9 +211,10 @@ def interpreter(path: str) -> str | None:
     it names none (a static ELF file, a file of anything else: ``ENOEXEC``), None when the
     file cannot be read. Reads at most :data:`MAX_INTERPRETER_BYTES` bytes."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(MAX_INTERPRETER_BYTES)
+        head = _read_regular(path, MAX_INTERPRETER_BYTES)
     except (OSError, ValueError):
+        return None
+    if head is None:
         return None
     if head.startswith(b"#!"):
         line = head[2:].split(b"\n", 1)[0]
@@ -221,6 +222,47 @@ def interpreter(path: str) -> str | None:
     if head.startswith(b"\x7fELF"):
         return _elf_interpreter(head)
     return ""
+
+
+def _read_regular(path: str, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of the regular file ``path`` (links followed); None when it is
+    no regular file. Opened without blocking: a FIFO's open would wait for a writer."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while size < limit:
+            chunk = os.read(fd, limit - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+#: Bytes of a tool's config file read to find the code it names (``mypy.ini`` ``plugins``).
+MAX_CONFIG_BYTES = 256 * 1024
+
+
+def config_text(path: str) -> str | None:
+    """The text of the config file ``path`` (``Facts`` ``read_config``): ``""`` when there is
+    none, None when it cannot be read whole (no regular file, larger than
+    :data:`MAX_CONFIG_BYTES`, unreadable)."""
+    try:
+        data = _read_regular(path, MAX_CONFIG_BYTES + 1)
+    except (FileNotFoundError, NotADirectoryError):
+        return ""
+    except (OSError, ValueError):
+        return None
+    if data is None:
+        return None
+    if len(data) > MAX_CONFIG_BYTES:
+        return None
+    return data.decode("utf-8", "replace")
 
 
 def _elf_interpreter(head: bytes) -> str | None:
@@ -279,6 +321,10 @@ class Resolver:
         if found is None:
             found = self._kinds[path] = file_kind(path)
         return found
+
+    def config_text(self, path: str) -> str | None:
+        """:func:`config_text`, read each time."""
+        return config_text(path)
 
     def interpreter(self, path: str) -> str | None:
         """:func:`interpreter`, read each time (a file run as a program is rare)."""

@@ -45,7 +45,8 @@ def facts(ws: Path, command: str | list[str]) -> Facts:
     resolver = Resolver()
     return Facts(PermissionQuery(SessionInfo("s", str(ws)), tool, OPTIONS, home=str(ws.parent.parent / "home")),
                  realpath=resolver, links_below=resolver.links_below, file_kind=resolver.file_kind,
-                 importables=resolver.importable_entries, interpreter=resolver.interpreter)
+                 importables=resolver.importable_entries, interpreter=resolver.interpreter,
+                 read_config=resolver.config_text)
 
 
 @pytest.mark.parametrize(("command", "known"), [
@@ -149,3 +150,22 @@ def test_argv_shells_keep_their_own_options(ws: Path, argv: list[str], safe: boo
     f = facts(ws, argv)
     names = f.tool_field("names")
     assert safe == (not f.effects & {"unknown", "exec"} and "ls" in names), (f.effects, names)
+
+
+@pytest.mark.parametrize(("name", "text", "command", "outside"), [
+    ("mypy.ini", "[mypy]\nplugins = /tmp/mp.py\n", "mypy m.py", True),
+    ("pyproject.toml", '[tool.mypy]\nplugins = [\n  "~/evil.py",\n]\n', "mypy m.py", True),
+    (".pylintrc", '[MAIN]\ninit-hook = import sys; sys.path.insert(0, "/tmp/plug")\n', "pylint src", True),
+    ("setup.cfg", "[flake8:local-plugins]\npaths =\n    ../../elsewhere\n", "flake8 src", True),
+    ("pyproject.toml", '[tool.mypy]\nplugins = ["pydantic.mypy"]\n', "mypy m.py", False),  # a module name
+    (".pylintrc", "[MAIN]\nload-plugins = pylint_django\n", "pylint src", False),
+    ("setup.cfg", "[flake8:local-plugins]\npaths = ./lint\n", "flake8 src", False),
+])
+def test_a_linter_config_naming_code_outside_the_roots_is_unknown(ws: Path, name: str, text: str,
+                                                                   command: str, outside: bool) -> None:
+    """mypy's plugins, pylint's init-hook/load-plugins and flake8's local-plugin paths are code
+    the tool loads: the project's own when they lie inside the roots, not otherwise (a config
+    an earlier call wrote: ``plugins = /tmp/mp.py``, rt4-36)."""
+    (ws / name).write_text(text)
+    unknown = facts(ws, command).unknown
+    assert outside == any("outside the session roots, as code it loads" in u for u in unknown), unknown

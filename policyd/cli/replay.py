@@ -55,7 +55,7 @@ def _facts(query: PermissionQuery, policy: PolicySet) -> Facts:
     resolver = Resolver()
     return Facts(query, realpath=resolver, catalogue=policy.catalogue, links_below=resolver.links_below,
                  file_kind=resolver.file_kind, importables=resolver.importable_entries,
-                 interpreter=resolver.interpreter)
+                 interpreter=resolver.interpreter, read_config=resolver.config_text)
 
 
 def _outcome(verdict: Verdict) -> tuple[Decision, tuple[str, ...]]:

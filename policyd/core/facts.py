@@ -129,6 +129,10 @@ FileKind = Callable[[str], str]
 #: The interpreter line of a file run as a program (``realpaths.interpreter``): the ``#!``
 #: text, an ELF file's loader, ``""`` for none, None when unreadable.
 Interpreter = Callable[[str], "str | None"]
+#: The text of a tool's config file (``realpaths.config_text``): "" none, None unreadable.
+ReadConfig = Callable[[str], "str | None"]
+#: A path-like word in a config value: absolute, home-relative or climbing out.
+_CONFIG_PATH = re.compile(r"""(?:^|[\s"',=\[:(])((?:/|~|\.\./)[^\s"',\]\[)]*)""")
 #: Other names a program told to run a file may open in its place when the file is missing
 #: or a directory (node: NAME.js, NAME.json, NAME.node, NAME/index.js; python DIR runs
 #: DIR/__main__.py): each must lead inside the roots too.
@@ -234,14 +238,17 @@ class Facts:
     proven ``python -c`` code would import from its working directory (:attr:`code_refusals`);
     without it nothing is listed. ``interpreter`` (``realpaths.interpreter``) reads the ``#!``
     line of a workspace file run as a program (:meth:`_interpreter_unknown`); without it the
-    line is not read.
+    line is not read. ``read_config`` (``realpaths.config_text``) reads the configs a linter
+    loads code from (:meth:`_configs_out`); without it they are not read.
     """
 
     def __init__(self, query: PermissionQuery, realpath: RealPath | None = None,
                  catalogue: shell_catalogue.Catalogue | None = None,
                  links_below: LinksBelow | None = None, file_kind: FileKind | None = None,
-                 importables: Importables | None = None, interpreter: Interpreter | None = None) -> None:
+                 importables: Importables | None = None, interpreter: Interpreter | None = None,
+                 read_config: ReadConfig | None = None) -> None:
         self.query = query
+        self._read_config = read_config
         self._importables = importables
         self._interpreter = interpreter
         self._realpath = realpath
@@ -503,6 +510,7 @@ class Facts:
         found.extend(w for ws in self.run_unknowns for w in ws)
         found.extend(self._code_reads_unending())
         found.extend(self._not_installed())
+        found.extend(self._configs_out())
         found.extend(w for ws in self._code_checks[1] for w in ws)
         if not a.parse_ok:
             found.extend(a.errors)
@@ -901,6 +909,38 @@ class Facts:
                 out.append(f"reads {p}, no regular file (a FIFO may never be written)")
         return list(_unique(out))
 
+    def _configs_out(self) -> list[str]:
+        """Why a tool that loads code its config names (``Judgement.configs``: mypy.ini's
+        ``plugins``, .pylintrc's ``init-hook``/``load-plugins``, flake8's local-plugin
+        ``paths``) is unknown: a value of one of those keys, in a config where it runs, names a
+        path outside the session roots (``plugins = /tmp/mp.py``, ``~/x``, ``../../x``), or the
+        config cannot be read whole."""
+        if self._read_config is None:
+            return []
+        out: list[str] = []
+        roots = list(self.query.session.roots)
+        for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
+            names, keys = cf.judgement.configs
+            if not keys:
+                continue
+            key_line = re.compile(r"\s*[\"']?(" + "|".join(re.escape(k) for k in keys) + r")[\"']?\s*[=:]", re.I)
+            for d in cf.cwds:
+                if not d.startswith("/") or d == UNKNOWN_PATH:
+                    continue
+                for name in names:
+                    path = f"{d.rstrip('/')}/{name}"
+                    text = self._read_config(path)
+                    if text is None:
+                        out.append(f"{c.name}: its config {path} cannot be read whole")
+                        continue
+                    for value in _config_values(text, key_line):
+                        for m in _CONFIG_PATH.finditer(value):
+                            target = paths.resolve(m.group(1), d, self.query.home)
+                            if not any(paths.within(target, r) for r in roots):
+                                out.append(f"{c.name}: its config {path} names {m.group(1)}, outside the "
+                                           "session roots, as code it loads")
+        return list(_unique(out))
+
     def _not_installed(self) -> list[str]:
         """Why a package runner's program is unknown: it is not installed in the project
         (``node_modules/.bin/NAME`` in a directory it runs in or one above it, inside the
@@ -1248,6 +1288,25 @@ def _command_map(c: shell.SimpleCommand, paths_: list[str], cf: CommandFacts,
         "cwds": list(cf.cwds),
         "unknown": list(cf.unknown),
     }
+
+
+def _config_values(text: str, key_line: re.Pattern[str]) -> list[str]:
+    """The values of the keys ``key_line`` matches in an ini or TOML config, with their
+    continuation lines (indented lines after an ini key; a TOML array up to its ``]``)."""
+    out: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not key_line.match(line):
+            continue
+        value = [line.split("=", 1)[-1] if "=" in line else line.split(":", 1)[-1]]
+        while i < len(lines) and (lines[i][:1] in (" ", "\t") or ("[" in value[0] and "]" not in "".join(value))):
+            value.append(lines[i])
+            i += 1
+        out.append("\n".join(value))
+    return out
 
 
 def _run_effects(effects: frozenset[str], refused: tuple[str, ...], runs: bool) -> frozenset[str]:

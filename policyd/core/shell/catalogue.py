@@ -49,6 +49,7 @@ _PROGRAM_KEYS = frozenset({
     "subcommand", "stdout", "stdin", "script_language", "env", "writes_into",
     "response_files", "registry", "follows_links", "bare", "unlisted_subcommand", "examples",
     "env_plain", "env_closed", "bare_effects", "strings", "variables", "code_files", "package",
+    "config_keys",
 })
 _EXAMPLE_KEYS = frozenset({"command", "effects"})
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
@@ -175,6 +176,9 @@ class Program:
     #: with ``registry``: the registry package that provides the program when it is not the
     #: program's own name (tsc is in ``typescript``; the npm package ``tsc`` is another's)
     package: str = ""
+    #: keys of its ``code_files`` configs whose values name code it loads (``plugins``,
+    #: ``init-hook``): a path there outside the session roots is unknown (``Facts``)
+    config_keys: tuple[str, ...] = ()
 
 
 def slots_for(p: Program, replaced: Sequence[str]) -> list[Operand]:
@@ -462,6 +466,9 @@ class _Checker:
             self.bad(path, "package must be a string, with registry")
             package = ""
         code_files = self.strings(path, raw.get("code_files"), "code_files")
+        config_keys = self.strings(path, raw.get("config_keys"), "config_keys")
+        if config_keys and not code_files:
+            self.bad(path, "config_keys needs code_files (the config files they are keys of)")
         for g in code_files:
             if "/" in g or not g:
                 self.bad(path, f"code_files: {g!r} must be a file-name glob without '/'")
@@ -498,7 +505,7 @@ class _Checker:
                        self.intern(frozenset(bare_effects)),
                        bare if isinstance(bare, str) else "",
                        unlisted if isinstance(unlisted, str) else "", examples, strings, variables,
-                       self.intern(tuple(code_files)), package)
+                       self.intern(tuple(code_files)), package, self.intern(tuple(config_keys)))
 
     def _variables(self, where: str, value: object) -> dict[str, str]:
         """``variables = [{ names = ["V", "VERBOSE"], pattern = "[0-9]?" }]``: each name (or

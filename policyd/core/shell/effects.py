@@ -133,6 +133,9 @@ class Judgement:
     #: (``node_modules/.bin/NAME`` where it runs or above, inside the roots): else it fetches
     #: the registry package of that name, which is not the catalogue's program (``package``)
     installed: tuple[str, ...] = ()
+    #: (config file names, keys): configs it reads where it runs whose keys name code it
+    #: loads (mypy.ini ``plugins``): the facts read them for paths outside the roots
+    configs: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
 
 @dataclass
@@ -309,6 +312,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
             dict.fromkeys(g for p in chain for g in p.code_files)),
         module_dirs=tuple(dict.fromkeys(acc.module_dirs)),
         installed=tuple(acc.installed),
+        configs=next(((p.code_files, p.config_keys) for p in chain if p.config_keys), ((), ())),
     )
 
 
