@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 
 from policyd.core.inline.python import importable
 from policyd.core.jsonline import as_written
@@ -178,11 +179,12 @@ def _module_or_package(entry: os.DirEntry[str]) -> bool:
 
 def file_kind(path: str) -> str:
     """What ``path`` is, symbolic links followed (``Facts`` ``file_kind``): ``"file"`` (a
-    regular file), ``"dir"``, ``"missing"`` (nothing there, not even a dangling link) or
-    ``"other"`` (a device, FIFO or socket, a dangling link, a loop, a path that cannot be
-    looked at)."""
+    regular file), ``"linked"`` (a regular file with more than one hard link: its content is
+    also that of a name anywhere on the file system, ``ln /tmp/evil.py hl.py``), ``"dir"``,
+    ``"missing"`` (nothing there, not even a dangling link) or ``"other"`` (a device, FIFO or
+    socket, a dangling link, a loop, a path that cannot be looked at)."""
     try:
-        mode = os.stat(path).st_mode
+        st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
         try:
             os.lstat(path)
@@ -193,7 +195,104 @@ def file_kind(path: str) -> str:
         return "other"  # a dangling link: what it names may appear
     except (OSError, ValueError):
         return "other"
-    return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
+    if stat.S_ISREG(st.st_mode):
+        return "file" if st.st_nlink == 1 else "linked"
+    return "dir" if stat.S_ISDIR(st.st_mode) else "other"
+
+
+#: Bytes read from the head of a file run as a program to find its interpreter.
+MAX_INTERPRETER_BYTES = 4096
+
+
+def interpreter(path: str) -> str | None:
+    """The program the kernel runs for the executable ``path`` (``Facts`` ``interpreter``):
+    the text of its ``#!`` line after ``#!`` (``/usr/bin/env -S python3 -u``), an ELF
+    file's ``PT_INTERP`` (its dynamic loader, ``/lib64/ld-linux-x86-64.so.2``), ``""`` when
+    it names none (a static ELF file, a file of anything else: ``ENOEXEC``), None when the
+    file cannot be read. Reads at most :data:`MAX_INTERPRETER_BYTES` bytes."""
+    try:
+        head = _read_regular(path, MAX_INTERPRETER_BYTES)
+    except (OSError, ValueError):
+        return None
+    if head is None:
+        return None
+    if head.startswith(b"#!"):
+        line = head[2:].split(b"\n", 1)[0]
+        return line.decode("latin-1").strip() if b"\n" in head[2:] or len(head) < MAX_INTERPRETER_BYTES else None
+    if head.startswith(b"\x7fELF"):
+        return _elf_interpreter(head)
+    return ""
+
+
+def _read_regular(path: str, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of the regular file ``path`` (links followed); None when it is
+    no regular file. Opened without blocking: a FIFO's open would wait for a writer."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while size < limit:
+            chunk = os.read(fd, limit - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+#: Bytes of a tool's config file read to find the code it names (``mypy.ini`` ``plugins``).
+MAX_CONFIG_BYTES = 256 * 1024
+
+
+def config_text(path: str) -> str | None:
+    """The text of the config file ``path`` (``Facts`` ``read_config``): ``""`` when there is
+    none, None when it cannot be read whole (no regular file, larger than
+    :data:`MAX_CONFIG_BYTES`, unreadable)."""
+    try:
+        data = _read_regular(path, MAX_CONFIG_BYTES + 1)
+    except (FileNotFoundError, NotADirectoryError):
+        return ""
+    except (OSError, ValueError):
+        return None
+    if data is None:
+        return None
+    if len(data) > MAX_CONFIG_BYTES:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def _elf_interpreter(head: bytes) -> str | None:
+    """An ELF file's ``PT_INTERP`` path from its first bytes; None when the program headers
+    lie beyond them or cannot be read."""
+    try:
+        wide, order = head[4] == 2, "<" if head[5] == 1 else ">"
+        if wide:
+            phoff, = struct.unpack_from(order + "Q", head, 32)
+            phentsize, phnum = struct.unpack_from(order + "HH", head, 54)
+        else:
+            phoff, = struct.unpack_from(order + "I", head, 28)
+            phentsize, phnum = struct.unpack_from(order + "HH", head, 42)
+        for k in range(phnum):
+            at = phoff + k * phentsize
+            ptype, = struct.unpack_from(order + "I", head, at)
+            if ptype != 3:  # PT_INTERP
+                continue
+            if wide:
+                off, = struct.unpack_from(order + "Q", head, at + 8)
+                size, = struct.unpack_from(order + "Q", head, at + 32)
+            else:
+                off, = struct.unpack_from(order + "I", head, at + 4)
+                size, = struct.unpack_from(order + "I", head, at + 16)
+            if off + size > len(head):
+                return None
+            return head[off : off + size].split(b"\0", 1)[0].decode("latin-1")
+    except (struct.error, IndexError):
+        return None
+    return ""
 
 
 class Resolver:
@@ -222,6 +321,14 @@ class Resolver:
         if found is None:
             found = self._kinds[path] = file_kind(path)
         return found
+
+    def config_text(self, path: str) -> str | None:
+        """:func:`config_text`, read each time."""
+        return config_text(path)
+
+    def interpreter(self, path: str) -> str | None:
+        """:func:`interpreter`, read each time (a file run as a program is rare)."""
+        return interpreter(path)
 
     def links_below(self, path: str, readable_only: bool = False,
                     importable_only: bool = False) -> tuple[str, ...] | None:

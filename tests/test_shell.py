@@ -793,6 +793,13 @@ SPLIT = [
     (["/bin/zsh", "-c", "echo hi"], "echo hi"),
     (["bash", "-e", "-c", "make", "argv0"], "make"),
     (["bash", "-c"], "bash -c"),
+    # a shell's own options are not dropped, and only the system's shell is unwrapped
+    (["bash", "--rcfile", "/tmp/rc.sh", "-ic", "ls"], "bash --rcfile /tmp/rc.sh -ic ls"),
+    (["bash", "--init-file", "/tmp/rc.sh", "-c", "ls"], "bash --init-file /tmp/rc.sh -c ls"),
+    (["bash", "-i", "-c", "ls"], "bash -i -c ls"),
+    (["/tmp/x/bash", "-lc", "ls"], "/tmp/x/bash -lc ls"),
+    (["./bash", "-c", "ls"], "./bash -c ls"),
+    (["/usr/bin/bash", "-lc", "ls"], "ls"),
     (["sh", "-c", " "], "sh -c ' '"),
     (["bash", "script.sh"], "bash script.sh"),
     (["ls", "a b", "$x"], "ls 'a b' '$x'"),

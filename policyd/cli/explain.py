@@ -24,7 +24,7 @@ from policyd.cli.logfile import read_entries
 from policyd.core.explain import Explanation, explain
 from policyd.core.facts import Facts
 from policyd.core.policy import PolicyError, PolicySet
-from policyd.realpaths import file_kind, importable_entries, links_below
+from policyd.realpaths import config_text, file_kind, importable_entries, interpreter, links_below
 from policyd.settings import Settings
 
 _MARK = {"matched": "MATCH", "not matched": "no", "error": "ERROR", "not applicable": "n/a"}
@@ -111,7 +111,8 @@ def explain_one(policy: PolicySet, item: Mapping[str, Any], home: str, sandboxed
     query = eval_query(item, home, sandboxed)
     return explain(policy, Facts(query, realpath=os.path.realpath, catalogue=policy.catalogue,
                                  links_below=links_below, file_kind=file_kind,
-                                 importables=importable_entries))
+                                 importables=importable_entries, interpreter=interpreter,
+                                 read_config=config_text))
 
 
 def run(settings: Settings, file: str | None, command: str | None, cwd: str | None,

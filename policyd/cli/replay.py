@@ -54,7 +54,8 @@ def _facts(query: PermissionQuery, policy: PolicySet) -> Facts:
     """The facts of ``query`` with the filesystem's symlinks (as the daemon sees them)."""
     resolver = Resolver()
     return Facts(query, realpath=resolver, catalogue=policy.catalogue, links_below=resolver.links_below,
-                 file_kind=resolver.file_kind, importables=resolver.importable_entries)
+                 file_kind=resolver.file_kind, importables=resolver.importable_entries,
+                 interpreter=resolver.interpreter, read_config=resolver.config_text)
 
 
 def _outcome(verdict: Verdict) -> tuple[Decision, tuple[str, ...]]:

@@ -19,6 +19,7 @@ Rules this module owns:
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -29,7 +30,7 @@ from policyd.core.inline.model import unending
 from policyd.core.inline.python import importable
 from policyd.core.model import CONNECT_KIND, NO_CONNECTION, TOOL_KINDS, PermissionQuery
 from policyd.core.shell import catalogue as shell_catalogue
-from policyd.core.shell.effects import ENDLESS_DEVICES
+from policyd.core.shell.effects import ENDLESS_DEVICES, SYSTEM_DIRS
 from policyd.core.shell.model import EXPANSION, FILTER, LITERAL, PATTERN
 from policyd.core.shell.resolve import (
     UNKNOWN_DIR,  # noqa: F401 - re-exported (facts.UNKNOWN_DIR)
@@ -121,9 +122,17 @@ TOOL_FIELDS: tuple[str, ...] = (
 )
 
 RealPath = Callable[[str], str]
-#: What a path is, links followed: ``"file"`` (a regular file), ``"dir"``, ``"missing"``
-#: (nothing there, not even a dangling link) or ``"other"`` (see ``realpaths.file_kind``).
+#: What a path is, links followed: ``"file"`` (a regular file), ``"linked"`` (a regular
+#: file with more than one hard link), ``"dir"``, ``"missing"`` (nothing there, not even a
+#: dangling link) or ``"other"`` (see ``realpaths.file_kind``).
 FileKind = Callable[[str], str]
+#: The interpreter line of a file run as a program (``realpaths.interpreter``): the ``#!``
+#: text, an ELF file's loader, ``""`` for none, None when unreadable.
+Interpreter = Callable[[str], "str | None"]
+#: The text of a tool's config file (``realpaths.config_text``): "" none, None unreadable.
+ReadConfig = Callable[[str], "str | None"]
+#: A path-like word in a config value: absolute, home-relative or climbing out.
+_CONFIG_PATH = re.compile(r"""(?:^|[\s"',=\[:(])((?:/|~|\.\./)[^\s"',\]\[)]*)""")
 #: Other names a program told to run a file may open in its place when the file is missing
 #: or a directory (node: NAME.js, NAME.json, NAME.node, NAME/index.js; python DIR runs
 #: DIR/__main__.py): each must lead inside the roots too.
@@ -227,15 +236,21 @@ class Facts:
     :attr:`run_unknowns`); without it a file the program would search for is unknown and
     nothing else is looked at. ``importables`` (``realpaths.importable_entries``) lists what
     proven ``python -c`` code would import from its working directory (:attr:`code_refusals`);
-    without it nothing is listed.
+    without it nothing is listed. ``interpreter`` (``realpaths.interpreter``) reads the ``#!``
+    line of a workspace file run as a program (:meth:`_interpreter_unknown`); without it the
+    line is not read. ``read_config`` (``realpaths.config_text``) reads the configs a linter
+    loads code from (:meth:`_configs_out`); without it they are not read.
     """
 
     def __init__(self, query: PermissionQuery, realpath: RealPath | None = None,
                  catalogue: shell_catalogue.Catalogue | None = None,
                  links_below: LinksBelow | None = None, file_kind: FileKind | None = None,
-                 importables: Importables | None = None) -> None:
+                 importables: Importables | None = None, interpreter: Interpreter | None = None,
+                 read_config: ReadConfig | None = None) -> None:
         self.query = query
+        self._read_config = read_config
         self._importables = importables
+        self._interpreter = interpreter
         self._realpath = realpath
         self._file_kind = file_kind
         self._links_below = links_below
@@ -494,6 +509,8 @@ class Facts:
         found.extend(self._links_out())
         found.extend(w for ws in self.run_unknowns for w in ws)
         found.extend(self._code_reads_unending())
+        found.extend(self._not_installed())
+        found.extend(self._configs_out())
         found.extend(w for ws in self._code_checks[1] for w in ws)
         if not a.parse_ok:
             found.extend(a.errors)
@@ -513,8 +530,67 @@ class Facts:
         :attr:`run_unknowns` finds refuses it too, and so does what :attr:`code_refusals`
         finds (proven inline code that imports the project's files is not proven). Empty
         tuples: each run is project code (effect ``run``)."""
-        return tuple((*r, *u, *c) for r, u, c in zip(self._run_checks[0], self.run_unknowns, self.code_refusals,
-                                                     strict=True))
+        return tuple((*r, *u, *c, *b) for r, u, c, b in zip(self._run_checks[0], self.run_unknowns,
+                                                             self.code_refusals, self.code_file_refusals,
+                                                             strict=True))
+
+    @once
+    def code_file_refusals(self) -> tuple[tuple[str, ...], ...]:
+        """Per command, why the project files it runs or loads as code (``Judgement.code_files``:
+        every file for a build or test command — make, npm test, pytest, cargo, go test; the
+        config a linter reads plugins and hooks from, ``.pylintrc``) are not the project's code:
+        another command of the same call (before it, in a loop around it or beside it in the
+        background; not one reading its output) writes one inside the session roots, or writes
+        a path the command line does not name (a download): ``printf ... >
+        Makefile && make``, ``echo ... > conftest.py && pytest``, ``npm pkg set scripts.test=...
+        && npm test`` are the ``run`` refusal of ``echo ... > p.sh && bash p.sh`` for a runner
+        of the whole project. Writes of build and test commands themselves (``cmake -B build``
+        then ``cmake --build build``), creations (``mkdir -p build``) and deletions do not count."""
+        a = self.analysis
+        cfs = self.shell_facts
+        if a is None or not any(cf.judgement.code_files for cf in cfs):
+            return tuple(() for _ in cfs)
+        roots = list(self.query.session.roots)
+        before: list[list[str]] = [[] for _ in cfs]  # writes of command j, in order
+        for j, cf in enumerate(cfs):
+            jd = cf.judgement
+            if {"build", "test"} & jd.effects:
+                continue
+            gone = set(cf.deletes) | set(cf.creates)
+            before[j].extend(w for w in cf.writes if w not in gone)
+            if {"write", "network"} <= jd.effects and not cf.writes:
+                before[j].append(UNKNOWN_PATH)  # a download whose file the command line does not name
+        loose: list[str] = []  # redirects of a compound statement: order not known
+        for r, (op, raw, _, targets) in zip(a.redirects, self.redirect_targets, strict=True):
+            if not raw or op.lstrip("0123456789") not in WRITE_REDIRECTS:
+                continue
+            if 0 <= r.command < len(before):
+                if not {"build", "test"} & cfs[r.command].judgement.effects:  # `make > log`: its output
+                    before[r.command].extend(targets)
+            else:
+                loose.extend(targets)
+        out: list[tuple[str, ...]] = []
+        for i, (c, cf) in enumerate(zip(a.commands, cfs, strict=True)):
+            globs = cf.judgement.code_files
+            why = ""
+            if not globs:
+                out.append(())
+                continue
+            # its output's readers (`make | tee log`) write what it prints; any other command may
+            # run before it, in a loop around it (`for i in 1 2; do make; echo .. > Makefile;
+            # done`) or beside it (`make & echo .. > scripts/gen.sh`)
+            downstream = {i}
+            for j, d in enumerate(a.commands):
+                if d.stdin_from in downstream:
+                    downstream.add(j)
+            for w in [*(w for j, ws in enumerate(before) if j not in downstream for w in ws), *loose]:
+                name = w.rsplit("/", 1)[-1]
+                if w == UNKNOWN_PATH or (any(paths.within(w, r) for r in roots)
+                                         and any(fnmatch.fnmatchcase(name, g) for g in globs)):
+                    why = f"{c.name}: runs the project's files as code, and the same command writes {w}"
+                    break
+            out.append((why,) if why else ())
+        return tuple(out)
 
     @property
     def code_refusals(self) -> tuple[tuple[str, ...], ...]:
@@ -536,7 +612,7 @@ class Facts:
     def _code_checks(self) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
         """(:attr:`code_refusals`, why each command is unknown: a directory too big to list)."""
         a = self.analysis
-        if a is None or not any(cf.judgement.imports_cwd for cf in self.shell_facts):
+        if a is None or not any(cf.judgement.imports_cwd or cf.judgement.module_dirs for cf in self.shell_facts):
             empty = tuple(() for _ in self.shell_facts)
             return empty, empty
         written = [*self.write_paths, *self.real_write_paths]
@@ -547,7 +623,8 @@ class Facts:
         for c, cf in zip(a.commands, self.shell_facts, strict=True):
             why: list[str] = []
             odd: list[str] = []
-            for d in cf.cwds if cf.judgement.imports_cwd else ():
+            proven = list(cf.cwds) if cf.judgement.imports_cwd else []
+            for d in [*proven, *(self._module_dirs(cf) if cf.judgement.module_dirs else ())]:
                 if not d.startswith("/") or d == UNKNOWN_PATH:
                     continue  # unknown already (_imports_out)
                 if _GLOB_CHARS.search(d):
@@ -558,8 +635,8 @@ class Facts:
                     if w == UNKNOWN_PATH or paths.within(d, w) or importable(first) or _GLOB_CHARS.search(first):
                         why.append(f"{c.name}: imports from {d}, where the same command writes {w}")
                         break
-                if self._importables is None or cf.judgement.imports_cwd != "code":
-                    continue
+                if self._importables is None or cf.judgement.imports_cwd != "code" or d not in proven:
+                    continue  # python -m X, python FILE: the project's modules are its code
                 found = self._importables(d)
                 if found is None:
                     odd.append(f"{c.name}: imports modules from {d}, too big to list")
@@ -598,7 +675,7 @@ class Facts:
             written.append(UNKNOWN_PATH)  # a download whose file the command line does not name (wget URL, curl -O)
         out: list[tuple[str, ...]] = []
         unknown: list[tuple[str, ...]] = []
-        for c, cf, ran in zip(a.commands, self.shell_facts, runs, strict=True):
+        for c, cf, ran, (found, _) in zip(a.commands, self.shell_facts, runs, self.path_lookups, strict=True):
             why: list[str] = []
             odd: list[str] = []
             for p in ran:
@@ -608,6 +685,8 @@ class Facts:
                     why.append(f"{c.name}: runs {p}, outside the session roots")
                     continue
                 odd.extend(self._run_kind(c.name, p, p in cf.must_exist))
+                if p in found or (c.argv and p in self._resolve_in(c.argv[0], LITERAL, cf.cwds[:1])):
+                    odd.extend(self._interpreter_unknown(c.name, p, roots, real_roots))  # the kernel runs it
                 reals = [p, *(p + s for s in RUN_CANDIDATES)]
                 if self._realpath is not None:
                     reals = [self._realpath(x) for x in reals]
@@ -622,6 +701,43 @@ class Facts:
             unknown.append(tuple(_unique(odd)))
         return tuple(out), tuple(unknown)
 
+    def _interpreter_unknown(self, name: str, p: str, roots: list[str], real_roots: list[str],
+                             depth: int = 0) -> list[str]:
+        """Why the program the kernel runs for the workspace file ``p`` (run as the command
+        itself: ``./tool``) is not known: its ``#!`` line (or ELF loader) names a program that
+        is neither the system's (``/usr/bin/python3``, ``/usr/bin/env NAME``) nor a file inside
+        the roots whose real path is inside them or the system's (and whose own interpreter
+        passes: Linux runs a script as another script's interpreter, four deep); ``env -S`` (a
+        command line); an argument of more than option characters; or the head cannot be read."""
+        if self._interpreter is None or (self._file_kind is not None and self._file_kind(p) != "file"):
+            return []
+        if depth > 4:
+            return [f"{name}: runs {p} through more than four interpreter lines"]
+        line = self._interpreter(p)
+        if line == "":
+            return []
+        parts = line.split(None, 1) if line else []
+        prog, arg = (parts[0], parts[1] if len(parts) > 1 else "") if parts else ("", "")
+        why = ""
+        if not prog.startswith("/"):
+            why = "cannot be read" if line is None else "is no absolute path"
+        elif prog.rsplit("/", 1)[-1] == "env" and prog.rsplit("/", 1)[0] in SYSTEM_DIRS:
+            if not re.fullmatch(r"[\w.+-]+", arg):
+                why = f"runs {arg!r} through env (a name looked up in PATH, or a command line: -S)"
+        elif not re.fullmatch(r"(-[\w=.-]*)?", arg):
+            why = f"gives it {arg!r}"
+        else:
+            real = self._realpath(prog) if self._realpath is not None else prog
+            system = prog.rsplit("/", 1)[0] in SYSTEM_DIRS or prog.startswith(("/lib/", "/lib64/", "/usr/lib/"))
+            inside = any(paths.within(prog, r) and prog != r for r in roots)
+            if not (system or inside) or not (
+                    any(paths.within(real, r) for r in real_roots) or real.rsplit("/", 1)[0] in SYSTEM_DIRS
+                    or real.startswith(("/lib/", "/lib64/", "/usr/lib/", "/usr/local/lib/"))):
+                why = "is not the system's program nor a file inside the session roots"
+            elif inside and not system:
+                return self._interpreter_unknown(name, prog, roots, real_roots, depth + 1)
+        return [f"{name}: runs {p}, whose interpreter line {line!r} {why}"] if why else []
+
     def _run_kind(self, name: str, p: str, searched: bool) -> list[str]:
         """Why running ``p`` is unknown by what it is: a directory or no regular file (the
         program runs something it holds), missing where the program then searches
@@ -633,6 +749,9 @@ class Facts:
         kind = self._file_kind(p)
         if kind == "file":
             return []
+        if kind == "linked":
+            return [f"{name}: runs {p}, a file with more than one hard link: its content is also that of "
+                    "a name anywhere on the file system (ln /tmp/x.py hl.py)"]
         if kind != "missing":
             return [f"{name}: runs {p}, which is {'a directory' if kind == 'dir' else 'no regular file'}: "
                     f"{name} runs what it holds or leads to"]
@@ -721,7 +840,7 @@ class Facts:
         """Why a command that follows symbolic links below its directories is unknown: a link
         there leads out of the session roots, or the tree is too big to scan."""
         if self._links_below is None or not any(cf.judgement.follows or cf.judgement.imports_cwd
-                                                for cf in self.shell_facts):
+                                                or cf.judgement.module_dirs for cf in self.shell_facts):
             return []
         roots = [*self.query.session.roots, *(self._realpath(r) for r in self.query.session.raw_roots
                                                if self._realpath is not None)]
@@ -729,6 +848,8 @@ class Facts:
         for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
             if cf.judgement.imports_cwd:
                 out.extend(self._imports_out(c.name, cf.cwds, roots))
+            if cf.judgement.module_dirs:
+                out.extend(self._imports_out(c.name, self._module_dirs(cf), roots))
             if not cf.judgement.follows:
                 continue
             for p in _unique([*cf.reads, *cf.writes]) or cf.cwds:  # `rg -L x`: where it runs
@@ -745,24 +866,111 @@ class Facts:
         return out
 
     def _code_reads_unending(self) -> list[str]:
-        """Why proven inline code is unknown: a file it reads is, through links, a device or
-        kernel file (``open('z')`` with ``z -> /dev/zero`` never ends), or no regular file nor
-        directory (a FIFO whose writer never comes: ``mkfifo p`` by an earlier call)."""
-        if self._realpath is None and self._file_kind is None:
+        """Why a read never ends: a file proven inline code reads is, through links, a device
+        or kernel file (``open('z')`` with ``z -> /dev/zero`` never ends); a file any command
+        reads (an operand or a ``<`` redirect) is not such a file as written but is one through
+        links (``cat z`` with ``z -> /dev/zero``: the literal device names are judged by the
+        endless check); a file read is no regular file nor directory (a FIFO whose writer
+        never comes: ``mkfifo p`` by an earlier call), or is a FIFO ``mkfifo`` makes in the
+        same call (``mkfifo p && cat p``)."""
+        a = self.analysis
+        if a is None:
+            return []
+        fifos = {p for c, cf in zip(a.commands, self.shell_facts, strict=True)
+                 if cf.judgement.entry == "mkfifo" for p in cf.writes}
+        if self._realpath is None and self._file_kind is None and not fifos:
             return []
         out: list[str] = []
-        for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
-            if not cf.judgement.code_reads:
-                continue
-            for p in cf.reads:
-                if not p.startswith("/") or p == UNKNOWN_PATH:
+        redirected = [(-1 if r.command < 0 else r.command, t) for r, (op, raw, _, targets) in
+                      zip(a.redirects, self.redirect_targets, strict=True)
+                      if raw and op.lstrip("0123456789") in ("<", "<>") for t in targets]
+        for i, (c, cf) in enumerate(zip(a.commands, self.shell_facts, strict=True)):
+            for p in [*cf.reads, *(t for k, t in redirected if k == i)]:
+                if not p.startswith("/") or p == UNKNOWN_PATH or _GLOB_CHARS.search(p):
+                    continue
+                if p in fifos:
+                    out.append(f"{c.name}: reads {p}, a FIFO the same command makes (it may never be written)")
                     continue
                 real = self._realpath(p) if self._realpath is not None else p
-                if unending(real):
+                if unending(real) and (cf.judgement.code_reads or not unending(p)):
                     out.append(f"{c.name}: reads {p}, a device or kernel file ({real})")
-                elif self._file_kind is not None and self._file_kind(p) == "other":
+                elif (not unending(p) and self._file_kind is not None
+                      and (cf.judgement.code_reads or cf.judgement.entry) and self._file_kind(p) == "other"):
                     out.append(f"{c.name}: reads {p}, no regular file (a FIFO may never be written)")
+        for k, p in redirected:  # a compound statement's input (`while read l; do ...; done < p`)
+            if k >= 0 or not p.startswith("/") or p == UNKNOWN_PATH or _GLOB_CHARS.search(p) or unending(p):
+                continue
+            real = self._realpath(p) if self._realpath is not None else p
+            if p in fifos:
+                out.append(f"reads {p}, a FIFO the same command makes (it may never be written)")
+            elif unending(real):
+                out.append(f"reads {p}, a device or kernel file ({real})")
+            elif self._file_kind is not None and self._file_kind(p) == "other":
+                out.append(f"reads {p}, no regular file (a FIFO may never be written)")
+        return list(_unique(out))
+
+    def _configs_out(self) -> list[str]:
+        """Why a tool that loads code its config names (``Judgement.configs``: mypy.ini's
+        ``plugins``, .pylintrc's ``init-hook``/``load-plugins``, flake8's local-plugin
+        ``paths``) is unknown: a value of one of those keys, in a config where it runs, names a
+        path outside the session roots (``plugins = /tmp/mp.py``, ``~/x``, ``../../x``), or the
+        config cannot be read whole."""
+        if self._read_config is None:
+            return []
+        out: list[str] = []
+        roots = list(self.query.session.roots)
+        for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
+            names, keys = cf.judgement.configs
+            if not keys:
+                continue
+            key_line = re.compile(r"\s*[\"']?(" + "|".join(re.escape(k) for k in keys) + r")[\"']?\s*[=:]", re.I)
+            for d in cf.cwds:
+                if not d.startswith("/") or d == UNKNOWN_PATH:
+                    continue
+                for name in names:
+                    path = f"{d.rstrip('/')}/{name}"
+                    text = self._read_config(path)
+                    if text is None:
+                        out.append(f"{c.name}: its config {path} cannot be read whole")
+                        continue
+                    for value in _config_values(text, key_line):
+                        for m in _CONFIG_PATH.finditer(value):
+                            target = paths.resolve(m.group(1), d, self.query.home)
+                            if not any(paths.within(target, r) for r in roots):
+                                out.append(f"{c.name}: its config {path} names {m.group(1)}, outside the "
+                                           "session roots, as code it loads")
+        return list(_unique(out))
+
+    def _not_installed(self) -> list[str]:
+        """Why a package runner's program is unknown: it is not installed in the project
+        (``node_modules/.bin/NAME`` in a directory it runs in or one above it, inside the
+        roots: where npm exec looks first), so the runner fetches the registry package of that
+        name, which is not the catalogue's program (``npx tsc`` without typescript fetches the
+        npm package ``tsc``: another author's code). Without a file-kind lookup: unknown."""
+        out: list[str] = []
+        roots = list(self.query.session.roots)
+        real_roots = ([*roots, *(self._realpath(r) for r in self.query.session.raw_roots)]
+                      if self._realpath is not None else roots)
+        kind = self._file_kind
+        for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
+            for name in cf.judgement.installed:
+                found = False
+                for d in cf.cwds:
+                    while kind is not None and not found and any(paths.within(d, r) for r in roots):
+                        binary = f"{d.rstrip('/')}/node_modules/.bin/{name}"
+                        real = self._realpath(binary) if self._realpath is not None else binary
+                        found = kind(binary) in ("file", "linked") and any(paths.within(real, r) for r in real_roots)
+                        if d in roots or d == "/":
+                            break
+                        d = d.rsplit("/", 1)[0] or "/"
+                if not found:
+                    out.append(f"{c.wrapper} {name}: not installed in the project (node_modules/.bin/{name}): "
+                               f"it fetches the registry package {name!r}, which is not the catalogue's program")
         return out
+
+    def _module_dirs(self, cf: CommandFacts) -> list[str]:
+        """``Judgement.module_dirs`` resolved where the command runs."""
+        return list(_unique(r for w, k in cf.judgement.module_dirs for r in self._resolve_in(w, k, cf.cwds)))
 
     def _imports_out(self, name: str, cwds: Iterable[str], roots: Iterable[str]) -> list[str]:
         """Why ``python -c`` code is unknown: an entry its working directory holds that Python
@@ -1080,6 +1288,25 @@ def _command_map(c: shell.SimpleCommand, paths_: list[str], cf: CommandFacts,
         "cwds": list(cf.cwds),
         "unknown": list(cf.unknown),
     }
+
+
+def _config_values(text: str, key_line: re.Pattern[str]) -> list[str]:
+    """The values of the keys ``key_line`` matches in an ini or TOML config, with their
+    continuation lines (indented lines after an ini key; a TOML array up to its ``]``)."""
+    out: list[str] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not key_line.match(line):
+            continue
+        value = [line.split("=", 1)[-1] if "=" in line else line.split(":", 1)[-1]]
+        while i < len(lines) and (lines[i][:1] in (" ", "\t") or ("[" in value[0] and "]" not in "".join(value))):
+            value.append(lines[i])
+            i += 1
+        out.append("\n".join(value))
+    return out
 
 
 def _run_effects(effects: frozenset[str], refused: tuple[str, ...], runs: bool) -> frozenset[str]:

@@ -31,7 +31,7 @@ EFFECTS: frozenset[str] = frozenset({
 ROLES: frozenset[str] = frozenset({
     "read", "write", "delete", "exec", "shell", "script", "chdir", "url", "arg", "env",
     "unknown", "git-config", "var", "link", "create", "package", "list", "filter", "filter-regex",
-    "target", "size", "bound", "duration", "run",
+    "target", "size", "bound", "duration", "run", "variable",
 })
 SYNTAXES: frozenset[str] = frozenset({"gnu", "exact", "posix", "single-dash", "none"})
 HANDLERS: frozenset[str] = frozenset({
@@ -48,7 +48,8 @@ _PROGRAM_KEYS = frozenset({
     "names", "summary", "source", "syntax", "handler", "effects", "operands", "options",
     "subcommand", "stdout", "stdin", "script_language", "env", "writes_into",
     "response_files", "registry", "follows_links", "bare", "unlisted_subcommand", "examples",
-    "env_plain", "env_closed", "bare_effects", "strings",
+    "env_plain", "env_closed", "bare_effects", "strings", "variables", "code_files", "package",
+    "config_keys",
 })
 _EXAMPLE_KEYS = frozenset({"command", "effects"})
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
@@ -163,6 +164,21 @@ class Program:
     #: every option and operand is a plain string to it, whatever words an expansion becomes
     #: (``basename $(pwd)``): no option changes what it does beyond its output
     strings: bool = False
+    #: the build variables a ``VAR=value`` operand (make) or ``variable`` value (cmake -D)
+    #: may set as plain data: name (``NAME*``: a prefix, the longest applies; ``*``: any other
+    #: name) -> the regular expression its value must match as a whole (any other name, or
+    #: value, may name a program the build runs: ``exec``)
+    variables: Mapping[str, str] = field(default_factory=dict)
+    #: names (globs) of the files it loads as code besides what its effects say: a read-only
+    #: linter's config that names plugins or hooks (``.pylintrc`` init-hook, ``mypy.ini``
+    #: plugins); a build/test command runs every file of the project (SCHEMA.md)
+    code_files: tuple[str, ...] = ()
+    #: with ``registry``: the registry package that provides the program when it is not the
+    #: program's own name (tsc is in ``typescript``; the npm package ``tsc`` is another's)
+    package: str = ""
+    #: keys of its ``code_files`` configs whose values name code it loads (``plugins``,
+    #: ``init-hook``): a path there outside the session roots is unknown (``Facts``)
+    config_keys: tuple[str, ...] = ()
 
 
 def slots_for(p: Program, replaced: Sequence[str]) -> list[Operand]:
@@ -444,6 +460,18 @@ class _Checker:
             if not isinstance(val, str):
                 self.bad(path, f"{key} must be a string")
         examples = self._examples(path, raw.get("examples"))
+        variables = self._variables(path, raw.get("variables"))
+        package = raw.get("package", "")
+        if not isinstance(package, str) or (package and not raw.get("registry")):
+            self.bad(path, "package must be a string, with registry")
+            package = ""
+        code_files = self.strings(path, raw.get("code_files"), "code_files")
+        config_keys = self.strings(path, raw.get("config_keys"), "config_keys")
+        if config_keys and not code_files:
+            self.bad(path, "config_keys needs code_files (the config files they are keys of)")
+        for g in code_files:
+            if "/" in g or not g:
+                self.bad(path, f"code_files: {g!r} must be a file-name glob without '/'")
         operands = self._list(path, raw.get("operands"), "operands", self.operand)
         options = self._list(path, raw.get("options"), "options", self.option)
         spellings: dict[str, str] = {}
@@ -476,7 +504,38 @@ class _Checker:
                        registry, follows_links, self.intern(frozenset(env_plain)), env_closed,
                        self.intern(frozenset(bare_effects)),
                        bare if isinstance(bare, str) else "",
-                       unlisted if isinstance(unlisted, str) else "", examples, strings)
+                       unlisted if isinstance(unlisted, str) else "", examples, strings, variables,
+                       self.intern(tuple(code_files)), package, self.intern(tuple(config_keys)))
+
+    def _variables(self, where: str, value: object) -> dict[str, str]:
+        """``variables = [{ names = ["V", "VERBOSE"], pattern = "[0-9]?" }]``: each name (or
+        ``*``, any other name) with the regular expression its value must match."""
+        if value is None:
+            return {}
+        if not isinstance(value, list):
+            self.bad(where, "variables must be a list of { names, pattern } tables")
+            return {}
+        out: dict[str, str] = {}
+        for item in value:
+            names = item.get("names") if isinstance(item, dict) else None
+            pattern = item.get("pattern") if isinstance(item, dict) else None
+            if (not isinstance(item, dict) or set(item) - {"names", "pattern"} or not isinstance(names, list)
+                    or not names or not isinstance(pattern, str)):
+                self.bad(where, "variables: each item must be { names = [NAME...], pattern = REGEX }")
+                continue
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                self.bad(where, f"variables: {pattern!r} is no regular expression: {exc}")
+                continue
+            for name in names:
+                if not isinstance(name, str) or not (name == "*" or _ENV_NAME.fullmatch(name)):
+                    self.bad(where, f"variables: {name!r} must be a NAME, a NAME* prefix or *")
+                elif name in out:
+                    self.bad(where, f"variables: {name!r} listed twice")
+                else:
+                    out[name] = pattern
+        return out
 
     def _examples(self, where: str, value: object) -> tuple[tuple[str, frozenset[str]], ...]:
         """``examples = [{ command = "nm x.o", effects = ["read"] }]``: checked shapes."""

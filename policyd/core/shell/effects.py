@@ -123,6 +123,22 @@ class Judgement:
     #: every word is a plain string to it, options included (catalogue ``strings`` on the whole
     #: chain: echo, basename): an unquoted expansion may split into any words harmlessly
     strings: bool = False
+    #: names (globs) of the project's files it runs or loads as code: ``*`` for a build or
+    #: test command (every file of the project), the entry's ``code_files`` (``.pylintrc``);
+    #: one the same call writes before it is not the project's code (``Facts.run_refusals``)
+    code_files: tuple[str, ...] = ()
+    #: directories Python imports modules from first besides ``imports_cwd``: a script's own
+    #: directory (``python scripts/gen.py`` imports ``scripts/json.py``); an entry there
+    #: linking out of the roots, or written by the same call, is not the project's code
+    #: (``Facts._links_out``, ``Facts.code_refusals``)
+    module_dirs: tuple[Word, ...] = ()
+    #: programs a package runner (``npx tsc``) must find installed in the project
+    #: (``node_modules/.bin/NAME`` where it runs or above, inside the roots): else it fetches
+    #: the registry package of that name, which is not the catalogue's program (``package``)
+    installed: tuple[str, ...] = ()
+    #: (config file names, keys): configs it reads where it runs whose keys name code it
+    #: loads (mypy.ini ``plugins``): the facts read them for paths outside the roots
+    configs: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
 
 @dataclass
@@ -150,6 +166,8 @@ class _Acc:
     bounded: bool = False
     imports_cwd: str = ""
     code_reads: bool = False
+    module_dirs: list[Word] = field(default_factory=list)
+    installed: list[str] = field(default_factory=list)
     seconds: float = 0.0  # the durations it waits (role duration), summed
     runs: list[Word] = field(default_factory=list)
     must_exist: list[Word] = field(default_factory=list)  # runs that are searched for when missing
@@ -201,8 +219,13 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         if entry.script_language in CODE_LANGUAGES and cmd.stdin_text is not None:
             words = _stdin_code(entry, words, cmd.stdin_text)
         chain = _parse(entry, words, acc, cmd)
+    runner = bool({"build", "test"} & acc.effects)  # the catalogue's, not proven inline code's
     if acc.code:
         _inline(acc, cmd)
+    if entry.handler == "python":
+        # sys.path[0] of python FILE: the script's directory (python -m MODULE and proven
+        # -c/stdin code import from the working directory: imports_cwd)
+        acc.module_dirs.extend((w.rsplit("/", 1)[0] or "/" if "/" in w else ".", k) for w, k in acc.runs)
     if by_path and not acc.reasons:
         if project_tool or ({"build", "test"} & acc.effects and "exec" not in acc.effects):
             # a project's own build wrapper (./gradlew, ./mvnw) or environment's interpreter running
@@ -286,6 +309,11 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         imports_cwd=acc.imports_cwd,
         code_reads=acc.code_reads,
         strings=_strings_only(chain),
+        code_files=("*",) if runner else tuple(
+            dict.fromkeys(g for p in chain for g in p.code_files)),
+        module_dirs=tuple(dict.fromkeys(acc.module_dirs)),
+        installed=tuple(acc.installed),
+        configs=next(((p.code_files, p.config_keys) for p in chain if p.config_keys), ((), ())),
     )
 
 
@@ -825,14 +853,25 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
             acc.unknown(f"variable name {value!r} is evaluated (subscripts run code)")
         acc.variables.append(value)
     elif role == "env":
-        name, eq, _ = value.partition("=")
         if handler == "make" and ("$" in value or "`" in value or kind != LITERAL):
             acc.effects.add("exec")  # make VAR=$(shell ...) runs code
             acc.execs.append(value)
-        elif handler == "make" and eq and name.upper() in ("SHELL", "MAKEFLAGS", "MAKE", "MFLAGS"):
-            acc.effects.add("exec")
-        elif handler == "make" and not eq:
+        elif handler == "make" and "=" in value:
+            _role("variable", w, p, chain, acc)  # CC=/tmp/x.sh: the program make's rules run
+        elif handler == "make":
             _role("target", w, p, chain, acc)  # a make operand without '=' is a target
+    elif role == "variable":
+        # a build variable NAME[:TYPE]=VALUE (make's operands, cmake -D): plain only when the
+        # entry lists NAME and VALUE matches its pattern; CC, CMAKE_C_COMPILER, MAKEFILES,
+        # CMAKE_PROJECT_INCLUDE... name programs or files of code the build runs
+        head, eq, val = value.partition("=")
+        var = head.split(":", 1)[0]
+        known = chain[0].variables
+        prefix = max((n for n in known if n.endswith("*") and var.startswith(n[:-1])), key=len, default="*")
+        pattern = known.get(var, known.get(prefix))
+        if kind != LITERAL or not eq or pattern is None or not re.fullmatch(pattern, val):
+            acc.effects.add("exec")
+            acc.execs.append(value)
     elif role in ("size", "bound"):
         size = _size(value[1:] if role == "size" and value[:1] in "+-<>/%" and len(value) > 1 else value, kind)
         if role == "bound":
@@ -938,6 +977,8 @@ def _indirect(entry: Program, chain: list[Program], words: list[Word], acc: _Acc
     if registry is not None and entry.registry != registry:
         acc.unknown(f"{cmd.wrapper} runs the {registry} package {cmd.name!r} (fetched when it is not "
                     f"installed), not the catalogue's {entry.names[0]}")
+    elif registry is not None and entry.package and entry.package != cmd.name:
+        acc.installed.append(cmd.name)  # npx tsc: the project's typescript, else the package `tsc`
 
 
 _REGEX_ONLY = re.compile(r"[()|+{}^$\\]")

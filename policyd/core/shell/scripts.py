@@ -22,7 +22,8 @@ def judge_script(lang: str, text: str) -> tuple[frozenset[str], str]:
     if lang == "awk":
         if _AWK_RISK.search(text):
             return frozenset(), "awk program may run commands, write files or read the environment"
-        return frozenset(), ""
+        loop = _awk_unbounded_loop(text)
+        return frozenset(), (f"awk program has a loop not known to end: {loop!r}" if loop else "")
     if lang in ("jq", "yq"):
         effects = frozenset({"env-read"}) if _JQ_ENV.search(text) else frozenset()
         if _jq_endless(text):
@@ -37,13 +38,52 @@ _JQ_NUMBER = re.compile(r"\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+")
 MAX_JQ_RANGE = 10_000_000
 
 
+#: A jq range's arguments the analysis bounds: literal numbers, or the input's ``length``.
+_JQ_RANGE_ARGS = re.compile(r"(\s|[-+;.]|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|length)*")
+#: jq constructs whose end the analysis cannot prove: a user function (it may call itself,
+#: ``def f: f; f``), ``until``/``while`` loops, ``recurse`` with a generator (``recurse(.+1)``;
+#: plain ``recurse`` and ``..`` walk the finite input), ``infinite`` (``range(0; infinite)``).
+_JQ_UNBOUNDED = re.compile(r"\bdef\s|\b(until|while)\s*\(|\brecurse\s*\(|\brecurse_down\b|\binfinite\b")
+
+
 def _jq_endless(text: str) -> bool:
-    """``range(1e10)`` (a literal bound above :data:`MAX_JQ_RANGE`), or ``repeat`` with no
-    ``limit``/``first`` in the program: never ends, or fills memory."""
+    """``range(1e10)`` (a literal bound above :data:`MAX_JQ_RANGE`), a range over anything
+    but literal numbers and ``length``, a construct of :data:`_JQ_UNBOUNDED`, or ``repeat``
+    with no ``limit``/``first`` in the program: it may never end, or fill memory."""
     for m in _JQ_RANGE.finditer(text):
+        if not _JQ_RANGE_ARGS.fullmatch(m.group(1)):
+            return True
         if any(float(n) > MAX_JQ_RANGE for n in _JQ_NUMBER.findall(m.group(1))):
             return True
+    if re.search(r"\brange\s*\((?![^()]*\))", text) or _JQ_UNBOUNDED.search(text):
+        return True  # a range whose arguments hold parentheses, or an unbounded construct
     return bool(re.search(r"\brepeat\b", text)) and not re.search(r"\b(limit|first)\s*\(", text)
+
+
+#: awk's counted loop over a line's fields or a literal count: ``for (i = 1; i <= NF; i++)``.
+_AWK_COUNTED = re.compile(r"for\s*\(\s*([A-Za-z_]\w*)\s*=\s*\d+\s*;\s*\1\s*<=?\s*(NF|\d+)\s*;\s*"
+                          r"(\1\s*\+\+|\+\+\s*\1)\s*\)")
+_AWK_LOOP = re.compile(r"\b(while|do|for|function|func)\b")
+
+
+def _awk_unbounded_loop(text: str) -> str:
+    """The first awk loop or function whose end is not proven (``""``: none): every
+    ``while``/``do``/``for``/function except ``for (k in array)`` and the counted loop of
+    :data:`_AWK_COUNTED` whose variable nothing else in the program assigns."""
+    text = re.sub(r'"(\\.|[^"\\])*"', '""', text)  # words inside strings are no keywords
+    for m in _AWK_LOOP.finditer(text):
+        rest = text[m.start():]
+        if m.group(1) == "for":
+            if re.match(r"for\s*\(\s*\(?[A-Za-z_]\w*(\s*,\s*[A-Za-z_]\w*)*\)?\s+in\s+[A-Za-z_]\w*\s*\)", rest):
+                continue
+            counted = _AWK_COUNTED.match(rest)
+            if counted:
+                var = re.escape(counted.group(1))
+                assigns = re.findall(rf"(?<![\w$]){var}\s*([-+*/%^]?=(?!=)|\+\+|--)|(\+\+|--)\s*{var}\b", text)
+                if len(assigns) == 2:  # the header's `i = N` and `i++`
+                    continue
+        return rest[:40]
+    return ""
 
 
 _SED_SIMPLE = frozenset("=dDgGhHlnNpPqQxzF")
@@ -58,6 +98,8 @@ def sed_danger(script: str) -> str:
     cannot be read), or ``""``. A small reader of GNU sed's command syntax."""
     s = script
     i, n = 0, len(s)
+    defined: set[str] = set()
+    backward = consumes = False
     while i < n:
         c = s[i]
         if c in " \t\n;{}!":
@@ -85,6 +127,7 @@ def sed_danger(script: str) -> str:
         if c in " \t\n;{}!":
             continue
         if c in _SED_SIMPLE:
+            consumes = consumes or c in "nNqQ"
             i += 1
             while i < n and s[i].isdigit():  # q5, Q5, l 70
                 i += 1
@@ -102,6 +145,10 @@ def sed_danger(script: str) -> str:
                 k += 1
             if not _SED_LABEL_NAME.fullmatch(s[j:k]):
                 return f"has a label this reader does not follow: {s[j:k]!r}"
+            if c == ":":
+                defined.add(s[j:k])
+            elif c == "b" and s[j:k] in defined:
+                backward = True  # a branch back to an earlier label whatever was substituted
             i = k
             continue
         if c in _SED_TEXT:
@@ -142,4 +189,9 @@ def sed_danger(script: str) -> str:
                     i += 1
             continue
         return f"has a command sed does not document here: {c!r}"
+    if backward and not consumes:
+        # `:a;s/$/x/;ba` loops on one line for ever; a loop that reads on (N, n) or quits ends
+        # with the input (`:a;N;$!ba;s/\n/ /g`). (A `t` loop ends when nothing is substituted:
+        # whether it makes progress is not judged.)
+        return "has a loop that may never end (b back to a label, and no N, n, q or Q)"
     return ""

@@ -179,11 +179,23 @@ _ARITH_TEST_OPS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _VAR_TESTS = frozenset({"-v", "-R"})  # test a variable by name: its subscript is evaluated
 _MAX_ARITH_SCAN = 256  # nodes examined in one arithmetic context
 MAX_BRACE_WORDS = 10_000  # a {a..b} sequence longer than this is a denial of service
-_ALWAYS_SUCCEEDS = frozenset({"true", ":", "sleep"})  # as a while condition: endless
-_ALWAYS_FAILS = frozenset({"false"})  # as an until condition: endless
+#: Loop conditions that fail once their input or arguments are used up (a bounded loop).
+_BOUNDED_CONDITIONS = frozenset({"read", "getopts"})
+#: read options that may let it succeed without consuming input (-t timeout, -n/-N count).
+_READ_NO_CONSUME = re.compile(r"[tnN]")
+#: A loop body that may restart what the condition consumes: ``exec`` (``exec < f`` reopens
+#: the input), ``OPTIND`` (getopts starts again).
+_REWINDS = re.compile(r"\bexec\b|\bOPTIND\b")
 _BRACE_GROUP = re.compile(r"\{([^{}\s]*)\}")
 #: A brace sequence expression (bash "Brace Expansion"): ``x..y`` or ``x..y..incr``, integers or letters.
 BRACE_RANGE = re.compile(r"(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?")
+
+
+def _plain_file(word: str) -> str:
+    """A file word as compared by :meth:`_Walker.same_file`: ``./f`` and ``f//`` are ``f``."""
+    while word.startswith("./"):
+        word = word[2:].lstrip("/")
+    return word.rstrip("/") or word
 
 
 def _brace_group_size(group: str) -> int:
@@ -573,6 +585,8 @@ class _Walker:
                     self.arithmetic(node)
                 elif t == "while_statement":
                     self.endless(node)
+                elif t == "pipeline":
+                    self.same_file(node)
                 elif t == "for_statement":
                     var = node.child_by_field_name("variable")
                     if var is not None and self.depth == 0 and self.toplevel(node):
@@ -607,7 +621,13 @@ class _Walker:
         """``$NAME``/``${NAME...}`` of a name the text did not assign before reads the
         environment (``${!REF}`` reads a name known only at run time: ``!REF``)."""
         indirect = named = substring = False
-        for k in node.children:
+        kids = node.children
+        if any(a.type == "@" and b.type == "P" for a, b in itertools.pairwise(kids)):
+            # ${x@P} expands the value as a prompt string: with promptvars (on by default) the
+            # $(...) and backquotes in it run (bash 5.2; @E @A @Q @K @a @U @u @L only quote or
+            # convert: nothing of the value runs)
+            self.st.cannot_know(f"prompt expansion runs the value's command substitutions: {self.text(node)[:60]!r}")
+        for k in kids:
             if k.type == "!" and not named:
                 indirect = True
             elif k.type in ("variable_name", "special_variable_name", "subscript") and not named:
@@ -680,15 +700,104 @@ class _Walker:
                 self.st.cannot_know(f"brace expansion of {size} words")
 
     def endless(self, node: Node) -> None:
-        """``while true``, ``while :``, ``while sleep 1``, ``until false``: a condition that
-        cannot change loops until interrupted (a disk filled, a CI job hung)."""
-        cond = node.child_by_field_name("condition")
+        """A ``while``/``until`` loop ends only when its condition changes, which the analysis
+        cannot prove in general (``while [ 1 ]``, ``while ! false``, ``until [ -f x ]`` wait
+        for ever): the loop is unknown unless its condition is a recognised bounded form
+        (:meth:`_ends`: ``while read``, ``while getopts``), and then also when its body writes
+        the file it reads (``while read l; do echo "$l" >> f; done < f`` never reaches EOF)."""
+        conds = [c for c in node.children_by_field_name("condition") if c.is_named]
         keyword = node.children[0].type if node.children else ""
-        if cond is None or cond.type != "command" or len(cond.named_children) > 2:
+        body = node.child_by_field_name("body")
+        if not conds or not self._ends(conds[-1], keyword == "until"):
+            text = self.text(conds[-1]) if conds else ""
+            self.st.cannot_know(f"{keyword} {text[:30]!r}: a loop whose condition is not known to end "
+                                "(only 'while read' and 'while getopts' are)")
             return
-        name = self.text(cond.named_children[0]).rsplit("/", 1)[-1]
-        if name in (_ALWAYS_FAILS if keyword == "until" else _ALWAYS_SUCCEEDS):
-            self.st.cannot_know(f"{keyword} {self.text(cond)[:30]!r} loops until interrupted")
+        if body is not None and _REWINDS.search(self.text(body)):
+            # `exec < f` reopens the input read consumes; OPTIND= restarts getopts
+            self.st.cannot_know(f"{keyword} loop whose body may restart what its condition consumes")
+            return
+        self.same_file(node)
+
+    def _ends(self, cond: Node, negated: bool) -> bool:
+        """The loop condition ``cond`` (negated: an ``until`` loop's) fails once its input or
+        arguments are used up: ``read``/``getopts`` (``IFS= read -r l``), ``! read`` under
+        ``until``, ``read a && test``, and the idiom ``read -r l || [ -n "$l" ]`` (at EOF read
+        empties ``l``, so the second round ends)."""
+        t = cond.type
+        if t == "redirected_statement":
+            body = cond.child_by_field_name("body")
+            return body is not None and self._ends(body, negated)
+        if t == "negated_command":
+            return bool(cond.named_children) and self._ends(cond.named_children[0], not negated)
+        if t == "command":
+            name = cond.child_by_field_name("name")
+            args = [self.text(a) for a in cond.children_by_field_name("argument")]
+            # read -t 0 / -n 0 / -N 0 succeed without consuming anything: never at the end
+            return (not negated and name is not None
+                    and self.text(name).rsplit("/", 1)[-1] in _BOUNDED_CONDITIONS
+                    and not any(a.startswith("-") and not a.startswith("--") and _READ_NO_CONSUME.search(a)
+                                for a in args))
+        if t == "list" and not negated and len(cond.named_children) == 2:
+            left, right = cond.named_children
+            op = next((c.type for c in cond.children if not c.is_named), "")
+            if op == "&&":
+                return self._ends(left, False) or self._ends(right, False)
+            if op == "||":
+                return self._ends(left, False) and right.type == "test_command" and self.text(right).startswith(
+                    ("[ -n ", "[[ -n ", "test -n "))
+        return False
+
+    def same_file(self, node: Node) -> None:
+        """A loop or pipeline that writes a file it also reads (``... done < f`` with ``>> f``
+        in the body; ``cat f | tee -a f``) may never reach the file's end: it grows as it is
+        read (a disk filled). Files are compared as written (``./f`` is ``f``)."""
+        reads: set[str] = set()
+        writes: set[str] = set()
+        parent = self.parent.get(node.id)
+        if node.type == "pipeline":
+            stages = list(node.named_children)
+        else:
+            stages = [node]
+            if parent is not None and parent.type == "redirected_statement":
+                for r in parent.children_by_field_name("redirect"):
+                    self._file_words(r, reads, writes)
+            if parent is not None and parent.type == "pipeline":
+                for k in parent.named_children:
+                    if k.id == node.id:
+                        break
+                    self._file_words(k, reads, set())
+        for k in stages:
+            self._file_words(k, reads if node.type == "pipeline" else set(), writes)
+        both = sorted(reads & writes)
+        if both:
+            self.st.cannot_know(f"writes {both[0]!r}, which it also reads: it may never reach the end "
+                                "of the file")
+
+    def _file_words(self, node: Node, reads: set[str], writes: set[str]) -> None:
+        """Literal words below ``node``: the operands of its commands and ``<`` targets as
+        ``reads``; ``>``/``>>`` targets and tee's operands as ``writes`` (bounded walk)."""
+        stack = [node]
+        seen = 0
+        while stack and seen < _MAX_ARITH_SCAN:
+            n = stack.pop()
+            seen += 1
+            if n.type == "file_redirect":
+                dest = n.child_by_field_name("destination")
+                op = next((c.type for c in n.children if not c.is_named), "")
+                if dest is not None and dest.type == "word":
+                    word = _plain_file(self.text(dest))
+                    (reads if op in ("<", "<>") else writes).add(word)
+                    if op == "<>":
+                        writes.add(word)
+                continue
+            if n.type == "command":
+                name = n.child_by_field_name("name")
+                tee = name is not None and self.text(name).rsplit("/", 1)[-1] == "tee"
+                for arg in n.children_by_field_name("argument"):
+                    if arg.type == "word" and not self.text(arg).startswith("-"):
+                        (writes if tee else reads).add(_plain_file(self.text(arg)))
+            stack.extend(n.named_children)
 
     def brace_product(self, node: Node) -> None:
         """``{a..z}{a..z}{a..z}{a..z}`` multiplies: bash builds every combination of the
@@ -1252,6 +1361,9 @@ class _Walker:
         if label:
             _analyze_text(self.st, body, self.depth + 1, label)
         elif not quoted:
+            if _EVALUATES_VALUE.search(_ESCAPED.sub("", body)):
+                self.st.cannot_know("a here-document's ${x@P} or $(( x )) evaluates a variable's value "
+                                    "(its command substitutions run)")
             for m in _VAR_REF.finditer(_ESCAPED.sub("", body)):  # it expands $NAME, ${NAME}
                 name = (m.group(1) or "") + (m.group(2) or m.group(3) or "")
                 if name not in self.st.locals:
@@ -1263,6 +1375,9 @@ class _Walker:
 
 _VAR_REF = re.compile(r"\$\{(!?)([A-Za-z_][A-Za-z0-9_]*)|\$([A-Za-z_][A-Za-z0-9_]*)")
 _ESCAPED = re.compile(r"\\.", re.S)  # `\$X` is a literal dollar, `\\$X` an expansion
+#: ``${x@P}`` (prompt expansion runs the value's substitutions) and ``$(( x ))`` / ``$[ x ]``
+#: naming a variable (arithmetic evaluates its value as an expression: ``a[$(cmd)]`` runs)
+_EVALUATES_VALUE = re.compile(r"\$\{[^}]*@P\}|\$(\(\(|\[)[^)\]]*[A-Za-z_$`]")
 
 
 def _substitutions(text: str) -> list[str]:
@@ -1339,9 +1454,21 @@ def split_argv_command(argv: Sequence[str]) -> str:
     if not vals:
         return ""
     name = _norm_name(vals[0], False)
-    if name.lower() in _SHELLS:
+    where = vals[0].rsplit("/", 1)[0] if "/" in vals[0] else ""
+    opts = list(itertools.takewhile(_PLAIN_SHELL_OPTION.fullmatch, vals[1:]))
+    if (name.lower() in _SHELLS and (not where or where in _SHELL_DIRS) and len(vals) > len(opts) + 1
+            and "c" in "".join(opts)):
+        # only `bash -lc TEXT [ARG0 ARG...]` itself: a shell from elsewhere (/tmp/x/bash) is
+        # judged as the program it is, and other options of its own (--rcfile F, -i, -s, +o)
+        # stay on the line for the analysis (joined below)
         out, _ = _h_shell(name, vals[1:])
         if out.shells and out.shells[0][0].strip():
             return out.shells[0][0]
     return shlex.join(vals)
+
+
+#: Directories of the shell an argv may name to be unwrapped (``/bin/bash -lc X``).
+_SHELL_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin"})
+#: The shell options an unwrapped argv may give before its text: -c with -l (login), -e, -u, -x.
+_PLAIN_SHELL_OPTION = re.compile(r"-[celux]+")
 
