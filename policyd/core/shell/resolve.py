@@ -48,7 +48,7 @@ MAX_GLOB_CANDIDATES = 64
 SENSITIVE_NAMES: tuple[str, ...] = (
     ".env", ".env.local", ".env.production", ".envrc", ".dev.vars", ".git", "config", "hooks",
     "pre-commit", "info", "modules", ".gitmodules", ".gitconfig", ".git-credentials", ".ssh",
-    "id_rsa", "id_ecdsa", "id_ed25519", "authorized_keys", "known_hosts", ".gnupg", ".aws",
+    "id_rsa", "id_ecdsa", "id_ed25519", "id_dsa", ".my.cnf", "authorized_keys", "known_hosts", ".gnupg", ".aws",
     "credentials", ".azure", ".kube", ".docker", ".netrc", ".pgpass", ".npmrc", ".pypirc",
     ".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile", ".zshenv", ".bash_login",
     ".config", ".local", "bin", "autostart", "systemd", "fish", ".vscode", ".claude", ".cursor",
