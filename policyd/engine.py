@@ -79,6 +79,7 @@ class Engine:
         facts = Facts(query, realpath=resolver, catalogue=policy.catalogue, links_below=resolver.links_below,
                       file_kind=resolver.file_kind, importables=resolver.importable_entries,
                       interpreter=resolver.interpreter, read_config=resolver.config_text)
+                      glob_matches=resolver.glob_matches)
         budget = self.eval_budget_s if budget_s is None else budget_s
         verdict = decide(policy, facts, budget, time.perf_counter)
         return verdict, facts, (time.perf_counter_ns() - start) // 1000

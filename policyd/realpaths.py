@@ -20,6 +20,7 @@ import os
 import stat
 import struct
 
+from policyd.core.brackets import component_matches
 from policyd.core.inline.python import importable
 from policyd.core.jsonline import as_written
 
@@ -28,6 +29,9 @@ MAX_MEMO_DEPTH = 64
 #: Directory entries one scan for symbolic links looks at before it answers "unknown" (a
 #: recursive reader over a bigger tree is unknown; 3-4 µs an entry measured: ~80 ms at most).
 MAX_LINK_SCAN = 20_000
+#: Directory entries one glob's expansion looks at before it answers "unknown".
+MAX_GLOB_SCAN = 20_000
+_GLOB = ("*", "?", "[")
 
 
 def realpath(path: str) -> str:
@@ -138,6 +142,45 @@ def links_below(path: str, readable_only: bool = False, importable_only: bool = 
                 except OSError:
                     continue
     return tuple(found)
+
+
+def glob_matches(pattern: str, budget: int = MAX_GLOB_SCAN) -> tuple[str, ...] | None:
+    """The existing paths bash may expand the absolute glob ``pattern`` to (``/w/docs/*``
+    -> ``/w/docs/key``), as spelled (not resolved: the caller resolves each as it does a
+    literal operand), sorted; None when the expansion looks at more than ``budget``
+    directory entries (the caller treats that as unknown). A component is matched as
+    :func:`~policyd.core.brackets.component_matches` does (in any case: an
+    over-approximation), a name with a leading dot only by a component that does not begin
+    with ``*`` or ``?`` (bash without ``dotglob``; ``[.]x`` is taken to match it too);
+    directories are entered through links, as bash does."""
+    if not pattern.startswith("/"):
+        return ()
+    prefixes = [""]
+    seen = 0
+    for part in pattern.split("/")[1:]:
+        if not part:
+            continue
+        if not any(c in part for c in _GLOB):
+            prefixes = [f"{p}/{part}" for p in prefixes]
+            continue
+        hidden = not part.startswith(("*", "?"))
+        found: list[str] = []
+        for p in prefixes:
+            try:
+                entries = os.scandir(p or "/")
+            except (OSError, ValueError):
+                continue
+            with entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > budget:
+                        return None
+                    if (hidden or not entry.name.startswith(".")) and component_matches(entry.name, part):
+                        found.append(f"{p}/{entry.name}")
+        prefixes = found
+        if not prefixes:
+            return ()
+    return tuple(sorted(p for p in prefixes if os.path.lexists(p)))
 
 
 def importable_entries(path: str, budget: int = MAX_LINK_SCAN) -> tuple[str, ...] | None:
@@ -299,7 +342,7 @@ class Resolver:
     """:func:`realpath` and :func:`links_below` with the results of one decision remembered
     (see the module doc)."""
 
-    __slots__ = ("_dirs", "_imports", "_kinds", "_links", "_paths")
+    __slots__ = ("_dirs", "_globs", "_imports", "_kinds", "_links", "_paths")
 
     def __init__(self) -> None:
         self._paths: dict[str, str] = {}
@@ -308,6 +351,13 @@ class Resolver:
         self._links: dict[tuple[str, bool, bool], tuple[str, ...] | None] = {}
         self._kinds: dict[str, str] = {}
         self._imports: dict[str, tuple[str, ...] | None] = {}
+        self._globs: dict[str, tuple[str, ...] | None] = {}
+
+    def glob_matches(self, pattern: str) -> tuple[str, ...] | None:
+        """:func:`glob_matches`, once per pattern per decision."""
+        if pattern not in self._globs:
+            self._globs[pattern] = glob_matches(pattern)
+        return self._globs[pattern]
 
     def importable_entries(self, path: str) -> tuple[str, ...] | None:
         """:func:`importable_entries`, once per directory per decision."""

@@ -25,6 +25,7 @@ from policyd.core.explain import Explanation, explain
 from policyd.core.facts import Facts
 from policyd.core.policy import PolicyError, PolicySet
 from policyd.realpaths import config_text, file_kind, importable_entries, interpreter, links_below
+from policyd.realpaths import file_kind, glob_matches, importable_entries, links_below
 from policyd.settings import Settings
 
 _MARK = {"matched": "MATCH", "not matched": "no", "error": "ERROR", "not applicable": "n/a"}
@@ -113,6 +114,7 @@ def explain_one(policy: PolicySet, item: Mapping[str, Any], home: str, sandboxed
                                  links_below=links_below, file_kind=file_kind,
                                  importables=importable_entries, interpreter=interpreter,
                                  read_config=config_text))
+                                 importables=importable_entries, glob_matches=glob_matches))
 
 
 def run(settings: Settings, file: str | None, command: str | None, cwd: str | None,

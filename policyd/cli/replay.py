@@ -56,6 +56,7 @@ def _facts(query: PermissionQuery, policy: PolicySet) -> Facts:
     return Facts(query, realpath=resolver, catalogue=policy.catalogue, links_below=resolver.links_below,
                  file_kind=resolver.file_kind, importables=resolver.importable_entries,
                  interpreter=resolver.interpreter, read_config=resolver.config_text)
+                 glob_matches=resolver.glob_matches)
 
 
 def _outcome(verdict: Verdict) -> tuple[Decision, tuple[str, ...]]:

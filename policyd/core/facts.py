@@ -144,6 +144,9 @@ LinksBelow = Callable[[str, bool, bool], "tuple[str, ...] | None"]
 #: The entries of a directory Python would import from it (``json.py``, ``json/``), as
 #: ``directory/NAME``; None when not known (too big). See ``realpaths.importable_entries``.
 Importables = Callable[[str], "tuple[str, ...] | None"]
+#: The existing paths an absolute glob expands to, as spelled; None when too many entries
+#: must be looked at (see ``realpaths.glob_matches``).
+GlobMatches = Callable[[str], "tuple[str, ...] | None"]
 
 _T = TypeVar("_T")
 
@@ -240,6 +243,11 @@ class Facts:
     line of a workspace file run as a program (:meth:`_interpreter_unknown`); without it the
     line is not read. ``read_config`` (``realpaths.config_text``) reads the configs a linter
     loads code from (:meth:`_configs_out`); without it they are not read.
+    without it nothing is listed. ``glob_matches`` (``realpaths.glob_matches``) expands a
+    glob path against the file system: its matches join the paths (and write paths) it
+    stands in, so their real paths are judged as a literal operand's are (``cat docs/*``
+    through ``docs/key -> ~/.ssh/id_rsa``); a glob too big to expand makes the call unknown.
+    Without it only the glob's sensitive-name candidates are added.
     """
 
     def __init__(self, query: PermissionQuery, realpath: RealPath | None = None,
@@ -249,6 +257,10 @@ class Facts:
                  read_config: ReadConfig | None = None) -> None:
         self.query = query
         self._read_config = read_config
+                 importables: Importables | None = None, glob_matches: GlobMatches | None = None) -> None:
+        self._glob_matches = glob_matches
+        #: globs :meth:`_with_matches` could not expand within its bound
+        self._unexpanded: dict[str, None] = {}
         self._importables = importables
         self._interpreter = interpreter
         self._realpath = realpath
@@ -421,9 +433,25 @@ class Facts:
             for _, raw, _, targets in self.redirect_targets:
                 if raw:
                     resolved.extend(t for t in targets if t.startswith("/"))
+        resolved = self._with_matches(resolved)
         resolved.extend(f"{p}/{NAMED_DIR_FILES[p.rsplit('/', 1)[-1]]}" for p in resolved
                         if p.endswith(_NAMED_DIRS))
         return _with_case_variants(_unique(resolved), self.query.session.roots)
+
+    def _with_matches(self, found: list[str]) -> list[str]:
+        """``found`` and the existing paths each glob in it expands to (see the class doc);
+        a glob that cannot be expanded within the bound is remembered for :attr:`unknown`."""
+        if self._glob_matches is None:
+            return found
+        out = list(found)
+        for p in _unique(found):
+            if p.startswith("/") and p != UNKNOWN_PATH and _GLOB_CHARS.search(p):
+                matches = self._glob_matches(p)
+                if matches is None:
+                    self._unexpanded[p] = None
+                else:
+                    out.extend(matches)
+        return out
 
     def _filters(self) -> list[str]:
         """File-name filters of a search call (:data:`FILTER_KEYS`; a glob tool's ``pattern``)."""
@@ -462,7 +490,7 @@ class Facts:
                 continue  # the catalogue knows what it writes
             guessed = [x.split("=", 1)[1] for x in c.args if x.startswith(OUTPUT_OPTIONS)]
             found.extend(r for p in guessed for r in self._resolve_in(p, _kind_of(c, p), cf.cwds))
-        return _with_case_variants(_unique(found), self.query.session.roots)
+        return _with_case_variants(_unique(self._with_matches(found)), self.query.session.roots)
 
     def command_paths(self, c: shell.SimpleCommand, cf: CommandFacts | None = None) -> list[str]:
         """The operands of a program the catalogue does not know (non-option words) resolved in
@@ -511,6 +539,10 @@ class Facts:
         found.extend(self._code_reads_unending())
         found.extend(self._not_installed())
         found.extend(self._configs_out())
+        if self._glob_matches is not None:
+            _ = self.paths, self.write_paths  # they expand the globs
+            found.extend(f"{p}: a pattern with more entries to look at than can be checked"
+                         for p in self._unexpanded)
         found.extend(w for ws in self._code_checks[1] for w in ws)
         if not a.parse_ok:
             found.extend(a.errors)
