@@ -1137,9 +1137,20 @@ class Facts:
             execs.update(dict.fromkeys(cf.judgement.execs))
         for refused in self.run_refusals:
             execs.update(dict.fromkeys(refused))
+        discards.update(dict.fromkeys(self._directory_pathspecs))
         for d in found:
             d.pop("", None)
         return tuple(list(d) for d in found)
+
+    @once
+    def _directory_pathspecs(self) -> tuple[str, ...]:
+        """The work-tree pathspecs of git checkout/restore that are directories: the
+        uncommitted work of every tracked file below them is thrown away (``git restore src``),
+        as for ``.``. Without a file-kind lookup (pure contexts) none is looked at."""
+        if self._file_kind is None:
+            return ()
+        return _unique(p for cf in self.shell_facts for p in cf.pathspecs
+                       if p.startswith("/") and p != UNKNOWN_PATH and self._file_kind(p) == "dir")
 
     def tool_field(self, name: str) -> Any:
         """The plain-Python value of ``tool.<name>``; raises KeyError for unknown names."""

@@ -117,6 +117,10 @@ class Judgement:
     #: anywhere, and one the same call writes is not the project's (``Facts.code_refusals``;
     #: the I/O layer looks: ``realpaths.links_below(..., importable_only=True)``)
     imports_cwd: str = ""
+    #: git checkout/restore pathspecs of the work tree, as literal paths: one that is a
+    #: directory throws away the uncommitted work below it (the facts layer looks:
+    #: ``CommandFacts.pathspecs``); ``.``, magic, globs and ``dir/`` are ``delete`` already
+    pathspecs: tuple[Word, ...] = ()
     #: proven inline code reads files (``open('x')``): one that is a device or kernel file
     #: through a link (``x -> /dev/zero``) never ends; the facts check the real paths
     code_reads: bool = False
@@ -171,6 +175,7 @@ class _Acc:
     seconds: float = 0.0  # the durations it waits (role duration), summed
     runs: list[Word] = field(default_factory=list)
     must_exist: list[Word] = field(default_factory=list)  # runs that are searched for when missing
+    pathspecs: list[Word] = field(default_factory=list)  # git checkout/restore work-tree paths
     placeholders: list[Word] = field(default_factory=list)
     wide_placeholders: bool = False  # some find -exec's {} is anything find reads
     #: inline code given to an option (``python -c``): (language, text, the option's effects)
@@ -314,6 +319,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         module_dirs=tuple(dict.fromkeys(acc.module_dirs)),
         installed=tuple(acc.installed),
         configs=next(((p.code_files, p.config_keys) for p in chain if p.config_keys), ((), ())),
+        pathspecs=tuple(acc.pathspecs),
     )
 
 
@@ -791,14 +797,23 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
         # is thrown away (clean -n only lists: judge() drops the delete)
         acc.effects.add("delete")
         return
+    if (handler == "git" and len(chain) > 1 and chain[1].names[0] in ("checkout", "restore") and role == "write"
+            and ("--staged" not in acc.all_names or "--worktree" in acc.all_names) and kind == LITERAL):
+        if value.endswith("/"):  # a directory: every tracked file below it
+            acc.effects.add("delete")
+            return
+        acc.pathspecs.append(w)  # a directory too? the facts layer looks
     if handler == "git" and role in ("read", "arg") and ":" in value and not value.startswith("-"):
         # REV:PATH / :PATH names a file's content in the repository: read PATH
         path = value.partition(":")[2]
         if value.startswith(":") and path[:1] in "0123" and path[1:2] == ":":
             path = path[2:]  # :N:PATH is PATH at merge stage N of the index
-        if path:
-            acc.effects.add("read")
-            acc.reads.append((path.lstrip("/") or ".", kind))
+        # log -L START,END:PATH and -L :FUNCNAME:PATH (the name may hold a colon): the last
+        # part names a file too
+        for named in dict.fromkeys((path, value.rpartition(":")[2])):
+            if named:
+                acc.effects.add("read")
+                acc.reads.append((named.lstrip("/") or ".", kind))
         return
     if role in ("read", "write", "delete", "create") and value[:1] == "+" and len(value) > 1:
         # +CMD is a command to less/more/vi and a line number to tail/pr: not a file

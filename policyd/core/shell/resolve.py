@@ -92,6 +92,9 @@ class CommandFacts:
     runs: tuple[str, ...] = ()
     #: runs that must be a regular file as resolved (else the program searches ``PATH``)
     must_exist: tuple[str, ...] = ()
+    #: git checkout/restore work-tree pathspecs (``Judgement.pathspecs``) resolved: a
+    #: directory among them is a discard (the facts layer looks)
+    pathspecs: tuple[str, ...] = ()
 
 
 def analyse_text(text: str, catalogue: Catalogue, cwd: str,
@@ -194,7 +197,8 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
             own = _bounded([*own, *(posixpath.dirname(r) for r in res.word((head, LITERAL), own))])
         out.append(CommandFacts(j, tuple(own), _unique(reads), _unique(writes),
                                 _unique(deletes), _unique(chdirs), tuple(unknown),
-                                _unique(creates), _unique(discards), _unique(runs), _unique(must_exist)))
+                                _unique(creates), _unique(discards), _unique(runs), _unique(must_exist),
+                                _unique([r for w in j.pathspecs for r in res.word(w, own)])))
         moved = _cd_targets(c, j, res, current)
         if moved is not None:
             current = moved if c.seq == "and" else _bounded([*current, *moved])
