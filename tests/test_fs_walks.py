@@ -92,3 +92,45 @@ def test_a_glob_too_big_to_expand_is_unknown(tree: tuple[Path, Path], monkeypatc
     decision, facts = _decide(root, "cat docs/*", home)
     assert Decision.ALLOW != decision
     assert any("more entries to look at" in u for u in facts.unknown), facts.unknown
+
+
+def test_git_in_a_workspace_git_directory_is_unknown(tree: tuple[Path, Path]) -> None:
+    """rt4-01/02: a directory holding HEAD, objects/ and refs/ is a repository to git -C/cd:
+    its config runs programs. The same call making one is unknown too; an ordinary
+    subdirectory of a repository (git finds .git first) stays allowed."""
+    root, home = tree
+    (root / ".git" / "objects").mkdir(parents=True)
+    (root / ".git" / "refs").mkdir()
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / "src").mkdir()
+    for command in ("git -C src log -1", "cd src && git status", "git log -1",
+                    "echo x > config/app.yml && git -C config diff"):
+        assert Decision.ALLOW == _decide(root, command, home)[0], command
+    for command in ("printf '[diff]\\n' > evil/config && git -C evil diff HEAD~1 HEAD",
+                    "mkdir -p evil/refs/heads && echo 'ref: refs/heads/main' > evil/HEAD && cd evil && git log"):
+        decision, facts = _decide(root, command, home)
+        assert Decision.ALLOW != decision, command
+        assert any("git directory" in u for u in facts.unknown), (command, facts.unknown)
+    evil = root / "evil"
+    (evil / "objects").mkdir(parents=True)
+    (evil / "refs").mkdir()
+    (evil / "HEAD").write_text("ref: refs/heads/main\n")
+    (evil / "sub").mkdir()
+    for command in ("git -C evil log -p -1", "cd evil/sub && git show --stat"):
+        decision, facts = _decide(root, command, home)
+        assert Decision.ALLOW != decision, command
+        assert any("a git directory in the workspace" in u for u in facts.unknown), (command, facts.unknown)
+
+
+def test_git_restore_of_a_directory_discards(tree: tuple[Path, Path]) -> None:
+    """rt4-39: a pathspec that is a directory throws away the work below it (denied as
+    git-destructive); a file, --staged alone, and a name that is no directory stay allowed."""
+    root, home = tree
+    (root / "src").mkdir()
+    (root / "src" / "a.py").write_text("x")
+    for command in ("git restore src", "git checkout -- src", "git checkout HEAD -- src", "git restore -W src"):
+        decision, facts = _decide(root, command, home)
+        assert Decision.DENY == decision, command
+        assert str(root / "src") in facts.tool_field("discards"), command
+    for command in ("git restore src/a.py", "git restore --staged src", "git checkout -- nosuchdir"):
+        assert Decision.ALLOW == _decide(root, command, home)[0], command

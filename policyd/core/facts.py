@@ -539,6 +539,7 @@ class Facts:
         found.extend(self._code_reads_unending())
         found.extend(self._not_installed())
         found.extend(self._configs_out())
+        found.extend(self._foreign_git_dirs())
         if self._glob_matches is not None:
             _ = self.paths, self.write_paths  # they expand the globs
             found.extend(f"{p}: a pattern with more entries to look at than can be checked"
@@ -896,6 +897,53 @@ class Facts:
                     out.append(f"{c.name}: follows symbolic links below {p}: one leads to {away}, "
                                "outside the session roots")
         return out
+
+    def _foreign_git_dirs(self) -> list[str]:
+        """Why a git command is unknown: it runs in (or below) a workspace directory git
+        takes for a git directory (``HEAD``, ``objects/``, ``refs/``: git-rev-parse(1),
+        discovery checks ``DIR/.git`` then ``DIR`` itself at each level up), or one the same
+        call makes so (writes ``DIR/HEAD``, ``DIR/config``, ``DIR/objects/...``). Its
+        ``config`` and ``info/attributes`` are then the workspace's data, and git runs what
+        they name (``diff.external``, a ``textconv``, ``core.fsmonitor``): ``git -C evil log -p``.
+        Without a file-kind lookup only the same call's writes are looked at."""
+        a = self.analysis
+        if a is None or not any(cf.judgement.entry.split(" ", 1)[0] == "git" for cf in self.shell_facts):
+            return []
+        written = [w for w in (*self.write_paths, *self.real_write_paths) if w.startswith("/")]
+        roots = self.query.session.roots
+        out: list[str] = []
+        for c, cf in zip(a.commands, self.shell_facts, strict=True):
+            if cf.judgement.entry.split(" ", 1)[0] != "git":
+                continue
+            for d in cf.cwds:
+                if not d.startswith("/") or d == UNKNOWN_PATH:
+                    continue
+                why = self._git_dir_at(d, written, roots)
+                if why:
+                    out.append(f"{c.name}: runs in {d}, {why}")
+        return _unique(out)
+
+    def _git_dir_at(self, d: str, written: list[str], roots: Iterable[str]) -> str:
+        """Why git run in ``d`` would use a workspace directory as its git directory ("" when
+        it would not): ``d`` and each directory above it inside a root, up to the first that
+        holds ``.git``."""
+        roots = [r for r in roots if paths.within(d, r)]
+        level = d
+        while roots:
+            if self._file_kind is not None and self._file_kind(level + "/.git") != "missing":
+                return ""
+            if any(w in (f"{level}/HEAD", f"{level}/config", f"{level}/commondir", f"{level}/packed-refs")
+                   or any(paths.within(w, f"{level}/{n}") for n in ("objects", "refs", "hooks", "info"))
+                   for w in written):
+                return f"where the same call writes the files of a git directory ({level}): its config runs programs"
+            if self._file_kind is not None and (self._file_kind(level + "/HEAD") == "file"
+                                                and self._file_kind(level + "/objects") == "dir"
+                                                and self._file_kind(level + "/refs") == "dir"):
+                return f"below {level}, a git directory in the workspace: its config runs programs"
+            if any(level == r for r in roots) or "/" not in level.rstrip("/"):
+                return ""
+            level = level.rsplit("/", 1)[0] or "/"
+        return ""
 
     def _code_reads_unending(self) -> list[str]:
         """Why a read never ends: a file proven inline code reads is, through links, a device
