@@ -921,7 +921,7 @@ class Facts:
                 why = self._git_dir_at(d, written, roots)
                 if why:
                     out.append(f"{c.name}: runs in {d}, {why}")
-        return _unique(out)
+        return list(_unique(out))
 
     def _git_dir_at(self, d: str, written: list[str], roots: Iterable[str]) -> str:
         """Why git run in ``d`` would use a workspace directory as its git directory ("" when
