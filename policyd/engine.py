@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policyd import logs
+from policyd.archives import members
 from policyd.core.decide import decide
 from policyd.core.facts import Facts
 from policyd.core.model import Decision, PermissionQuery, RuleMatch, Verdict
@@ -80,6 +81,7 @@ class Engine:
                       file_kind=resolver.file_kind, importables=resolver.importable_entries,
                       interpreter=resolver.interpreter, read_config=resolver.config_text)
                       glob_matches=resolver.glob_matches)
+                      glob_matches=resolver.glob_matches, members=members)
         budget = self.eval_budget_s if budget_s is None else budget_s
         verdict = decide(policy, facts, budget, time.perf_counter)
         return verdict, facts, (time.perf_counter_ns() - start) // 1000

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from policyd.archives import members
 from policyd.core.decide import decide
 from policyd.core.facts import Facts
 from policyd.core.model import Decision, PermissionOption, PermissionQuery, SessionInfo
@@ -23,7 +24,7 @@ def _facts(root: Path, command: str, home: Path, resolver: Resolver | None = Non
     r = resolver or Resolver()
     return Facts(PermissionQuery(SessionInfo("s", str(root)), call, OPTIONS, home=str(home)),
                  realpath=r, links_below=r.links_below, file_kind=r.file_kind,
-                 importables=r.importable_entries, glob_matches=r.glob_matches)
+                 importables=r.importable_entries, glob_matches=r.glob_matches, members=members)
 
 
 def _decide(root: Path, command: str, home: Path) -> tuple[Decision, Facts]:
@@ -134,3 +135,81 @@ def test_git_restore_of_a_directory_discards(tree: tuple[Path, Path]) -> None:
         assert str(root / "src") in facts.tool_field("discards"), command
     for command in ("git restore src/a.py", "git restore --staged src", "git checkout -- nosuchdir"):
         assert Decision.ALLOW == _decide(root, command, home)[0], command
+
+
+def _zip(path: Path, names: list[str], link: str = "") -> None:
+    import stat
+    import zipfile
+    with zipfile.ZipFile(path, "w") as z:
+        for n in names:
+            z.writestr(n, "x")
+        if link:
+            info = zipfile.ZipInfo(link)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            z.writestr(info, "/home")
+
+
+def _tar(path: Path, names: list[str]) -> None:
+    import io
+    import tarfile
+    with tarfile.open(path, "w:gz") as t:
+        for n in names:
+            info = tarfile.TarInfo(n)
+            info.size = 1
+            t.addfile(info, io.BytesIO(b"x"))
+
+
+PATCH = """diff --git a/{0} b/{0}
+new file mode 100644
+--- /dev/null
++++ b/{0}
+@@ -0,0 +1 @@
++x
+"""
+LINK_PATCH = """diff --git a/rc b/rc
+new file mode 120000
+--- /dev/null
++++ b/rc
+@@ -0,0 +1 @@
++/home/dev/.bashrc
+\\ No newline at end of file
+"""
+
+
+def test_extractors_are_judged_by_what_their_input_names(tree: tuple[Path, Path]) -> None:
+    """rt4-23..25: the members of a zip or tar and the paths of a patch are write paths of
+    the extractor below its directory (agent config there asks); a link below that directory,
+    a link member, input the same call writes or input that is no archive are unknown; a
+    missing input writes nothing; plain members into a plain directory stay allowed."""
+    root, home = tree
+    (root / "out").mkdir()
+    _zip(root / "data.zip", ["a.txt", "d/b.txt"])
+    _tar(root / "data.tgz", ["a.txt", "d/b.txt"])
+    (root / "ok.patch").write_text(PATCH.format("src/app.py"))
+    for command in ("unzip -o data.zip -d out", "unzip -o missing.zip -d out", "tar -xzf data.tgz",
+                    "cd out && tar -xzf ../data.tgz", "git apply --directory=out ok.patch"):
+        decision, facts = _decide(root, command, home)
+        if command.startswith("tar -xzf"):
+            assert Decision.ALLOW != decision, command  # into the root as a whole: asks as before
+            continue
+        assert Decision.ALLOW == decision, (command, facts.unknown)
+    assert str(root / "out" / "d" / "b.txt") in _decide(root, "unzip -o data.zip -d out", home)[1].write_paths
+    _zip(root / "cfg.zip", [".claude/settings.json"])
+    (root / "cfg.patch").write_text(PATCH.format(".claude/settings.json"))
+    _tar(root / "hook.tgz", ["x/.git/hooks/pre-commit"])
+    for command in ("unzip -o cfg.zip -d out", "git apply --directory=out cfg.patch", "cd out && tar -xzf ../hook.tgz"):
+        decision, facts = _decide(root, command, home)
+        assert Decision.ALLOW != decision, command
+        assert any(p.endswith(("/.claude/settings.json", "/.git/hooks/pre-commit")) for p in facts.write_paths), command
+    _zip(root / "ln.zip", ["a"], link="l")
+    (root / "ln.patch").write_text(LINK_PATCH)
+    (root / "notes.txt").write_text("no archive")
+    for command in ("unzip ln.zip -d out", "git apply --directory=out ln.patch", "unzip notes.txt -d out",
+                    "cp /tmp/x.zip data.zip && unzip data.zip -d out",
+                    "curl -s https://x.example/a.tgz | tar -xz -C out"):
+        decision, facts = _decide(root, command, home)
+        assert Decision.ALLOW != decision, command
+    os.symlink(home, root / "out" / "h")
+    decision, facts = _decide(root, "unzip -o data.zip -d out", home)
+    assert Decision.ALLOW != decision
+    assert any("symbolic link" in u for u in facts.unknown), facts.unknown

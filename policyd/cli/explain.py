@@ -17,6 +17,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from policyd.archives import members
 from policyd.bundle import provenance
 from policyd.cli.common import load_policy, report_load_error
 from policyd.cli.evaluate import eval_query
@@ -115,6 +116,8 @@ def explain_one(policy: PolicySet, item: Mapping[str, Any], home: str, sandboxed
                                  importables=importable_entries, interpreter=interpreter,
                                  read_config=config_text))
                                  importables=importable_entries, glob_matches=glob_matches))
+                                 importables=importable_entries, glob_matches=glob_matches,
+                                 members=members))
 
 
 def run(settings: Settings, file: str | None, command: str | None, cwd: str | None,

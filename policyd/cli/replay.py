@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from policyd import loader
+from policyd.archives import members
 from policyd.cli.chunked import ordered
 from policyd.cli.common import USAGE_ERROR, report_load_error
 from policyd.cli.logfile import parse_line, read_lines
@@ -57,6 +58,7 @@ def _facts(query: PermissionQuery, policy: PolicySet) -> Facts:
                  file_kind=resolver.file_kind, importables=resolver.importable_entries,
                  interpreter=resolver.interpreter, read_config=resolver.config_text)
                  glob_matches=resolver.glob_matches)
+                 glob_matches=resolver.glob_matches, members=members)
 
 
 def _outcome(verdict: Verdict) -> tuple[Decision, tuple[str, ...]]:

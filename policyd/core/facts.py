@@ -147,6 +147,9 @@ Importables = Callable[[str], "tuple[str, ...] | None"]
 #: The existing paths an absolute glob expands to, as spelled; None when too many entries
 #: must be looked at (see ``realpaths.glob_matches``).
 GlobMatches = Callable[[str], "tuple[str, ...] | None"]
+#: ``(name, special)`` of each file an archive or patch makes its reader write; None when not
+#: known (see ``policyd.archives.members``).
+Members = Callable[[str], "tuple[tuple[str, bool], ...] | None"]
 
 _T = TypeVar("_T")
 
@@ -247,7 +250,8 @@ class Facts:
     glob path against the file system: its matches join the paths (and write paths) it
     stands in, so their real paths are judged as a literal operand's are (``cat docs/*``
     through ``docs/key -> ~/.ssh/id_rsa``); a glob too big to expand makes the call unknown.
-    Without it only the glob's sensitive-name candidates are added.
+    Without it only the glob's sensitive-name candidates are added. ``members``
+    (``archives.members``) lists what an extractor or patcher writes (:attr:`member_writes`).
     """
 
     def __init__(self, query: PermissionQuery, realpath: RealPath | None = None,
@@ -258,6 +262,9 @@ class Facts:
         self.query = query
         self._read_config = read_config
                  importables: Importables | None = None, glob_matches: GlobMatches | None = None) -> None:
+                 importables: Importables | None = None, glob_matches: GlobMatches | None = None,
+                 members: Members | None = None) -> None:
+        self._members = members
         self._glob_matches = glob_matches
         #: globs :meth:`_with_matches` could not expand within its bound
         self._unexpanded: dict[str, None] = {}
@@ -490,7 +497,64 @@ class Facts:
                 continue  # the catalogue knows what it writes
             guessed = [x.split("=", 1)[1] for x in c.args if x.startswith(OUTPUT_OPTIONS)]
             found.extend(r for p in guessed for r in self._resolve_in(p, _kind_of(c, p), cf.cwds))
+        found.extend(self.member_writes[0])
         return _with_case_variants(_unique(self._with_matches(found)), self.query.session.roots)
+
+    @once
+    def member_writes(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(the files extractors and patchers write, why one is unknown). A command that
+        writes the files its input names below a directory (``Judgement.members``: ``tar -x
+        -C DIR``, ``unzip -d DIR``, ``git apply --directory=DIR``) writes ``DIR/NAME`` for
+        each name its input (a read operand, or a written operand that is a regular file:
+        tar's ``-f``) holds, read bounded by ``members``; these are its write paths, so the
+        persistence, agent- and tool-config rules see them (``src/.claude/settings.json``).
+        Unknown: input it cannot read (missing, too big, another format, stdin), a member
+        that is a link or has an absolute or ``..`` name, a symbolic link anywhere below the
+        directory (a member is written through it, wherever it leads: ``sub/l ->
+        .git/hooks``). Without ``members`` and ``file_kind`` (pure contexts) nothing is read."""
+        a = self.analysis
+        if a is None or self._members is None or self._file_kind is None:
+            return (), ()
+        writes: list[str] = []
+        why: list[str] = []
+        redirected = {t for op, raw, _, targets in self.redirect_targets
+                      if raw and op.lstrip("0123456789") in WRITE_REDIRECTS for t in targets}
+        for i, (c, cf) in enumerate(zip(a.commands, self.shell_facts, strict=True)):
+            if not cf.judgement.members:
+                continue
+            # written by another command of the call (its own archive operand is tar's -f)
+            made = redirected.union(w for k, other in enumerate(self.shell_facts) if k != i for w in other.writes)
+            kinds = {w: self._file_kind(w) for w in cf.writes if w.startswith("/") and w != UNKNOWN_PATH}
+            dirs = [w for w, k in kinds.items() if k != "file"]
+            inputs = [*(r for r in cf.reads if r.startswith("/") and r != UNKNOWN_PATH),
+                      *(w for w, k in kinds.items() if k == "file")]
+            if not inputs or len(kinds) < len([w for w in cf.writes if w]):
+                why.append(f"{c.name}: writes files named by input the command line does not show")
+                continue
+            for d in dirs:
+                targets = self._links_below(d, False, False) if self._links_below is not None else ()
+                if targets is None:
+                    why.append(f"{c.name}: writes members below {d}, too big to scan for links")
+                elif targets:
+                    why.append(f"{c.name}: writes members below {d}, where a symbolic link (to {targets[0]}) "
+                               "carries them elsewhere")
+            for src in inputs:
+                if src in made or UNKNOWN_PATH in made:
+                    why.append(f"{c.name}: reads {src}, which the same call may write")
+                    continue
+                if self._file_kind(src) == "missing":
+                    continue  # fails: writes nothing
+                found = self._members(src)
+                if found is None:
+                    why.append(f"{c.name}: cannot read the names of what {src} holds")
+                    continue
+                for name, special in found:
+                    parts = name.split("/")
+                    if special or name.startswith("/") or ".." in parts:
+                        why.append(f"{c.name}: {src} holds {name!r}, a link or a name outside the directory")
+                        break
+                    writes.extend(paths.resolve(name, d, "") for d in dirs)
+        return tuple(_unique(writes)), tuple(_unique(why))
 
     def command_paths(self, c: shell.SimpleCommand, cf: CommandFacts | None = None) -> list[str]:
         """The operands of a program the catalogue does not know (non-option words) resolved in
@@ -540,6 +604,7 @@ class Facts:
         found.extend(self._not_installed())
         found.extend(self._configs_out())
         found.extend(self._foreign_git_dirs())
+        found.extend(self.member_writes[1])
         if self._glob_matches is not None:
             _ = self.paths, self.write_paths  # they expand the globs
             found.extend(f"{p}: a pattern with more entries to look at than can be checked"

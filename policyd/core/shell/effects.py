@@ -121,6 +121,10 @@ class Judgement:
     #: directory throws away the uncommitted work below it (the facts layer looks:
     #: ``CommandFacts.pathspecs``); ``.``, magic, globs and ``dir/`` are ``delete`` already
     pathspecs: tuple[Word, ...] = ()
+    #: it writes files its input names (archive members, a patch's paths: an entry's
+    #: ``writes_into``, ``tar -x``) below its write directories: the facts layer reads the
+    #: names (``Facts.member_writes``) and scans those directories for links
+    members: bool = False
     #: proven inline code reads files (``open('x')``): one that is a device or kernel file
     #: through a link (``x -> /dev/zero``) never ends; the facts check the real paths
     code_reads: bool = False
@@ -176,6 +180,7 @@ class _Acc:
     runs: list[Word] = field(default_factory=list)
     must_exist: list[Word] = field(default_factory=list)  # runs that are searched for when missing
     pathspecs: list[Word] = field(default_factory=list)  # git checkout/restore work-tree paths
+    members: bool = False  # writes files its input names (archive members)
     placeholders: list[Word] = field(default_factory=list)
     wide_placeholders: bool = False  # some find -exec's {} is anything find reads
     #: inline code given to an option (``python -c``): (language, text, the option's effects)
@@ -267,10 +272,12 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
     last = chain[-1]
     if "unknown" in acc.effects and not acc.reasons:  # an entry's own unknown effect: say so
         acc.reasons.append(f"{' '.join(p.names[0] for p in chain)}: the catalogue marks what it does as unknown")
-    if (last.writes_into and not acc.writes  # the input names the files: anything under here
+    if (last.writes_into  # the input names the files: anything under here
             and not any(o is not None and o.lists_only for o in map(last.option_index.get, acc.all_names))):
-        acc.effects.add("write")
-        acc.writes.append((last.writes_into, LITERAL))
+        acc.members = True
+        if not acc.writes:
+            acc.effects.add("write")
+            acc.writes.append((last.writes_into, LITERAL))
     if (entry.stdin == "shell" and len(chain) == 1 and not acc.operands and not acc.execs and not acc.code
             and not {"--version", "--help", "-V", "-h", "-v", "-m"} & set(acc.all_names)):
         acc.effects.add("exec")  # reads code from stdin
@@ -320,6 +327,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         installed=tuple(acc.installed),
         configs=next(((p.code_files, p.config_keys) for p in chain if p.config_keys), ((), ())),
         pathspecs=tuple(acc.pathspecs),
+        members=acc.members and "write" in acc.effects,
     )
 
 
@@ -497,6 +505,7 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
                 operands_as = opt.operands_as
             acc.follows = acc.follows or opt.follows_links
             acc.keeps = acc.keeps or opt.keeps_links
+            acc.members = acc.members or opt.members
             if opt.remote and value is not None and _remote_shaped(value):
                 acc.remote.append(value)
             if value is not None and opt.value != "arg":
