@@ -26,6 +26,7 @@ from policyd.core.policy import PolicySet
 from policyd.core.record import action_fields, decision_record
 from policyd.core.relay import RememberChoice, Resolution
 from policyd.core.remember import RememberSpec, combine, explain_spec, spec_for
+from policyd.core.sandbox import hidden_names
 from policyd.memory import Memory
 from policyd.realpaths import Resolver
 from policyd.store import StoreBusy
@@ -76,12 +77,14 @@ class Engine:
         (default: :attr:`eval_budget_s`)."""
         policy = policy or self.policy
         start = time.perf_counter_ns()
-        resolver = Resolver()
+        resolver = Resolver(hidden_names(policy.sandbox.hide))
         facts = Facts(query, realpath=resolver, catalogue=policy.catalogue, links_below=resolver.links_below,
                       file_kind=resolver.file_kind, importables=resolver.importable_entries,
                       interpreter=resolver.interpreter, read_config=resolver.config_text)
                       glob_matches=resolver.glob_matches)
                       glob_matches=resolver.glob_matches, members=members)
+                      glob_matches=resolver.glob_matches, members=members,
+                 secrets_below=resolver.secrets_below)
         budget = self.eval_budget_s if budget_s is None else budget_s
         verdict = decide(policy, facts, budget, time.perf_counter)
         return verdict, facts, (time.perf_counter_ns() - start) // 1000

@@ -16,7 +16,9 @@ fewer system calls.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import stat
 import struct
 
@@ -183,6 +185,49 @@ def glob_matches(pattern: str, budget: int = MAX_GLOB_SCAN) -> tuple[str, ...] |
     return tuple(sorted(p for p in prefixes if os.path.lexists(p)))
 
 
+def names_below(path: str, pattern: str, budget: int = MAX_LINK_SCAN) -> tuple[str, ...] | None:
+    """The entries anywhere below directory ``path`` whose name matches the regular
+    expression ``pattern`` (in any case), as ``path/.../NAME``, in the order met (links are
+    not followed: a link so named is listed, what it leads to is the caller's real path);
+    ``()`` when ``path`` is no directory or ``pattern`` is empty; None when the tree holds
+    more than ``budget`` entries (the caller treats that as unknown)."""
+    if not pattern:
+        return ()
+    try:
+        if not stat.S_ISDIR(os.stat(path).st_mode):
+            return ()
+    except (OSError, ValueError):
+        return ()
+    matches = _compiled(pattern).fullmatch
+    found: list[str] = []
+    stack = [path]
+    seen = 0
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = os.scandir(directory)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                seen += 1
+                if seen > budget:
+                    return None
+                if matches(entry.name):
+                    found.append(entry.path)
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                except OSError:
+                    continue
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
 def importable_entries(path: str, budget: int = MAX_LINK_SCAN) -> tuple[str, ...] | None:
     """The entries of directory ``path`` that Python would import from a ``sys.path``
     directory (``json.py``, ``re.cpython-311-x86_64-linux-gnu.so``, a package ``json/``
@@ -342,9 +387,12 @@ class Resolver:
     """:func:`realpath` and :func:`links_below` with the results of one decision remembered
     (see the module doc)."""
 
-    __slots__ = ("_dirs", "_globs", "_imports", "_kinds", "_links", "_paths")
+    __slots__ = ("_dirs", "_globs", "_hidden", "_imports", "_kinds", "_links", "_names", "_paths")
 
-    def __init__(self) -> None:
+    def __init__(self, hidden: str = "") -> None:
+        #: the names the policy hides (``core.sandbox.hidden_names``): :meth:`secrets_below`
+        self._hidden = hidden
+        self._names: dict[str, tuple[str, ...] | None] = {}
         self._paths: dict[str, str] = {}
         #: directory -> (its real path, whether it exists as something openable)
         self._dirs: dict[str, tuple[str, bool]] = {}
@@ -352,6 +400,12 @@ class Resolver:
         self._kinds: dict[str, str] = {}
         self._imports: dict[str, tuple[str, ...] | None] = {}
         self._globs: dict[str, tuple[str, ...] | None] = {}
+
+    def secrets_below(self, path: str) -> tuple[str, ...] | None:
+        """:func:`names_below` of the hidden names, once per directory per decision."""
+        if path not in self._names:
+            self._names[path] = names_below(path, self._hidden)
+        return self._names[path]
 
     def glob_matches(self, pattern: str) -> tuple[str, ...] | None:
         """:func:`glob_matches`, once per pattern per decision."""

@@ -13,22 +13,24 @@ from policyd.archives import members
 from policyd.core.decide import decide
 from policyd.core.facts import Facts
 from policyd.core.model import Decision, PermissionOption, PermissionQuery, SessionInfo
-from policyd.realpaths import Resolver, glob_matches
+from policyd.core.sandbox import hidden_names
+from policyd.realpaths import Resolver, glob_matches, names_below
 from tests.test_catalogue_properties import POLICY
 
 OPTIONS = (PermissionOption("a", "Allow", "allow_once"),)
 
 
-def _facts(root: Path, command: str, home: Path, resolver: Resolver | None = None) -> Facts:
-    call = {"toolCallId": "t", "kind": "execute", "title": command, "rawInput": {"command": command}}
-    r = resolver or Resolver()
+def _facts(root: Path, command: str, home: Path, call: dict[str, object] | None = None) -> Facts:
+    call = call or {"toolCallId": "t", "kind": "execute", "title": command, "rawInput": {"command": command}}
+    r = Resolver(hidden_names(POLICY.sandbox.hide))
     return Facts(PermissionQuery(SessionInfo("s", str(root)), call, OPTIONS, home=str(home)),
                  realpath=r, links_below=r.links_below, file_kind=r.file_kind,
-                 importables=r.importable_entries, glob_matches=r.glob_matches, members=members)
+                 importables=r.importable_entries, glob_matches=r.glob_matches, members=members,
+                 secrets_below=r.secrets_below)
 
 
-def _decide(root: Path, command: str, home: Path) -> tuple[Decision, Facts]:
-    facts = _facts(root, command, home)
+def _decide(root: Path, command: str, home: Path, call: dict[str, object] | None = None) -> tuple[Decision, Facts]:
+    facts = _facts(root, command, home, call)
     return decide(POLICY, facts).decision, facts
 
 
@@ -213,3 +215,38 @@ def test_extractors_are_judged_by_what_their_input_names(tree: tuple[Path, Path]
     decision, facts = _decide(root, "unzip -o data.zip -d out", home)
     assert Decision.ALLOW != decision
     assert any("symbolic link" in u for u in facts.unknown), facts.unknown
+
+
+def test_recursive_readers_read_the_secrets_below(tree: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """rt4-26/27: grep -r, rg --hidden, tar c, cp -r and an ACP search of a directory read
+    every file below it: the secret-named files there (the sandbox's hide names) are paths
+    of the call, so the credential rule denies. Without one, and for readers that do not
+    recurse or skip hidden files (plain rg), they stay allowed; a search filtered to other
+    names too; a tree too big to walk is unknown."""
+    root, home = tree
+    (root / "src").mkdir()
+    (root / "src" / "a.py").write_text("TODO")
+    (root / ".env.example").write_text("API_KEY=")
+    search = {"toolCallId": "t", "kind": "search", "title": "grep", "locations": [{"path": str(root)}],
+              "rawInput": {"pattern": "API_KEY", "path": str(root)}}
+    search_py = {**search, "rawInput": {"pattern": "API_KEY", "path": str(root), "glob": "*.py"}}
+    benign = ["grep -rn TODO src", "grep -r API_KEY .", "rg API_KEY", "tar cf - . | wc -c", "cp -r src /tmp/s"]
+    for command in benign:
+        assert Decision.ALLOW == _decide(root, command, home)[0], command
+    assert Decision.ALLOW == _decide(root, "", home, search)[0]
+    (root / "config").mkdir()
+    (root / "config" / ".env").write_text("API_KEY=sekrit")
+    for command in ("grep -r API_KEY .", "grep -R KEY config", "rg --hidden API_KEY", "rg -uu KEY",
+                    "tar cf - . | tar xOf -", "cp -r config /tmp/c", "zip -r /tmp/a.zip ."):
+        decision, facts = _decide(root, command, home)
+        assert Decision.DENY == decision, command
+        assert str(root / "config" / ".env") in facts.paths, command
+    decision, facts = _decide(root, "", home, search)
+    assert Decision.DENY == decision
+    for command in ("grep -rn TODO src", "rg API_KEY", "grep API_KEY src/a.py"):
+        assert Decision.ALLOW == _decide(root, command, home)[0], command
+    assert Decision.ALLOW == _decide(root, "", home, search_py)[0]
+    monkeypatch.setattr(names_below, "__defaults__", (0,))  # a budget of no entry
+    decision, facts = _decide(root, "grep -r API_KEY src", home)
+    assert Decision.ALLOW != decision
+    assert any("too big to look for secrets" in u for u in facts.unknown), facts.unknown

@@ -27,6 +27,8 @@ from policyd.core.facts import Facts
 from policyd.core.policy import PolicyError, PolicySet
 from policyd.realpaths import config_text, file_kind, importable_entries, interpreter, links_below
 from policyd.realpaths import file_kind, glob_matches, importable_entries, links_below
+from policyd.core.sandbox import hidden_names
+from policyd.realpaths import Resolver, file_kind, glob_matches, importable_entries, links_below
 from policyd.settings import Settings
 
 _MARK = {"matched": "MATCH", "not matched": "no", "error": "ERROR", "not applicable": "n/a"}
@@ -111,13 +113,14 @@ def explain_one(policy: PolicySet, item: Mapping[str, Any], home: str, sandboxed
     """Explain one eval line or decision-log entry; raises ValueError on a bad line.
     ``sandboxed``: as in a sandboxed session."""
     query = eval_query(item, home, sandboxed)
+    secrets = Resolver(hidden_names(policy.sandbox.hide)).secrets_below
     return explain(policy, Facts(query, realpath=os.path.realpath, catalogue=policy.catalogue,
                                  links_below=links_below, file_kind=file_kind,
                                  importables=importable_entries, interpreter=interpreter,
                                  read_config=config_text))
                                  importables=importable_entries, glob_matches=glob_matches))
                                  importables=importable_entries, glob_matches=glob_matches,
-                                 members=members))
+                                 members=members, secrets_below=secrets))
 
 
 def run(settings: Settings, file: str | None, command: str | None, cwd: str | None,

@@ -36,6 +36,7 @@ from policyd.core.model import Decision, PermissionQuery, Verdict
 from policyd.core.policy import PolicyError, PolicySet
 from policyd.core.record import PERMISSION_METHOD, query_from_entry
 from policyd.core.replay import Replayed, Report, group, merge, replay_key, volatile_facts
+from policyd.core.sandbox import hidden_names
 from policyd.realpaths import Resolver
 
 #: Lines handed to a worker process at once.
@@ -53,12 +54,14 @@ _MEMO: dict[bytes, tuple[Decision, tuple[str, ...]] | str] = {}  # replay_key ->
 
 def _facts(query: PermissionQuery, policy: PolicySet) -> Facts:
     """The facts of ``query`` with the filesystem's symlinks (as the daemon sees them)."""
-    resolver = Resolver()
+    resolver = Resolver(hidden_names(policy.sandbox.hide))
     return Facts(query, realpath=resolver, catalogue=policy.catalogue, links_below=resolver.links_below,
                  file_kind=resolver.file_kind, importables=resolver.importable_entries,
                  interpreter=resolver.interpreter, read_config=resolver.config_text)
                  glob_matches=resolver.glob_matches)
                  glob_matches=resolver.glob_matches, members=members)
+                 glob_matches=resolver.glob_matches, members=members,
+                 secrets_below=resolver.secrets_below)
 
 
 def _outcome(verdict: Verdict) -> tuple[Decision, tuple[str, ...]]:

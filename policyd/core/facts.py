@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from policyd.core import cel, paths, shell, urls
+from policyd.core import brackets, cel, paths, shell, urls
 from policyd.core.envvars import SHELL_BUILTINS, assignment_effects, path_entries, read_allowed
 from policyd.core.inline.model import unending
 from policyd.core.inline.python import importable
@@ -150,6 +150,9 @@ GlobMatches = Callable[[str], "tuple[str, ...] | None"]
 #: ``(name, special)`` of each file an archive or patch makes its reader write; None when not
 #: known (see ``policyd.archives.members``).
 Members = Callable[[str], "tuple[tuple[str, bool], ...] | None"]
+#: The files below a directory whose names the policy set hides (``[sandbox] hide``); None
+#: when the tree is too big to walk (see ``realpaths.names_below``).
+SecretsBelow = Callable[[str], "tuple[str, ...] | None"]
 
 _T = TypeVar("_T")
 
@@ -252,6 +255,8 @@ class Facts:
     through ``docs/key -> ~/.ssh/id_rsa``); a glob too big to expand makes the call unknown.
     Without it only the glob's sensitive-name candidates are added. ``members``
     (``archives.members``) lists what an extractor or patcher writes (:attr:`member_writes`).
+    ``secrets_below`` (``Resolver.secrets_below``) lists the secret-named files below a
+    directory a command reads whole (:meth:`_secrets_read`).
     """
 
     def __init__(self, query: PermissionQuery, realpath: RealPath | None = None,
@@ -264,6 +269,11 @@ class Facts:
                  importables: Importables | None = None, glob_matches: GlobMatches | None = None) -> None:
                  importables: Importables | None = None, glob_matches: GlobMatches | None = None,
                  members: Members | None = None) -> None:
+                 members: Members | None = None, secrets_below: SecretsBelow | None = None) -> None:
+        self.query = query
+        self._secrets_below = secrets_below
+        #: directories a recursive reader reads that are too big to walk for secrets
+        self._unwalked: dict[str, None] = {}
         self._members = members
         self._glob_matches = glob_matches
         #: globs :meth:`_with_matches` could not expand within its bound
@@ -441,9 +451,44 @@ class Facts:
                 if raw:
                     resolved.extend(t for t in targets if t.startswith("/"))
         resolved = self._with_matches(resolved)
+        resolved.extend(self._secrets_read(resolved))
         resolved.extend(f"{p}/{NAMED_DIR_FILES[p.rsplit('/', 1)[-1]]}" for p in resolved
                         if p.endswith(_NAMED_DIRS))
         return _with_case_variants(_unique(resolved), self.query.session.roots)
+
+    def _secrets_read(self, resolved: list[str]) -> list[str]:
+        """The files a recursive reader reads below a directory (``grep -r API_KEY .``, ``rg
+        --hidden``, ``tar c .``, ``cp -r``; an ACP search of a directory) whose names the
+        policy set hides from the sandbox (``.env``, ``id_rsa``, ``*.pem``): the command line
+        names none of them, so the walk lists them as paths and the credential rule decides.
+        A search's file filter (``glob: "*.py"``) keeps only the names it matches. A tree
+        too big to walk is remembered for :attr:`unknown`. Without ``secrets_below`` or
+        ``file_kind`` nothing is walked."""
+        if self._secrets_below is None or self._file_kind is None:
+            return []
+        walks: list[tuple[list[str], list[str]]] = []  # (directories, name filters)
+        if self.kind == "search":
+            walks.append((resolved, [g.rsplit("/", 1)[-1] for g in self._filters()]))
+        for cf in self.shell_facts:
+            if cf.judgement.recursive:
+                # a name filter (`grep -r --include='*.py'`) keeps what it matches; a glob operand
+                # (`grep -r KEY s*`) is walked in its matches
+                filters = [v.rsplit("/", 1)[-1] for v, k in cf.judgement.reads if k == FILTER]
+                operands = [r for r in cf.reads if r.rsplit("/", 1)[-1] not in filters]
+                walks.append((self._with_matches(operands or list(cf.cwds)), filters))  # `rg --hidden K`: the cwd
+        out: list[str] = []
+        for dirs, filters in walks:
+            for d in _unique(dirs):
+                if not d.startswith("/") or d == UNKNOWN_PATH or _GLOB_CHARS.search(d) or self._file_kind(d) != "dir":
+                    continue
+                found = self._secrets_below(d)
+                if found is None:
+                    self._unwalked[d] = None
+                    out.append(UNKNOWN_PATH)  # a search (no shell analysis) asks too
+                    continue
+                out.extend(f for f in found
+                           if not filters or any(brackets.component_matches(f.rsplit("/", 1)[-1], g) for g in filters))
+        return out
 
     def _with_matches(self, found: list[str]) -> list[str]:
         """``found`` and the existing paths each glob in it expands to (see the class doc);
@@ -609,6 +654,9 @@ class Facts:
             _ = self.paths, self.write_paths  # they expand the globs
             found.extend(f"{p}: a pattern with more entries to look at than can be checked"
                          for p in self._unexpanded)
+        if self._secrets_below is not None:
+            _ = self.paths  # it walks the directories
+            found.extend(f"reads every file below {d}, too big to look for secrets in" for d in self._unwalked)
         found.extend(w for ws in self._code_checks[1] for w in ws)
         if not a.parse_ok:
             found.extend(a.errors)

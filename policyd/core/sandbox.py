@@ -28,6 +28,7 @@ Rules this module owns:
 
 from __future__ import annotations
 
+import functools  # (re imports it: no cost on the way to a spawn)
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -588,3 +589,16 @@ def from_sources(sources: Sequence[tuple[str, str]]) -> tuple[SandboxConfig, lis
         if table is not None:
             tables.append(table)
     return combine(tables), errors
+
+
+@functools.lru_cache(maxsize=8)
+def hidden_names(hide: tuple[str, ...]) -> str:
+    """A regular expression matching the file names ``hide`` hides wherever they lie (its
+    ``**/NAME`` globs, ``NAME`` free of ``/``: ``.env``, ``*.pem``, ``id_rsa``), or "" when
+    it has none. The analysis looks for such names below a directory a command reads
+    recursively (``Facts.paths``), so the sandbox, the credential rule and the analysis
+    name one list."""
+    import fnmatch  # only the daemon's decisions need it, not a sandboxed spawn
+
+    names = [h[3:] for h in hide if h.startswith("**/") and "/" not in h[3:] and h[3:]]
+    return "|".join(f"(?:{fnmatch.translate(n)})" for n in sorted(set(names)))

@@ -125,6 +125,9 @@ class Judgement:
     #: ``writes_into``, ``tar -x``) below its write directories: the facts layer reads the
     #: names (``Facts.member_writes``) and scans those directories for links
     members: bool = False
+    #: it reads every file below its directory reads, hidden ones too (an option's
+    #: ``recursive``): the facts layer lists the secret-named files there (``Facts.paths``)
+    recursive: bool = False
     #: proven inline code reads files (``open('x')``): one that is a device or kernel file
     #: through a link (``x -> /dev/zero``) never ends; the facts check the real paths
     code_reads: bool = False
@@ -181,6 +184,7 @@ class _Acc:
     must_exist: list[Word] = field(default_factory=list)  # runs that are searched for when missing
     pathspecs: list[Word] = field(default_factory=list)  # git checkout/restore work-tree paths
     members: bool = False  # writes files its input names (archive members)
+    recursive: bool = False  # reads every file below its directory operands
     placeholders: list[Word] = field(default_factory=list)
     wide_placeholders: bool = False  # some find -exec's {} is anything find reads
     #: inline code given to an option (``python -c``): (language, text, the option's effects)
@@ -328,6 +332,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         configs=next(((p.code_files, p.config_keys) for p in chain if p.config_keys), ((), ())),
         pathspecs=tuple(acc.pathspecs),
         members=acc.members and "write" in acc.effects,
+        recursive=acc.recursive,
     )
 
 
@@ -506,6 +511,7 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
             acc.follows = acc.follows or opt.follows_links
             acc.keeps = acc.keeps or opt.keeps_links
             acc.members = acc.members or opt.members
+            acc.recursive = acc.recursive or opt.recursive
             if opt.remote and value is not None and _remote_shaped(value):
                 acc.remote.append(value)
             if value is not None and opt.value != "arg":
