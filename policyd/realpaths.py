@@ -185,12 +185,21 @@ def glob_matches(pattern: str, budget: int = MAX_GLOB_SCAN) -> tuple[str, ...] |
     return tuple(sorted(p for p in prefixes if os.path.lexists(p)))
 
 
+#: Directories :func:`names_below` does not enter: what installers and tools fill from
+#: public registries or derive (a dependency's test ``key.pem`` is no secret of the user's),
+#: and git's store (no file there bears a secret's name). A user's secret gets there only by
+#: a copy, a read the analysis judges by name.
+UNWALKED_DIRS = frozenset({"node_modules", ".git", ".venv", ".tox", ".nox", "__pycache__", ".mypy_cache",
+                           ".pytest_cache", ".ruff_cache"})
+
+
 def names_below(path: str, pattern: str, budget: int = MAX_LINK_SCAN) -> tuple[str, ...] | None:
     """The entries anywhere below directory ``path`` whose name matches the regular
     expression ``pattern`` (in any case), as ``path/.../NAME``, in the order met (links are
-    not followed: a link so named is listed, what it leads to is the caller's real path);
-    ``()`` when ``path`` is no directory or ``pattern`` is empty; None when the tree holds
-    more than ``budget`` entries (the caller treats that as unknown)."""
+    not followed: a link so named is listed, what it leads to is the caller's real path;
+    :data:`UNWALKED_DIRS` are not entered); ``()`` when ``path`` is no directory or
+    ``pattern`` is empty; None when the tree holds more than ``budget`` entries (the caller
+    treats that as unknown)."""
     if not pattern:
         return ()
     try:
@@ -216,7 +225,7 @@ def names_below(path: str, pattern: str, budget: int = MAX_LINK_SCAN) -> tuple[s
                 if matches(entry.name):
                     found.append(entry.path)
                 try:
-                    if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in UNWALKED_DIRS and entry.is_dir(follow_symlinks=False):
                         stack.append(entry.path)
                 except OSError:
                     continue

@@ -250,3 +250,16 @@ def test_recursive_readers_read_the_secrets_below(tree: tuple[Path, Path], monke
     decision, facts = _decide(root, "grep -r API_KEY src", home)
     assert Decision.ALLOW != decision
     assert any("too big to look for secrets" in u for u in facts.unknown), facts.unknown
+
+
+def test_the_secret_walk_skips_installed_dependencies(tmp_path: Path) -> None:
+    """A dependency's test certificate under node_modules or .venv is no secret of the
+    user's (and such trees are big): the walk does not enter them; elsewhere it does."""
+    (tmp_path / "node_modules" / "tls" / "test").mkdir(parents=True)
+    (tmp_path / "node_modules" / "tls" / "test" / "key.pem").write_text("x")
+    (tmp_path / ".venv" / "lib").mkdir(parents=True)
+    (tmp_path / ".venv" / "lib" / "server.pem").write_text("x")
+    (tmp_path / "certs").mkdir()
+    (tmp_path / "certs" / "server.pem").write_text("x")
+    pattern = hidden_names(POLICY.sandbox.hide)
+    assert (str(tmp_path / "certs" / "server.pem"),) == names_below(str(tmp_path), pattern)
