@@ -237,6 +237,52 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
+#: Worktrees one repository lists at most (more: not known).
+MAX_WORKTREES = 1_000
+
+
+def registered_worktrees(path: str) -> tuple[str, ...] | None:
+    """The working trees of the repository directory ``path`` lies in (its main one and
+    each ``worktrees/*/gitdir`` of the common git directory names, git-worktree(1)), as git
+    recorded them; ``()`` when ``path`` is in no repository; None when the repository cannot
+    be read or lists more than :data:`MAX_WORKTREES`."""
+    d = os.path.normpath(path)
+    try:
+        while True:
+            dotgit = os.path.join(d, ".git")
+            if os.path.isdir(dotgit):
+                gitdir = dotgit
+                break
+            if os.path.isfile(dotgit):
+                with open(dotgit, encoding="utf-8", errors="surrogateescape") as f:
+                    line = f.read(4096).strip()
+                if not line.startswith("gitdir:"):
+                    return None
+                gitdir = os.path.normpath(os.path.join(d, line[len("gitdir:"):].strip()))
+                break
+            if d == "/":
+                return ()
+            d = os.path.dirname(d)
+        common = gitdir
+        if os.path.isfile(os.path.join(gitdir, "commondir")):
+            with open(os.path.join(gitdir, "commondir"), encoding="utf-8", errors="surrogateescape") as f:
+                common = os.path.normpath(os.path.join(gitdir, f.read(4096).strip()))
+        found = [os.path.dirname(common) if os.path.basename(common) == ".git" else common]
+        listing = os.path.join(common, "worktrees")
+        names = os.listdir(listing) if os.path.isdir(listing) else []
+        if len(names) > MAX_WORKTREES:
+            return None
+        for name in names:
+            try:
+                with open(os.path.join(listing, name, "gitdir"), encoding="utf-8", errors="surrogateescape") as f:
+                    found.append(os.path.dirname(os.path.normpath(f.read(4096).strip())))
+            except FileNotFoundError:
+                continue
+    except (OSError, ValueError):
+        return None
+    return tuple(dict.fromkeys(found))
+
+
 def importable_entries(path: str, budget: int = MAX_LINK_SCAN) -> tuple[str, ...] | None:
     """The entries of directory ``path`` that Python would import from a ``sys.path``
     directory (``json.py``, ``re.cpython-311-x86_64-linux-gnu.so``, a package ``json/``

@@ -14,7 +14,7 @@ from policyd.core.decide import decide
 from policyd.core.facts import Facts
 from policyd.core.model import Decision, PermissionOption, PermissionQuery, SessionInfo
 from policyd.core.sandbox import hidden_names
-from policyd.realpaths import Resolver, glob_matches, names_below
+from policyd.realpaths import Resolver, glob_matches, names_below, registered_worktrees
 from tests.test_catalogue_properties import POLICY
 
 OPTIONS = (PermissionOption("a", "Allow", "allow_once"),)
@@ -26,7 +26,7 @@ def _facts(root: Path, command: str, home: Path, call: dict[str, object] | None 
     return Facts(PermissionQuery(SessionInfo("s", str(root)), call, OPTIONS, home=str(home)),
                  realpath=r, links_below=r.links_below, file_kind=r.file_kind,
                  importables=r.importable_entries, glob_matches=r.glob_matches, members=members,
-                 secrets_below=r.secrets_below)
+                 secrets_below=r.secrets_below, worktrees=registered_worktrees)
 
 
 def _decide(root: Path, command: str, home: Path, call: dict[str, object] | None = None) -> tuple[Decision, Facts]:
@@ -263,3 +263,24 @@ def test_the_secret_walk_skips_installed_dependencies(tmp_path: Path) -> None:
     (tmp_path / "certs" / "server.pem").write_text("x")
     pattern = hidden_names(POLICY.sandbox.hide)
     assert (str(tmp_path / "certs" / "server.pem"),) == names_below(str(tmp_path), pattern)
+
+
+def test_a_worktree_named_by_suffix_is_resolved_against_the_registered_ones(tree: tuple[Path, Path]) -> None:
+    """rt4-37/38: git worktree remove/move NAME takes NAME as the tail of a registered
+    worktree first: one outside the roots is unknown; a worktree inside named by its path
+    stays allowed; without a repository to read, unknown."""
+    import subprocess
+    root, home = tree
+    assert Decision.ALLOW != _decide(root, "git worktree remove wt", home)[0]  # no repository
+    env = {**os.environ, "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"}
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "x")
+    git("worktree", "add", "-q", str(root / "wt"))
+    git("worktree", "add", "-q", str(root.parent / "otherwt"))
+    assert Decision.ALLOW == _decide(root, "git worktree remove wt", home)[0]
+    for command in ("git worktree remove --force otherwt", "git worktree move otherwt wt3"):
+        decision, facts = _decide(root, command, home)
+        assert Decision.ALLOW != decision, command
+        assert any("outside the session roots" in u for u in facts.unknown), facts.unknown

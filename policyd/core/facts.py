@@ -153,6 +153,9 @@ Members = Callable[[str], "tuple[tuple[str, bool], ...] | None"]
 #: The files below a directory whose names the policy set hides (``[sandbox] hide``); None
 #: when the tree is too big to walk (see ``realpaths.names_below``).
 SecretsBelow = Callable[[str], "tuple[str, ...] | None"]
+#: The working trees of the repository a directory lies in; None when not known (see
+#: ``realpaths.registered_worktrees``).
+Worktrees = Callable[[str], "tuple[str, ...] | None"]
 
 _T = TypeVar("_T")
 
@@ -270,7 +273,10 @@ class Facts:
                  importables: Importables | None = None, glob_matches: GlobMatches | None = None,
                  members: Members | None = None) -> None:
                  members: Members | None = None, secrets_below: SecretsBelow | None = None) -> None:
+                 members: Members | None = None, secrets_below: SecretsBelow | None = None,
+                 worktrees: Worktrees | None = None) -> None:
         self.query = query
+        self._worktrees = worktrees
         self._secrets_below = secrets_below
         #: directories a recursive reader reads that are too big to walk for secrets
         self._unwalked: dict[str, None] = {}
@@ -569,11 +575,12 @@ class Facts:
                 continue
             # written by another command of the call (its own archive operand is tar's -f)
             made = redirected.union(w for k, other in enumerate(self.shell_facts) if k != i for w in other.writes)
-            kinds = {w: self._file_kind(w) for w in cf.writes if w.startswith("/") and w != UNKNOWN_PATH}
+            kinds = {w: self._file_kind(w) for w in cf.writes
+                     if w.startswith("/") and w != UNKNOWN_PATH and w not in cf.archived}
             dirs = [w for w, k in kinds.items() if k != "file"]
             inputs = [*(r for r in cf.reads if r.startswith("/") and r != UNKNOWN_PATH),
-                      *(w for w, k in kinds.items() if k == "file")]
-            if not inputs or len(kinds) < len([w for w in cf.writes if w]):
+                      *(w for w, k in kinds.items() if k == "file"), *cf.archives]
+            if not inputs or len(kinds) + len(cf.archived) < len([w for w in cf.writes if w]):
                 why.append(f"{c.name}: writes files named by input the command line does not show")
                 continue
             for d in dirs:
@@ -584,6 +591,9 @@ class Facts:
                     why.append(f"{c.name}: writes members below {d}, where a symbolic link (to {targets[0]}) "
                                "carries them elsewhere")
             for src in inputs:
+                if src.rsplit("/", 1)[-1] == "-" or src.startswith(("/dev/", "/proc/")):
+                    why.append(f"{c.name}: writes files named by its standard input")
+                    continue
                 if src in made or UNKNOWN_PATH in made:
                     why.append(f"{c.name}: reads {src}, which the same call may write")
                     continue
@@ -650,6 +660,7 @@ class Facts:
         found.extend(self._configs_out())
         found.extend(self._foreign_git_dirs())
         found.extend(self.member_writes[1])
+        found.extend(self._worktree_unknowns())
         if self._glob_matches is not None:
             _ = self.paths, self.write_paths  # they expand the globs
             found.extend(f"{p}: a pattern with more entries to look at than can be checked"
@@ -1009,6 +1020,29 @@ class Facts:
                 if away is not None:
                     out.append(f"{c.name}: follows symbolic links below {p}: one leads to {away}, "
                                "outside the session roots")
+        return out
+
+    def _worktree_unknowns(self) -> list[str]:
+        """Why ``git worktree remove/move NAME`` is unknown: git takes NAME as the last path
+        component(s) of a registered worktree before it takes it as a path, and one so named
+        lies outside the session roots (``remove --force otherwt`` deletes ``../otherwt``);
+        or the worktrees cannot be read (always, without ``worktrees``: pure contexts)."""
+        a = self.analysis
+        if a is None:
+            return []
+        out: list[str] = []
+        for c, cf in zip(a.commands, self.shell_facts, strict=True):
+            for name in cf.judgement.worktrees:
+                parts = [p for p in name.split("/") if p]
+                for d in cf.cwds:
+                    found = self._worktrees(d) if self._worktrees is not None and d.startswith("/") else None
+                    if not found:  # no repository found: what git would do is not known either
+                        out.append(f"{c.name}: names worktree {name!r}, whose registered worktrees cannot be read")
+                        continue
+                    away = [w for w in found if parts and w.split("/")[-len(parts):] == parts
+                            and not any(paths.within(w, r) for r in self.query.session.roots)]
+                    if away:
+                        out.append(f"{c.name}: {name!r} names the worktree {away[0]}, outside the session roots")
         return out
 
     def _foreign_git_dirs(self) -> list[str]:

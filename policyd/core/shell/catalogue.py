@@ -54,7 +54,7 @@ _PROGRAM_KEYS = frozenset({
 _EXAMPLE_KEYS = frozenset({"command", "effects"})
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
                           "repeat", "summary", "values", "lists_only", "remote", "forces_local",
-                          "follows_links", "keeps_links", "pattern", "members", "recursive"})
+                          "follows_links", "keeps_links", "pattern", "members", "recursive", "archive"})
 _OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is", "files", "lookup"})
 #: Where a program looks for a ``run`` operand besides the path as written (SCHEMA.md ``lookup``).
 LOOKUPS: frozenset[str] = frozenset({"path", "path-first", "candidates"})
@@ -94,6 +94,9 @@ class Option:
     #: (``grep -r``, ``rg --hidden``, ``tar -c``, ``cp -r``): the facts layer lists the
     #: secret-named files there as its read paths
     recursive: bool = False
+    #: its value is the archive a ``members`` command reads the names from, opened where the
+    #: command starts, before any ``chdir`` option (GNU tar's ``-f`` before ``-C``)
+    archive: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,13 +379,13 @@ class _Checker:
         except re.error as exc:
             self.bad(w, f"pattern {pattern!r} is no regular expression: {exc}")
             pattern = ""
-        remote, forces_local, follows, keeps, members, recursive = (self.flag(w, raw, k) for k in (
-            "remote", "forces_local", "follows_links", "keeps_links", "members", "recursive"))
+        remote, forces_local, follows, keeps, members, recursive, archive = (self.flag(w, raw, k) for k in (
+            "remote", "forces_local", "follows_links", "keeps_links", "members", "recursive", "archive"))
         if remote and arity == 0:
             self.bad(w, "remote given for an option of arity 0")
         return self.intern(Option(self.intern(names), arity, value, self.intern(frozenset(effects)), replaces,
                                   operands_as, self.intern(frozenset(values)), lists_only, remote,
-                                  forces_local, follows, keeps, pattern, members, recursive))
+                                  forces_local, follows, keeps, pattern, members, recursive, archive))
 
     def flag(self, where: str, raw: Mapping[str, Any], key: str) -> bool:
         value = raw.get(key, False)

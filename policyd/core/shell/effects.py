@@ -128,6 +128,13 @@ class Judgement:
     #: it reads every file below its directory reads, hidden ones too (an option's
     #: ``recursive``): the facts layer lists the secret-named files there (``Facts.paths``)
     recursive: bool = False
+    #: the archives a ``members`` command reads the names from (an option's ``archive``:
+    #: tar's ``-f``), resolved where the command starts (``CommandFacts.archives``)
+    archives: tuple[Word, ...] = ()
+    #: the worktree a ``git worktree remove``/``move`` names, as written: git tries it as the
+    #: last path component(s) of a registered worktree before it tries it as a path (the
+    #: facts layer reads the registered ones: ``Facts.worktree_unknowns``)
+    worktrees: tuple[str, ...] = ()
     #: proven inline code reads files (``open('x')``): one that is a device or kernel file
     #: through a link (``x -> /dev/zero``) never ends; the facts check the real paths
     code_reads: bool = False
@@ -185,6 +192,8 @@ class _Acc:
     pathspecs: list[Word] = field(default_factory=list)  # git checkout/restore work-tree paths
     members: bool = False  # writes files its input names (archive members)
     recursive: bool = False  # reads every file below its directory operands
+    archives: list[Word] = field(default_factory=list)  # values of an option marked `archive`
+    worktrees: list[str] = field(default_factory=list)  # git worktree remove/move operands
     placeholders: list[Word] = field(default_factory=list)
     wide_placeholders: bool = False  # some find -exec's {} is anything find reads
     #: inline code given to an option (``python -c``): (language, text, the option's effects)
@@ -333,6 +342,8 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         pathspecs=tuple(acc.pathspecs),
         members=acc.members and "write" in acc.effects,
         recursive=acc.recursive,
+        archives=tuple(acc.archives),
+        worktrees=tuple(acc.worktrees),
     )
 
 
@@ -512,6 +523,8 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
             acc.keeps = acc.keeps or opt.keeps_links
             acc.members = acc.members or opt.members
             acc.recursive = acc.recursive or opt.recursive
+            if opt.archive and value is not None:
+                acc.archives.append(value)
             if opt.remote and value is not None and _remote_shaped(value):
                 acc.remote.append(value)
             if value is not None and opt.value != "arg":
@@ -818,6 +831,11 @@ def _role(role: str, w: Word, p: Program, chain: list[Program], acc: _Acc) -> No
             acc.effects.add("delete")
             return
         acc.pathspecs.append(w)  # a directory too? the facts layer looks
+    if (handler == "git" and len(chain) > 2 and chain[1].names[0] == "worktree"
+            and chain[2].names[0] in ("remove", "move") and role == "delete"):
+        if kind != LITERAL:
+            acc.unknown("git worktree: a worktree named by an expansion")
+        acc.worktrees.append(value)
     if handler == "git" and role in ("read", "arg") and ":" in value and not value.startswith("-"):
         # REV:PATH / :PATH names a file's content in the repository: read PATH
         path = value.partition(":")[2]

@@ -95,6 +95,10 @@ class CommandFacts:
     #: git checkout/restore work-tree pathspecs (``Judgement.pathspecs``) resolved: a
     #: directory among them is a discard (the facts layer looks)
     pathspecs: tuple[str, ...] = ()
+    #: ``Judgement.archives`` resolved where the command starts (before its chdir options);
+    #: ``archived``: the same words as resolved with its other paths (to tell them apart)
+    archives: tuple[str, ...] = ()
+    archived: tuple[str, ...] = ()
 
 
 def analyse_text(text: str, catalogue: Catalogue, cwd: str,
@@ -149,6 +153,7 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
                 unknown.append(f"{split!r} is not quoted: bash splits its value, unknown here, "
                                "into words (options, operands, a program); quote it")
         own = list(current)
+        start = list(current)
         chdirs: list[str] = []
         if j.chdirs:
             chdirs = _bounded([r for w in j.chdirs for r in res.word(w, own)])
@@ -198,7 +203,9 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
         out.append(CommandFacts(j, tuple(own), _unique(reads), _unique(writes),
                                 _unique(deletes), _unique(chdirs), tuple(unknown),
                                 _unique(creates), _unique(discards), _unique(runs), _unique(must_exist),
-                                _unique([r for w in j.pathspecs for r in res.word(w, own)])))
+                                _unique([r for w in j.pathspecs for r in res.word(w, own)]),
+                                _unique([r for w in j.archives for r in res.word(w, start)]),
+                                _unique([r for w in j.archives for r in res.word(w, own)])))
         moved = _cd_targets(c, j, res, current)
         if moved is not None:
             current = moved if c.seq == "and" else _bounded([*current, *moved])
