@@ -29,14 +29,22 @@ from policyd.core.cases import (
     setup_files,
     symlinks,
     virtual_file_kind,
+    virtual_glob_matches,
     virtual_importables,
     virtual_links_below,
     virtual_realpath,
+    virtual_secrets_below,
 )
 from policyd.core.decide import decide
 from policyd.core.facts import Facts
 from policyd.core.policy import PolicyError
+from policyd.core.sandbox import hidden_names
 from policyd.settings import Settings
+
+
+def _unknown(path: str) -> None:
+    """An archive's members, a repository's worktrees: what a case's set-up cannot say."""
+    return None
 
 
 def _what(case: dict[str, Any]) -> str:
@@ -55,6 +63,7 @@ def run(settings: Settings, files: Sequence[str], home: str,
         return report_load_error(exc, log=False)
     problems: list[str] = []
     ok = failed = 0
+    hidden = hidden_names(policy.sandbox.hide)
     try:
         for entry in read_entries(files, problems):
             case = entry.fields
@@ -64,7 +73,10 @@ def run(settings: Settings, files: Sequence[str], home: str,
                 facts = Facts(query, realpath=virtual_realpath(links), catalogue=policy.catalogue,
                               links_below=virtual_links_below(links),
                               file_kind=virtual_file_kind(links, setup_files(case)),
-                              importables=virtual_importables(links, setup_files(case)))
+                              importables=virtual_importables(links, setup_files(case)),
+                              glob_matches=virtual_glob_matches(links, setup_files(case)),
+                              members=_unknown, worktrees=_unknown,
+                              secrets_below=virtual_secrets_below(links, setup_files(case), hidden))
             except ValueError as exc:
                 problems.append(f"{entry.where}: {exc}")
                 continue

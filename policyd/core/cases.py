@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import difflib
 import posixpath
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from policyd.core.brackets import component_matches
 from policyd.core.inline.python import importable
 from policyd.core.model import Decision, PermissionOption, PermissionQuery, SessionInfo
 
@@ -197,6 +199,52 @@ def virtual_importables(links: Mapping[str, str], files: Iterable[str] = ()) -> 
         return tuple(sorted(found))
 
     return entries
+
+
+def _spelled(links: Mapping[str, str], files: Iterable[str]) -> list[str]:
+    """Every path the set-up makes, as spelled: the links, the files and their directories,
+    and each of those again below a link to a directory holding it."""
+    resolve = virtual_realpath(links)
+    known = {a for k in [*links, *files] for a in _ancestors(posixpath.normpath(k))}
+    through = set(known)
+    for link in links:
+        top = resolve(link).rstrip("/") + "/"
+        through.update(posixpath.normpath(link) + "/" + k[len(top):] for k in known if k.startswith(top))
+    return sorted(through)
+
+
+def virtual_glob_matches(links: Mapping[str, str], files: Iterable[str] = ()) -> Callable[[str], tuple[str, ...]]:
+    """``realpaths.glob_matches`` over the paths the set-up makes (:func:`_spelled`)."""
+    spelled = _spelled(links, files)
+
+    def matches(pattern: str) -> tuple[str, ...]:
+        parts = pattern.split("/")
+        found = []
+        for p in spelled:
+            names = p.split("/")
+            if len(names) == len(parts) and all(
+                    n == g or (any(c in g for c in "*?[") and component_matches(n, g)
+                               and (not n.startswith(".") or not g.startswith(("*", "?"))))
+                    for n, g in zip(names, parts, strict=True)):
+                found.append(p)
+        return tuple(found)
+
+    return matches
+
+
+def virtual_secrets_below(links: Mapping[str, str], files: Iterable[str],
+                          pattern: str) -> Callable[[str], tuple[str, ...]]:
+    """``Resolver.secrets_below`` over the paths the set-up makes: those below a directory
+    whose name matches ``pattern`` (``core.sandbox.hidden_names``)."""
+    spelled = _spelled(links, files)
+    named = re.compile(pattern, re.IGNORECASE) if pattern else None
+
+    def below(directory: str) -> tuple[str, ...]:
+        top = directory.rstrip("/") + "/"
+        return tuple(p for p in spelled if named is not None and p.startswith(top)
+                     and named.fullmatch(p.rsplit("/", 1)[-1]))
+
+    return below
 
 
 def _ancestors(path: str) -> list[str]:
