@@ -28,7 +28,7 @@ from policyd.core.relay import RememberChoice, Resolution
 from policyd.core.remember import RememberSpec, combine, explain_spec, spec_for
 from policyd.core.sandbox import hidden_names
 from policyd.memory import Memory
-from policyd.realpaths import Resolver, registered_worktrees
+from policyd.realpaths import Resolver, registered_worktrees, small_text
 from policyd.store import StoreBusy
 
 #: Time one decision's rule evaluation may take before it answers ask (seconds).
@@ -84,7 +84,8 @@ class Engine:
                       glob_matches=resolver.glob_matches)
                       glob_matches=resolver.glob_matches, members=members)
                       glob_matches=resolver.glob_matches, members=members,
-                      secrets_below=resolver.secrets_below, worktrees=registered_worktrees)
+                      secrets_below=resolver.secrets_below, worktrees=registered_worktrees,
+                      small_text=small_text)
         budget = self.eval_budget_s if budget_s is None else budget_s
         verdict = decide(policy, facts, budget, time.perf_counter)
         return verdict, facts, (time.perf_counter_ns() - start) // 1000

@@ -237,6 +237,19 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
+def small_text(path: str, limit: int = 65_536) -> str | None:
+    """The text of the regular file ``path`` (links followed) when it holds at most
+    ``limit`` bytes; None otherwise (missing, no regular file, too big, unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            data = f.read(limit + 1)
+    except (OSError, ValueError):
+        return None
+    return None if len(data) > limit else data.decode("utf-8", "surrogateescape")
+
+
 #: Worktrees one repository lists at most (more: not known).
 MAX_WORKTREES = 1_000
 

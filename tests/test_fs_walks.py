@@ -14,7 +14,7 @@ from policyd.core.decide import decide
 from policyd.core.facts import Facts
 from policyd.core.model import Decision, PermissionOption, PermissionQuery, SessionInfo
 from policyd.core.sandbox import hidden_names
-from policyd.realpaths import Resolver, glob_matches, names_below, registered_worktrees
+from policyd.realpaths import Resolver, glob_matches, names_below, registered_worktrees, small_text
 from tests.test_catalogue_properties import POLICY
 
 OPTIONS = (PermissionOption("a", "Allow", "allow_once"),)
@@ -26,7 +26,8 @@ def _facts(root: Path, command: str, home: Path, call: dict[str, object] | None 
     return Facts(PermissionQuery(SessionInfo("s", str(root)), call, OPTIONS, home=str(home)),
                  realpath=r, links_below=r.links_below, file_kind=r.file_kind,
                  importables=r.importable_entries, glob_matches=r.glob_matches, members=members,
-                 secrets_below=r.secrets_below, worktrees=registered_worktrees)
+                 secrets_below=r.secrets_below, worktrees=registered_worktrees,
+                 small_text=small_text)
 
 
 def _decide(root: Path, command: str, home: Path, call: dict[str, object] | None = None) -> tuple[Decision, Facts]:
@@ -284,3 +285,22 @@ def test_a_worktree_named_by_suffix_is_resolved_against_the_registered_ones(tree
         decision, facts = _decide(root, command, home)
         assert Decision.ALLOW != decision, command
         assert any("outside the session roots" in u for u in facts.unknown), facts.unknown
+
+
+def test_a_virtualenv_taking_python_from_where_the_agent_writes_is_unknown(tree: tuple[Path, Path]) -> None:
+    """rt4-33: pyvenv.cfg's home names where the venv's Python takes its standard library
+    from: in /tmp or the workspace, activating or running the venv is unknown; a system
+    interpreter's directory stays allowed."""
+    root, home = tree
+    (root / ".venv" / "bin").mkdir(parents=True)
+    (root / ".venv" / "bin" / "activate").write_text("# activate\n")
+    (root / "gen.py").write_text("print(1)\n")
+    cfg = root / ".venv" / "pyvenv.cfg"
+    cfg.write_text("home = /usr/bin\ninclude-system-site-packages = false\n")
+    command = "source .venv/bin/activate && python3 gen.py"
+    assert Decision.ALLOW == _decide(root, command, home)[0]
+    for bad in ("/tmp/fp/bin", str(root / "fp" / "bin")):
+        cfg.write_text(f"home = {bad}\n")
+        decision, facts = _decide(root, command, home)
+        assert Decision.ALLOW != decision, bad
+        assert any("takes Python from" in u for u in facts.unknown), facts.unknown

@@ -28,7 +28,15 @@ from policyd.core.policy import PolicyError, PolicySet
 from policyd.realpaths import config_text, file_kind, importable_entries, interpreter, links_below
 from policyd.realpaths import file_kind, glob_matches, importable_entries, links_below
 from policyd.core.sandbox import hidden_names
-from policyd.realpaths import Resolver, file_kind, glob_matches, importable_entries, links_below, registered_worktrees
+from policyd.realpaths import (
+    Resolver,
+    file_kind,
+    glob_matches,
+    importable_entries,
+    links_below,
+    registered_worktrees,
+    small_text,
+)
 from policyd.settings import Settings
 
 _MARK = {"matched": "MATCH", "not matched": "no", "error": "ERROR", "not applicable": "n/a"}
@@ -120,7 +128,8 @@ def explain_one(policy: PolicySet, item: Mapping[str, Any], home: str, sandboxed
                                  read_config=config_text))
                                  importables=importable_entries, glob_matches=glob_matches))
                                  importables=importable_entries, glob_matches=glob_matches,
-                                 members=members, secrets_below=secrets, worktrees=registered_worktrees))
+                                 members=members, secrets_below=secrets, worktrees=registered_worktrees,
+                                 small_text=small_text))
 
 
 def run(settings: Settings, file: str | None, command: str | None, cwd: str | None,

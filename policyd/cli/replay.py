@@ -37,7 +37,7 @@ from policyd.core.policy import PolicyError, PolicySet
 from policyd.core.record import PERMISSION_METHOD, query_from_entry
 from policyd.core.replay import Replayed, Report, group, merge, replay_key, volatile_facts
 from policyd.core.sandbox import hidden_names
-from policyd.realpaths import Resolver, registered_worktrees
+from policyd.realpaths import Resolver, registered_worktrees, small_text
 
 #: Lines handed to a worker process at once.
 CHUNK = 500
@@ -61,7 +61,8 @@ def _facts(query: PermissionQuery, policy: PolicySet) -> Facts:
                  glob_matches=resolver.glob_matches)
                  glob_matches=resolver.glob_matches, members=members)
                  glob_matches=resolver.glob_matches, members=members,
-                 secrets_below=resolver.secrets_below, worktrees=registered_worktrees)
+                 secrets_below=resolver.secrets_below, worktrees=registered_worktrees,
+                 small_text=small_text)
 
 
 def _outcome(verdict: Verdict) -> tuple[Decision, tuple[str, ...]]:

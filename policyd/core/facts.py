@@ -20,6 +20,7 @@ Rules this module owns:
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -156,6 +157,9 @@ SecretsBelow = Callable[[str], "tuple[str, ...] | None"]
 #: The working trees of the repository a directory lies in; None when not known (see
 #: ``realpaths.registered_worktrees``).
 Worktrees = Callable[[str], "tuple[str, ...] | None"]
+#: The text of a small regular file; None when it is missing, big or unreadable (see
+#: ``realpaths.small_text``).
+SmallText = Callable[[str], "str | None"]
 
 _T = TypeVar("_T")
 
@@ -274,8 +278,9 @@ class Facts:
                  members: Members | None = None) -> None:
                  members: Members | None = None, secrets_below: SecretsBelow | None = None) -> None:
                  members: Members | None = None, secrets_below: SecretsBelow | None = None,
-                 worktrees: Worktrees | None = None) -> None:
+                 worktrees: Worktrees | None = None, small_text: SmallText | None = None) -> None:
         self.query = query
+        self._small_text = small_text
         self._worktrees = worktrees
         self._secrets_below = secrets_below
         #: directories a recursive reader reads that are too big to walk for secrets
@@ -661,6 +666,7 @@ class Facts:
         found.extend(self._foreign_git_dirs())
         found.extend(self.member_writes[1])
         found.extend(self._worktree_unknowns())
+        found.extend(self._venv_unknowns())
         if self._glob_matches is not None:
             _ = self.paths, self.write_paths  # they expand the globs
             found.extend(f"{p}: a pattern with more entries to look at than can be checked"
@@ -1020,6 +1026,35 @@ class Facts:
                 if away is not None:
                     out.append(f"{c.name}: follows symbolic links below {p}: one leads to {away}, "
                                "outside the session roots")
+        return out
+
+    def _venv_unknowns(self) -> list[str]:
+        """Why running a virtualenv's file (``source .venv/bin/activate``, ``.venv/bin/python
+        x.py``) is unknown: its ``pyvenv.cfg`` ``home`` names where Python takes its standard
+        library from, and that lies where the agent writes (the roots, ``/tmp``): the venv's
+        interpreter then runs ``encodings/__init__.py`` from there before any script (rt4-33).
+        A ``pyvenv.cfg`` that cannot be read is unknown too. Without ``small_text`` and
+        ``file_kind`` (pure contexts) nothing is read."""
+        if self._small_text is None or self._file_kind is None or self.analysis is None:
+            return []
+        roots = [*self.query.session.roots, "/tmp", "/var/tmp"]
+        out: list[str] = []
+        for c, ran in zip(self.analysis.commands, self.runs, strict=True):
+            for r in ran:
+                cfg = posixpath.dirname(posixpath.dirname(r)) + "/pyvenv.cfg"
+                if not r.startswith("/") or r == UNKNOWN_PATH or self._file_kind(cfg) != "file":
+                    continue
+                text = self._small_text(cfg)
+                homes = [] if text is None else [v.strip() for k, _, v in (line.partition("=") for line in
+                                                                            text.splitlines())
+                                                  if k.strip().lower() == "home"]
+                if text is None:
+                    out.append(f"{c.name}: runs {r}, whose {cfg} cannot be read")
+                for home in homes:
+                    real = self._realpath(home) if self._realpath is not None and home.startswith("/") else home
+                    if not home.startswith("/") or any(paths.within(x, root) for x in (home, real) for root in roots):
+                        out.append(f"{c.name}: runs {r}, whose {cfg} takes Python from {home}, "
+                                   "where the agent writes")
         return out
 
     def _worktree_unknowns(self) -> list[str]:
