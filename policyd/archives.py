@@ -22,8 +22,8 @@ MAX_INPUT_BYTES = 16 * 1024 * 1024
 MAX_MEMBERS = 10_000
 
 Member = tuple[str, bool]
-_PATCH_PATH = re.compile(r"^(?:\+\+\+|---) (?!/dev/null)(\S+)|^(?:rename|copy) (?:from|to) (.+)$|"
-                         r"^diff --git (\S+) (\S+)$", re.M)
+_PATCH_PATH = re.compile(r"^(?:\+\+\+|---) (?!/dev/null)([^\t\n]+)|^(?:rename|copy) (?:from|to) (.+)$|"
+                         r"^diff --git (\"(?:[^\"\\]|\\.)*\"|\S+) (\"(?:[^\"\\]|\\.)*\"|\S+)$", re.M)
 _PATCH_LINK = re.compile(r"^(?:new file mode|new mode|old mode|deleted file mode) 120000\b", re.M)
 
 
@@ -53,6 +53,8 @@ def _zip(path: str) -> tuple[Member, ...] | None:
             kind = stat.S_IFMT(i.external_attr >> 16)  # 0: no Unix mode (a plain file to unzip)
             special = kind not in (0, stat.S_IFREG, stat.S_IFDIR)
             out.append((i.filename, special))
+            if "\\" in i.filename:  # an archive made on Windows: unzip takes \\ for /
+                out.append((i.filename.replace("\\", "/"), special))
         return tuple(out)
 
 
@@ -64,6 +66,15 @@ def _tar(path: str) -> tuple[Member, ...] | None:
                 return None
             out.append((m.name, not (m.isreg() or m.isdir())))
     return tuple(out)
+
+
+def _unquoted(name: str) -> str:
+    """A patch's path as git reads it: a name in double quotes holds C escapes (``\\t``,
+    ``\\"``, octal bytes ``\\056``: git-diff(1) "core.quotePath")."""
+    if len(name) < 2 or not (name.startswith('"') and name.endswith('"')):
+        return name
+    raw = name[1:-1].encode("utf-8", "surrogateescape").decode("unicode_escape", "replace")
+    return raw.encode("latin-1", "replace").decode("utf-8", "surrogateescape")
 
 
 def _patch(path: str) -> tuple[Member, ...] | None:
@@ -78,7 +89,7 @@ def _patch(path: str) -> tuple[Member, ...] | None:
     special = _PATCH_LINK.search(text) is not None
     names: dict[str, None] = {}
     for p in found:
-        p = p.strip().strip('"')
+        p = _unquoted(p.strip())
         names[p] = None
         if "/" in p:
             names[p.split("/", 1)[1]] = None

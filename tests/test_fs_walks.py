@@ -304,3 +304,17 @@ def test_a_virtualenv_taking_python_from_where_the_agent_writes_is_unknown(tree:
         decision, facts = _decide(root, command, home)
         assert Decision.ALLOW != decision, bad
         assert any("takes Python from" in u for u in facts.unknown), facts.unknown
+
+
+def test_patch_and_zip_names_are_read_as_git_and_unzip_read_them(tmp_path: Path) -> None:
+    """A quoted patch path holds C escapes and blanks (git writes "b/a b/\\056claude/x" for
+    a/b/.claude/x); a zip made on Windows separates with backslashes: both name
+    .claude/settings.json."""
+    from policyd.archives import members as read_members
+    patch = tmp_path / "p.patch"
+    patch.write_text('diff --git "a/a b/.claude/settings.json" "b/a b/.claude/settings.json"\n'
+                     "new file mode 100644\n--- /dev/null\n"
+                     '+++ "b/a b/\\056claude/settings.json"\n@@ -0,0 +1 @@\n+x\n')
+    assert "a b/.claude/settings.json" in [n for n, _ in read_members(str(patch)) or ()]
+    _zip(tmp_path / "w.zip", [".claude\\settings.json"])
+    assert ".claude/settings.json" in [n for n, _ in read_members(str(tmp_path / "w.zip")) or ()]
