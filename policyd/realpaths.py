@@ -154,7 +154,9 @@ def glob_matches(pattern: str, budget: int = MAX_GLOB_SCAN) -> tuple[str, ...] |
     :func:`~policyd.core.brackets.component_matches` does (in any case: an
     over-approximation), a name with a leading dot only by a component that does not begin
     with ``*`` or ``?`` (bash without ``dotglob``; ``[.]x`` is taken to match it too);
-    directories are entered through links, as bash does."""
+    directories are entered through links, as bash does. A ``**`` component is also taken
+    as ``shopt -s globstar`` reads it: any depth of directories, itself included (links to
+    directories not entered, as bash 5 does)."""
     if not pattern.startswith("/"):
         return ()
     prefixes = [""]
@@ -167,6 +169,27 @@ def glob_matches(pattern: str, budget: int = MAX_GLOB_SCAN) -> tuple[str, ...] |
             continue
         hidden = not part.startswith(("*", "?"))
         found: list[str] = []
+        if part == "**":  # under `shopt -s globstar`: any depth of directories (links not entered)
+            stack = list(prefixes)
+            while stack:
+                p = stack.pop()
+                found.append(p)
+                try:
+                    entries = os.scandir(p or "/")
+                except (OSError, ValueError):
+                    continue
+                with entries:
+                    for entry in entries:
+                        seen += 1
+                        if seen > budget:
+                            return None
+                        try:
+                            if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
+                                stack.append(f"{p}/{entry.name}")
+                        except OSError:
+                            continue
+            prefixes = found
+            continue
         for p in prefixes:
             try:
                 entries = os.scandir(p or "/")

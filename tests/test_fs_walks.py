@@ -60,6 +60,9 @@ def test_glob_matches_as_bash_expands(tmp_path: Path) -> None:
     assert (f"{t}/d/key",) == glob_matches(f"{t}/d/K?Y")  # in any case: over-approximated
     assert () == glob_matches(f"{t}/d/*.none")
     assert () == glob_matches(f"{t}/missing/*/key")
+    (tmp_path / "d" / "sub" / "deep").mkdir()
+    (tmp_path / "d" / "sub" / "deep" / "key").write_text("k")
+    assert (f"{t}/d/key", f"{t}/d/sub/deep/key") == glob_matches(f"{t}/d/**/key")  # globstar
 
 
 def test_glob_matches_gives_up_past_its_budget(tmp_path: Path) -> None:
