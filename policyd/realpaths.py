@@ -161,9 +161,8 @@ def glob_matches(pattern: str, budget: int = MAX_GLOB_SCAN) -> tuple[str, ...] |
         return ()
     prefixes = [""]
     seen = 0
-    for part in pattern.split("/")[1:]:
-        if not part:
-            continue
+    parts = [p for p in pattern.split("/")[1:] if p]
+    for i, part in enumerate(parts):
         if not any(c in part for c in _GLOB):
             prefixes = [f"{p}/{part}" for p in prefixes]
             continue
@@ -183,9 +182,13 @@ def glob_matches(pattern: str, budget: int = MAX_GLOB_SCAN) -> tuple[str, ...] |
                         seen += 1
                         if seen > budget:
                             return None
+                        if entry.name.startswith("."):
+                            continue
                         try:
-                            if not entry.name.startswith(".") and entry.is_dir(follow_symlinks=False):
+                            if entry.is_dir(follow_symlinks=False):
                                 stack.append(f"{p}/{entry.name}")
+                            elif i == len(parts) - 1:  # a last `**` matches files too
+                                found.append(f"{p}/{entry.name}")
                         except OSError:
                             continue
             prefixes = found
