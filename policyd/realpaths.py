@@ -33,6 +33,9 @@ MAX_MEMO_DEPTH = 64
 MAX_LINK_SCAN = 20_000
 #: Directory entries one glob's expansion looks at before it answers "unknown".
 MAX_GLOB_SCAN = 20_000
+#: Matches one glob may have before it answers "unknown" (a policy sees at most
+#: ``cel.MAX_LIST_ITEMS`` paths anyway: more would make the call ask, slower).
+MAX_GLOB_MATCHES = 2_048
 _GLOB = ("*", "?", "[")
 
 
@@ -208,6 +211,8 @@ def glob_matches(pattern: str, budget: int = MAX_GLOB_SCAN) -> tuple[str, ...] |
         prefixes = found
         if not prefixes:
             return ()
+        if len(prefixes) > MAX_GLOB_MATCHES:
+            return None
     return tuple(sorted(p for p in prefixes if os.path.lexists(p)))
 
 
