@@ -80,9 +80,7 @@ class Engine:
         resolver = Resolver(hidden_names(policy.sandbox.hide))
         facts = Facts(query, realpath=resolver, catalogue=policy.catalogue, links_below=resolver.links_below,
                       file_kind=resolver.file_kind, importables=resolver.importable_entries,
-                      interpreter=resolver.interpreter, read_config=resolver.config_text)
-                      glob_matches=resolver.glob_matches)
-                      glob_matches=resolver.glob_matches, members=members)
+                      interpreter=resolver.interpreter, read_config=resolver.config_text,
                       glob_matches=resolver.glob_matches, members=members,
                       secrets_below=resolver.secrets_below, worktrees=registered_worktrees,
                       small_text=small_text)

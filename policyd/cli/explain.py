@@ -25,14 +25,14 @@ from policyd.cli.logfile import read_entries
 from policyd.core.explain import Explanation, explain
 from policyd.core.facts import Facts
 from policyd.core.policy import PolicyError, PolicySet
-from policyd.realpaths import config_text, file_kind, importable_entries, interpreter, links_below
-from policyd.realpaths import file_kind, glob_matches, importable_entries, links_below
 from policyd.core.sandbox import hidden_names
 from policyd.realpaths import (
     Resolver,
+    config_text,
     file_kind,
     glob_matches,
     importable_entries,
+    interpreter,
     links_below,
     registered_worktrees,
     small_text,
@@ -125,9 +125,7 @@ def explain_one(policy: PolicySet, item: Mapping[str, Any], home: str, sandboxed
     return explain(policy, Facts(query, realpath=os.path.realpath, catalogue=policy.catalogue,
                                  links_below=links_below, file_kind=file_kind,
                                  importables=importable_entries, interpreter=interpreter,
-                                 read_config=config_text))
-                                 importables=importable_entries, glob_matches=glob_matches))
-                                 importables=importable_entries, glob_matches=glob_matches,
+                                 read_config=config_text, glob_matches=glob_matches,
                                  members=members, secrets_below=secrets, worktrees=registered_worktrees,
                                  small_text=small_text))
 

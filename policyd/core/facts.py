@@ -255,8 +255,8 @@ class Facts:
     without it nothing is listed. ``interpreter`` (``realpaths.interpreter``) reads the ``#!``
     line of a workspace file run as a program (:meth:`_interpreter_unknown`); without it the
     line is not read. ``read_config`` (``realpaths.config_text``) reads the configs a linter
-    loads code from (:meth:`_configs_out`); without it they are not read.
-    without it nothing is listed. ``glob_matches`` (``realpaths.glob_matches``) expands a
+    loads code from (:meth:`_configs_out`); without it they are not read. ``glob_matches``
+    (``realpaths.glob_matches``) expands a
     glob path against the file system: its matches join the paths (and write paths) it
     stands in, so their real paths are judged as a literal operand's are (``cat docs/*``
     through ``docs/key -> ~/.ssh/id_rsa``); a glob too big to expand makes the call unknown.
@@ -270,16 +270,11 @@ class Facts:
                  catalogue: shell_catalogue.Catalogue | None = None,
                  links_below: LinksBelow | None = None, file_kind: FileKind | None = None,
                  importables: Importables | None = None, interpreter: Interpreter | None = None,
-                 read_config: ReadConfig | None = None) -> None:
-        self.query = query
-        self._read_config = read_config
-                 importables: Importables | None = None, glob_matches: GlobMatches | None = None) -> None:
-                 importables: Importables | None = None, glob_matches: GlobMatches | None = None,
-                 members: Members | None = None) -> None:
-                 members: Members | None = None, secrets_below: SecretsBelow | None = None) -> None:
+                 read_config: ReadConfig | None = None, glob_matches: GlobMatches | None = None,
                  members: Members | None = None, secrets_below: SecretsBelow | None = None,
                  worktrees: Worktrees | None = None, small_text: SmallText | None = None) -> None:
         self.query = query
+        self._read_config = read_config
         self._small_text = small_text
         self._worktrees = worktrees
         self._secrets_below = secrets_below
