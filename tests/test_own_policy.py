@@ -37,9 +37,9 @@ def decide(ws: Path, home: Path, commands: list[str], *extra: str) -> list[dict[
 def world(tmp_path: Path) -> tuple[Path, Path]:
     home, ws = tmp_path / "home", tmp_path / "ws"
     home.mkdir()
-    (ws / ".policyd").mkdir(parents=True)
+    (ws / "team-rules").mkdir(parents=True)
     for name in ("baseline.toml", "ci.toml"):
-        shutil.copy(ROOT / "policies" / name, ws / ".policyd" / name)
+        shutil.copy(ROOT / "policies" / name, ws / "team-rules" / name)
     (ws / "notes.txt").write_text("x\n")
     subprocess.run(["git", "init", "-q", str(ws)], check=True)
     return ws, home
@@ -47,28 +47,29 @@ def world(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_writes_to_the_policy_in_force_are_asked(world: tuple[Path, Path]) -> None:
     ws, home = world
-    os.symlink(ws / ".policyd", ws / "p")
+    os.symlink(ws / "team-rules", ws / "p")
     writes = [
-        "sed -i 's/decision = \"deny\"/decision = \"allow\"/' .policyd/baseline.toml",  # the file loaded
-        "printf '[[rule]]\\n' > .policyd/zz.toml",  # a new file in the policy directory
+        "sed -i 's/decision = \"deny\"/decision = \"allow\"/' team-rules/baseline.toml",  # the file loaded
+        "printf '[[rule]]\\n' > team-rules/zz.toml",  # a new file in the policy directory
         "echo x >> p/ci.toml",  # through a link to it
-        "mkdir -p ~/.config/policyd/policies.d && cp .policyd/ci.toml ~/.config/policyd/policies.d/x.toml",
-        "rm .policyd/baseline.toml",
+        "mkdir -p ~/.config/policyd/policies.d && cp team-rules/ci.toml ~/.config/policyd/policies.d/x.toml",
+        "rm team-rules/baseline.toml",
     ]
-    benign = ["cat .policyd/ci.toml", "ls .policyd", "echo y >> notes.txt"]
-    out = decide(ws, home, writes + benign, "--policy", str(ws / ".policyd"))
+    benign = ["cat team-rules/ci.toml", "ls team-rules", "echo y >> notes.txt"]
+    out = decide(ws, home, writes + benign, "--policy", str(ws / "team-rules"))
     for command, verdict in zip(writes, out[: len(writes)], strict=True):
         assert verdict["decision"] in ("ask", "deny"), (command, verdict)
         assert verdict["decision"] == "deny" or "policyd-own-policy" in verdict["rules"], (command, verdict)
     for command, verdict in zip(benign, out[len(writes):], strict=True):
         assert verdict["decision"] == "allow", (command, verdict)
-    # the built-in check is what stops the in-place edit (the shipped rules allow it as a workspace write)
+    # the built-in check is what stops the in-place edit (the shipped rules allow it as a workspace
+    # write; they ask for a directory named .policyd, docs/ci.md's convention, by name only)
     assert out[0]["decision"] == "ask" and out[0]["rules"] == ["ci-shell-effects", "policyd-own-policy"], out[0]
 
 
 def test_the_same_edit_outside_the_policy_is_allowed(world: tuple[Path, Path]) -> None:
     """Control: the same write to a copy that is not loaded is an ordinary workspace edit."""
     ws, home = world
-    shutil.copytree(ws / ".policyd", ws / "drafts")
-    out = decide(ws, home, ["sed -i 's/deny/allow/' drafts/baseline.toml"], "--policy", str(ws / ".policyd"))
+    shutil.copytree(ws / "team-rules", ws / "drafts")
+    out = decide(ws, home, ["sed -i 's/deny/allow/' drafts/baseline.toml"], "--policy", str(ws / "team-rules"))
     assert out[0]["decision"] == "allow", out[0]
