@@ -21,6 +21,7 @@ import os
 import re
 import stat
 import struct
+from collections.abc import Callable, Iterator
 
 from policyd.core.brackets import component_matches
 from policyd.core.inline.python import importable
@@ -116,12 +117,44 @@ def links_below(path: str, readable_only: bool = False, importable_only: bool = 
     for writers every link counts). ``importable_only``: of ``path``'s own entries only those
     Python would import from a ``sys.path`` directory (``json.py``, ``json/``,
     ``__pycache__/``: :func:`~policyd.core.inline.python.importable`), each scanned whole."""
-    try:
-        if not stat.S_ISDIR(os.stat(path).st_mode):
-            return ()
-    except (OSError, ValueError):
+    if not _is_dir(path):
         return ()
+
+    def wanted(directory: str, entry: os.DirEntry[str]) -> bool:
+        return not (importable_only and directory == path and not importable(entry.name))
+
     found: dict[str, None] = {}
+    try:
+        for directory, entry in _entries_below(path, budget, wanted):
+            if not wanted(directory, entry):
+                continue
+            try:
+                if entry.is_symlink() and not (readable_only and not os.path.exists(entry.path)):
+                    found[realpath(entry.path)] = None
+            except OSError:
+                continue
+    except _OverBudget:
+        return None
+    return tuple(found)
+
+
+class _OverBudget(Exception):
+    """A bounded walk met more entries than its budget."""
+
+
+def _is_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _entries_below(path: str, budget: int, enter: Callable[[str, os.DirEntry[str]], bool]
+                   ) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    """Every entry below directory ``path`` with the directory it lies in, depth first; links
+    are not followed, and a directory is entered when ``enter(directory, entry)`` says so.
+    Raises :class:`_OverBudget` past ``budget`` entries; a directory that cannot be read is
+    passed over (nor can the command read it)."""
     stack = [path]
     seen = 0
     while stack:
@@ -134,19 +167,13 @@ def links_below(path: str, readable_only: bool = False, importable_only: bool = 
             for entry in entries:
                 seen += 1
                 if seen > budget:
-                    return None
-                if importable_only and directory == path and not importable(entry.name):
-                    continue
+                    raise _OverBudget
+                yield directory, entry
                 try:
-                    if entry.is_symlink():
-                        if readable_only and not os.path.exists(entry.path):
-                            continue
-                        found[realpath(entry.path)] = None
-                    elif entry.is_dir(follow_symlinks=False):
+                    if entry.is_dir(follow_symlinks=False) and enter(directory, entry):
                         stack.append(entry.path)
                 except OSError:
                     continue
-    return tuple(found)
 
 
 def glob_matches(pattern: str, budget: int = MAX_GLOB_SCAN) -> tuple[str, ...] | None:
@@ -231,36 +258,14 @@ def names_below(path: str, pattern: str, budget: int = MAX_LINK_SCAN) -> tuple[s
     :data:`UNWALKED_DIRS` are not entered); ``()`` when ``path`` is no directory or
     ``pattern`` is empty; None when the tree holds more than ``budget`` entries (the caller
     treats that as unknown)."""
-    if not pattern:
-        return ()
-    try:
-        if not stat.S_ISDIR(os.stat(path).st_mode):
-            return ()
-    except (OSError, ValueError):
+    if not pattern or not _is_dir(path):
         return ()
     matches = _compiled(pattern).fullmatch
-    found: list[str] = []
-    stack = [path]
-    seen = 0
-    while stack:
-        directory = stack.pop()
-        try:
-            entries = os.scandir(directory)
-        except OSError:
-            continue
-        with entries:
-            for entry in entries:
-                seen += 1
-                if seen > budget:
-                    return None
-                if matches(entry.name):
-                    found.append(entry.path)
-                try:
-                    if entry.name not in UNWALKED_DIRS and entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                except OSError:
-                    continue
-    return tuple(found)
+    try:
+        return tuple(entry.path for _, entry in _entries_below(path, budget, lambda _, e: e.name not in UNWALKED_DIRS)
+                     if matches(entry.name))
+    except _OverBudget:
+        return None
 
 
 @functools.lru_cache(maxsize=16)
