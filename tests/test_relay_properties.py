@@ -756,6 +756,19 @@ def test_cancel_answers_in_the_order_asked() -> None:
     assert [0, h.perms[1].rid] == [a["id"] for a in answers if "result" in a]
 
 
+def test_cancel_answers_the_undecided_before_the_sent() -> None:
+    """A request sent to the client and a later one still being decided, then
+    ``session/cancel``: the one being decided is answered first (the queue), then those the
+    client holds, in the order asked (hypothesis's second example)."""
+    h = Harness(headless=False, fallback="deny")
+    style = ((",", ":"), False, False, "", "", "\n")
+    h.agent(("perm", 0, "s1", ["allow_once"], "no_toolcall", Decision.ALLOW, style))
+    h.resolve(h.perms[0].key)
+    h.agent(("perm", 0, "s1", ["allow_once"], None, Decision.ALLOW, style))
+    h.client(("notify", "session/cancel", "s1", style))
+    h.check_final()
+
+
 @pytest.mark.parametrize("pass_always", [False, True])
 def test_client_always_answer_is_relayed_as_once(pass_always: bool) -> None:
     """The client answers a forwarded request with ``allow_always``: it is remembered, and

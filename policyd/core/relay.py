@@ -1086,8 +1086,8 @@ class Relay:
         self._cancelled_sessions[session_id] = None
         while len(self._cancelled_sessions) > MAX_OUTSTANDING:
             del self._cancelled_sessions[next(iter(self._cancelled_sessions))]
-        cancelled: list[tuple[_Pending, str]] = []
-        for p in list(self._queue):
+        actions: list[Action] = []
+        for p in list(self._queue):  # (in the order asked)
             if not isinstance(p, _Pending) or p.session_id != session_id or p.side:
                 continue
             if not p.resolved:
@@ -1097,14 +1097,12 @@ class Relay:
                 p.forward = False  # forwarded, but not yet sent (nor answered): it never will be
             else:
                 continue
-            cancelled.append((p, "session/cancel received"))
-        for key, p in list(self._forwarded.items()):
-            if p.session_id == session_id:
-                del self._forwarded[key]
-                cancelled.append((p, "session/cancel received; the client's answer will not be relayed"))
-        actions: list[Action] = []
-        for p, reason in sorted(cancelled, key=lambda pr: pr[0].key):  # answered in the order asked
-            actions.extend(self._cancelled(p, reason))
+            actions.extend(self._cancelled(p, "session/cancel received"))
+        sent = sorted(((k, p) for k, p in self._forwarded.items() if p.session_id == session_id),
+                      key=lambda kp: kp[1].key)  # in the order asked, not the order decided
+        for key, p in sent:
+            del self._forwarded[key]
+            actions.extend(self._cancelled(p, "session/cancel received; the client's answer will not be relayed"))
         if actions:
             actions.extend(self._release())
         return actions
