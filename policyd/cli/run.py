@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from policyd import logs, status, telemetry
+from policyd import heap, logs, status, telemetry
 from policyd.core.relay import Consult, Relay, RememberChoice, Resolution
 
 if TYPE_CHECKING:
@@ -268,6 +268,7 @@ class _EmbeddedStart:
 
                 self.box.egress.set_decider(engine_decider(engine))
             self.future.set_result(reloader)
+            heap.settle()
         except Exception as exc:
             self.future.set_exception(exc)
 
@@ -322,6 +323,7 @@ def serve(settings: Settings, socket_path: str | None, cli_policy: list[str] | N
     from policyd import celcache
 
     celcache.release_memory()  # what loading needed and serving does not
+    heap.settle()
     _observe_memory(engine)
     reloader = build_reloader(engine, settings, cli_policy, config, secure=True)
     if puller is not None:  # a new bundle reloads at once, watched or not
