@@ -1204,12 +1204,15 @@ class Facts:
         roots: where npm exec looks first), so the runner fetches the registry package of that
         name, which is not the catalogue's program (``npx tsc`` without typescript fetches the
         npm package ``tsc``: another author's code). Without a file-kind lookup: unknown."""
+        commands = self.analysis.commands if self.analysis else ()
+        if not any(cf.judgement.installed for cf in self.shell_facts):
+            return []  # the common case: no package runner (the real roots cost a lookup each)
         out: list[str] = []
         roots = list(self.query.session.roots)
         real_roots = ([*roots, *(self._realpath(r) for r in self.query.session.raw_roots)]
                       if self._realpath is not None else roots)
         kind = self._file_kind
-        for c, cf in zip(self.analysis.commands if self.analysis else (), self.shell_facts, strict=True):
+        for c, cf in zip(commands, self.shell_facts, strict=True):
             for name in cf.judgement.installed:
                 found = False
                 for d in cf.cwds:
