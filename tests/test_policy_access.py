@@ -93,20 +93,33 @@ def test_check_and_proxy_warn_about_a_policy_serve_refuses(tmp_path: Path, mode:
 
 def test_watched_directory_becoming_unreadable_backs_off(shared_tmp: Path) -> None:
     """A running proxy whose policy directory turns unreadable keeps the set in force and
-    retries its watch with back-off: a handful of warnings, not ~50 a second."""
+    retries its watch with back-off: a handful of warnings, not ~50 a second. The directory
+    turns unreadable only once the watch is proven live (a saved change was reloaded by it):
+    a sleep instead failed once on loaded cores (the load itself not finished yet)."""
     pdir = shared_tmp / "policies"
     pdir.mkdir()
     (pdir / "p.toml").write_text(POLICY)
     env = _env(shared_tmp)
     argv = [*unprivileged(), sys.executable, "-m", "policyd", "proxy", "--policy", str(pdir), "--no-remember",
-            "--rehash", "3600", "--", "sleep", "8"]
+            "--rehash", "3600", "--", "sleep", "120"]
     proxy = ProxyProcess(argv, env, shared_tmp)
     try:
-        deadline = time.monotonic() + 20
-        while not any(e["event"] == "agent.started" for e in proxy.stderr_events()):
+        def seen(event: str, **fields: str) -> bool:
+            return any(e["event"] == event and all(e.get(k) == v for k, v in fields.items())
+                       for e in proxy.stderr_events())
+
+        deadline = time.monotonic() + 60
+        while not seen("policy.loaded"):
             assert time.monotonic() < deadline, proxy.stderr_text()
             time.sleep(0.05)
-        time.sleep(0.5)  # the watch is live
+        n = 0
+        while not seen("policy.reloaded", reason="watch"):  # saved again until the watch reloads it
+            assert time.monotonic() < deadline, proxy.stderr_text()
+            n += 1
+            (pdir / "p.toml").write_text(POLICY + f"# saved {n}\n")
+            wait = time.monotonic() + 5  # the watch may not be live yet; a save settles within ~1 s
+            while time.monotonic() < wait and not seen("policy.reloaded", reason="watch"):
+                time.sleep(0.1)
         pdir.chmod(0)
         time.sleep(4)
         events = proxy.stderr_events()
