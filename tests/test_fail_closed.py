@@ -215,6 +215,38 @@ def test_same_id_in_two_sessions_each_answer_maps_to_its_own_request(tmp_path: P
     assert [("s1", "allow-always"), ("s2", "reject"), ("s2", "reject")] == answered
 
 
+def test_a_session_update_sent_as_a_request_is_routed_like_one(tmp_path: Path, start_proxy: Any) -> None:
+    """A ``session/update`` carrying an id (a notification sent as a request) while the client
+    holds permission request 7: it reaches the client under a fresh id (two requests of one
+    id would have the client's answers credited to the wrong one), and the client's error
+    answer to it goes back to the agent under 7, as the permission answer does. Before, it
+    passed untracked and the client's answer was dropped: a request left unanswered."""
+    update = {"jsonrpc": "2.0", "id": 7, "method": "session/update",
+              "params": {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk",
+                                                       "content": {"type": "text", "text": "hi"}}}}
+    steps: list[list[Any]] = [
+        ["send", json.dumps(request(7, "git push origin main"))],
+        ["send", json.dumps(update)], ["recv", 2],
+        ["send", MARKER], ["recv_eof", None],
+    ]
+    agent = write_agent(tmp_path, steps)
+    proxy = start_proxy(["--policy", str(write_policy(tmp_path, "ask", "ask"))], agent.argv)
+    asked = proxy.read_json()
+    assert (7, "session/request_permission") == (asked["id"], asked["method"])
+    shown = proxy.read_json()
+    assert "session/update" == shown["method"] and "hi" == shown["params"]["update"]["content"]["text"]
+    assert 7 != shown["id"]
+    proxy.send_json({"jsonrpc": "2.0", "id": shown["id"], "error": {"code": -32601, "message": "a notification"}})
+    client_answer(proxy, 7, "reject")
+    proxy.read_until(lambda m: m.get("method") == "x/marker", timeout=30)
+    proxy.close_stdin()
+    assert 0 == proxy.wait()
+    to_7 = answers_by_id(agent)["7"]
+    assert [-32601, "reject"] == sorted((m["error"]["code"] if "error" in m else option_of(m) for m in to_7),
+                                        key=str)
+    assert not events(proxy, "relay.client_answer_dropped")
+
+
 # ----------------------------------------------------------------------------- 15: answers and terminals
 
 

@@ -615,6 +615,11 @@ class Relay:
                     return actions + answered
             if method == "session/update":
                 params = msg.get("params")
+                if "id" in msg:  # a notification sent as a request: its answer must reach the agent
+                    tracked = self._track_request(msg, line, str(method))
+                    if isinstance(tracked, list):
+                        return actions + tracked
+                    msg, line = tracked
                 if isinstance(params, Mapping) and isinstance(params.get("update"), Mapping):
                     self.tracker.observe_update(str(params.get("sessionId", "")), params["update"])
                     effects = self.modes.agent_update(str(params.get("sessionId", "")), params["update"], msg,
@@ -633,20 +638,32 @@ class Relay:
                 if handled is not None:
                     return actions + handled
             elif isinstance(method, str) and "id" in msg:
-                if self._client_gone:
-                    return [*actions, SendToAgent(jsonline.response(msg["id"], error=_GONE_ERROR))]
-                params = msg.get("params")
-                sid = params.get("sessionId") if isinstance(params, Mapping) else None
-                cid = self._client_id(msg["id"])
-                if cid is not msg["id"]:
-                    rewritten = _with_id(msg, cid)
-                    if rewritten is None:
-                        error = {"code": INTERNAL_ERROR, "message": "policyd: the request cannot be relayed"}
-                        return [*actions, SendToAgent(jsonline.response(msg["id"], error=error))]
-                    line = rewritten
-                self._pass(cid, msg["id"], sid if isinstance(sid, str) else "", method)
+                tracked = self._track_request(msg, line, method)
+                if isinstance(tracked, list):
+                    return actions + tracked
+                line = tracked[1]
         actions.extend(self._to_client(line, session))
         return actions
+
+    def _track_request(self, msg: dict[str, Any], line: bytes, method: str
+                       ) -> list[Action] | tuple[dict[str, Any], bytes]:
+        """An agent request passed to the client: the message and line to send (under a fresh
+        id when the client still owes an answer under its own), its answer expected; or the
+        error answered to the agent instead (the client is gone, the line cannot be rewritten)."""
+        if self._client_gone:
+            return [SendToAgent(jsonline.response(msg["id"], error=_GONE_ERROR))]
+        params = msg.get("params")
+        sid = params.get("sessionId") if isinstance(params, Mapping) else None
+        cid = self._client_id(msg["id"])
+        if cid is not msg["id"]:
+            rewritten = _with_id(msg, cid)
+            if rewritten is None:
+                error = {"code": INTERNAL_ERROR, "message": "policyd: the request cannot be relayed"}
+                return [SendToAgent(jsonline.response(msg["id"], error=error))]
+            self._pass(cid, msg["id"], sid if isinstance(sid, str) else "", method)
+            return {**msg, "id": cid}, rewritten
+        self._pass(cid, msg["id"], sid if isinstance(sid, str) else "", method)
+        return msg, line
 
     def _msg_session(self, msg: Mapping[str, Any]) -> str:
         """The session an agent message belongs to ("" when it names none): ``params.sessionId``
