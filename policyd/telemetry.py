@@ -19,16 +19,23 @@ it to the SDK's batching processor, whose exporter runs on its own thread. A ful
 a failed export drops events, counts them (``policyd.telemetry.dropped``) and logs
 ``telemetry.dropped`` at most every :data:`DROP_LOG_INTERVAL_S` seconds. No decision ever
 waits for, or depends on, the collector.
+
+OTLP delivery is at least once: an export whose answer comes after the exporter's timeout
+is sent again, and the collector may keep both. Every record carries ``policyd.record.id``
+(this process's random prefix and a sequence number), unique per event, so a consumer
+counts events exactly by it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import os
 import queue
 import re
+import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -215,7 +222,9 @@ class Telemetry:
         # The SDK logs every failed export through stdlib logging; drops are reported by us
         # (telemetry.dropped, rate-limited), so a dead collector does not flood stderr.
         logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)
-        self._queue: queue.Queue[tuple[int, str, dict[str, Any]] | None] = queue.Queue(MAX_QUEUE)
+        self._queue: queue.Queue[tuple[int, str, dict[str, Any], str] | None] = queue.Queue(MAX_QUEUE)
+        self._record_prefix = secrets.token_hex(8)
+        self._records = itertools.count(1)  # next() is atomic: tap runs on several threads
         self._lock = threading.Lock()
         self.dropped = 0
         self._dropped_logged_at = 0.0
@@ -272,7 +281,8 @@ class Telemetry:
         if exported_name(event) is None:
             return
         try:
-            self._queue.put_nowait((time.time_ns(), event, dict(fields)))
+            self._queue.put_nowait((time.time_ns(), event, dict(fields),
+                                    f"{self._record_prefix}-{next(self._records)}"))
         except queue.Full:
             self._drop(1)
 
@@ -289,8 +299,9 @@ class Telemetry:
                 self._drop(1)
                 logs.get().warning("telemetry.event_failed", error=repr(exc))
 
-    def _export(self, time_ns: int, event: str, fields: dict[str, Any]) -> None:
+    def _export(self, time_ns: int, event: str, fields: dict[str, Any], record_id: str) -> None:
         attrs = attributes(event, fields)
+        attrs["policyd.record.id"] = record_id
         if self._instruments is not None:
             self._instruments.record(event, fields, attrs)
         if self._logger is None:

@@ -130,8 +130,10 @@ def test_claude_with_otel_usage_exported_and_the_key_nowhere(tmp_path: Path) -> 
         receiver.stop()
     answered = [r for r in receiver.received.logs if r.event_name == "policyd.model.answered"]
     # OTLP delivery is at least once: an export whose answer comes late (the 5 s timeout, on
-    # loaded cores) is retried and may arrive twice (4 records for 3 answers, seen twice)
-    assert len(answered) >= len([d for d in run.decisions if d.get("event") == "model.answered"]) > 0
+    # loaded cores) is retried and may arrive twice (4 records for 3 answers, seen twice);
+    # policyd.record.id counts each event exactly once
+    unique = {r.attributes["policyd.record.id"]: r for r in answered}
+    assert len(unique) == len([d for d in run.decisions if d.get("event") == "model.answered"]) > 0
     attrs = answered[0].attributes
     assert "anthropic" == attrs["gen_ai.system"]
     assert "claude-fake" == attrs["gen_ai.response.model"]

@@ -81,6 +81,8 @@ def start_proxy(base: Path, env: dict[str, str], *flags: str) -> AcpClient:
 def assert_exported(receiver: OtlpReceiver, policy: Path) -> None:
     records = receiver.decisions()
     assert [e[0] for e in EXPECTED] == [r.attributes["tool.call.id"] for r in records]
+    ids = [str(r.attributes["policyd.record.id"]) for r in records]  # one per event, one process
+    assert len(set(ids)) == len(ids) and len({i.rsplit("-", 1)[0] for i in ids}) == 1
     for (call, decision, source, rule), record in zip(EXPECTED, records, strict=True):
         a = record.attributes
         assert call == a["gen_ai.tool.call.id"]
