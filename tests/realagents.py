@@ -24,6 +24,20 @@ from fakemodels.server import FakeModelServer
 
 E2E_MODULES = Path(__file__).resolve().parent / "e2e" / "node_modules"
 NODE = shutil.which("node")
+#: Where the shipped baseline lets an agent delete and write (scratch space).
+SCRATCH = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+
+
+def runs_parent() -> Path:
+    """The directory real-agent runs are made in: ``.agent-tests/`` in the checkout, or
+    ``~/.cache/policyd-agent-tests`` for a checkout under ``/tmp`` (the shipped baseline treats
+    it as scratch, so a delete "outside the workspace" there is allowed; a sandbox's /tmp is
+    private)."""
+    parent = Path(__file__).resolve().parent.parent / ".agent-tests"
+    if any(parent.resolve().is_relative_to(scratch) for scratch in SCRATCH):
+        parent = Path.home() / ".cache" / "policyd-agent-tests"
+    parent.mkdir(parents=True, exist_ok=True)
+    return parent
 
 
 def policyd_cli() -> list[str]:

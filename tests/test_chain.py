@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import AcpClient, policyd_env
-from realagents import AGENTS, E2E_MODULES, NODE, policyd_cli, run_agent
+from realagents import AGENTS, E2E_MODULES, NODE, policyd_cli, run_agent, runs_parent
 
 from policyd import loader
 from policyd.core.chain import Chain
@@ -299,9 +299,7 @@ def test_a_real_agent_behind_policyd_in_a_chain() -> None:
     """Claude (claude-agent-acp, offline against the fake model) behind ``policyd proxy
     --chain`` in the test conductor: policyd switches it out of ``auto`` before the client
     sees the session, allows ``npm test``, denies ``rm -rf`` outside the workspace."""
-    parent = REPO / ".agent-tests"  # not under /tmp: the baseline treats /tmp as scratch
-    parent.mkdir(exist_ok=True)
-    base = Path(tempfile.mkdtemp(prefix="chain-", dir=parent))
+    base = Path(tempfile.mkdtemp(prefix="chain-", dir=runs_parent()))
     run = run_agent(AGENTS["claude"], base, REPO / "policies", policyd_env(base), fs=False,
                     actions=("run", "delete-outside"), chain=True)
     assert "default" == run.session["result"]["modes"]["currentModeId"], run.describe()

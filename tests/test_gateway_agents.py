@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 from acp_client import Message
-from conftest import ROOT, policyd_env
+from conftest import policyd_env
 from otlp_receiver import OtlpReceiver
-from realagents import AGENTS, AgentRun, policyd_cli, run_agent, tier_marks
+from realagents import AGENTS, AgentRun, policyd_cli, run_agent, runs_parent, tier_marks
 
 from policyd.gatewaysetup import PLACEHOLDER
 
@@ -103,9 +103,7 @@ def test_sandboxed_agent_reaches_its_model_only_through_the_gateway(name: str) -
     """``--sandbox required --gateway required``: the policy names no network, so the agent
     reaches nothing but the gateway (the egress bridge forwards 127.0.0.1:PORT inside to its
     Unix socket); its turn completes with only the placeholder."""
-    parent = ROOT / ".agent-tests"  # not under /tmp: the sandbox's /tmp is private
-    parent.mkdir(parents=True, exist_ok=True)
-    base = Path(tempfile.mkdtemp(prefix=f"gateway-{name}-", dir=parent))
+    base = Path(tempfile.mkdtemp(prefix=f"gateway-{name}-", dir=runs_parent()))
     try:
         run = _run(name, base / "run", sandbox=True)
         _check(run, base / "run")
@@ -188,9 +186,7 @@ def test_claude_is_stopped_by_its_own_api_error_past_the_budget(tmp_path: Path) 
 def test_in_the_sandbox_the_key_file_is_hidden() -> None:
     """``[gateway] key_file``: policyd reads it before the agent starts; inside the sandbox
     the agent finds nothing there (same user, so only the sandbox can keep it out)."""
-    parent = ROOT / ".agent-tests"
-    parent.mkdir(parents=True, exist_ok=True)
-    base = Path(tempfile.mkdtemp(prefix="gateway-keyfile-", dir=parent))
+    base = Path(tempfile.mkdtemp(prefix="gateway-keyfile-", dir=runs_parent()))
     try:
         key = base / "secrets" / "anthropic.key"
         key.parent.mkdir()

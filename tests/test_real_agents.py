@@ -35,7 +35,18 @@ from typing import Any
 import pytest
 from acp_client import first_reject
 from conftest import ROOT, policyd_env
-from realagents import ACTIONS, AGENTS, EDITED, GEMINI_ACTIONS, HOOK, AgentRun, gemini_temp_dir, run_agent, tier_marks
+from realagents import (
+    ACTIONS,
+    AGENTS,
+    EDITED,
+    GEMINI_ACTIONS,
+    HOOK,
+    AgentRun,
+    gemini_temp_dir,
+    run_agent,
+    runs_parent,
+    tier_marks,
+)
 
 pytestmark = [
     *tier_marks(),
@@ -79,18 +90,10 @@ def _use_auto_mode(request: dict[str, Any]) -> str | None:
     return "exit-plan-auto" if "exit-plan-auto" in ids else first_reject(request)
 
 
-#: Scratch directories the shipped baseline lets an agent write and delete in.
-SCRATCH = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
-
-
 @pytest.fixture(scope="module")
 def runs() -> Iterator[dict[str, AgentRun]]:
     """Every agent's scripted session plus :data:`AUTOEDIT`, all at once (one thread each)."""
-    parent = ROOT / ".agent-tests"
-    if any(parent.resolve().is_relative_to(scratch) for scratch in SCRATCH):  # a checkout under /tmp
-        parent = Path.home() / ".cache" / "policyd-agent-tests"
-    parent.mkdir(parents=True, exist_ok=True)
-    base = Path(tempfile.mkdtemp(prefix="run-", dir=parent))
+    base = Path(tempfile.mkdtemp(prefix="run-", dir=runs_parent()))
     ungoverned = base / "policies-without-modes"
     ungoverned.mkdir()
     for name in ("baseline.toml", "ci.toml"):

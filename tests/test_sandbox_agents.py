@@ -26,7 +26,17 @@ from typing import Any
 
 import pytest
 from conftest import ROOT, policyd_env
-from realagents import ACTIONS, AGENTS, EDITED, GEMINI_ACTIONS, AgentRun, gemini_temp_dir, run_agent, tier_marks
+from realagents import (
+    ACTIONS,
+    AGENTS,
+    EDITED,
+    GEMINI_ACTIONS,
+    AgentRun,
+    gemini_temp_dir,
+    run_agent,
+    runs_parent,
+    tier_marks,
+)
 
 from policyd.sandbox import probe
 
@@ -69,9 +79,7 @@ def _policies(base: Path) -> Path:
 @pytest.fixture(scope="module")
 def runs() -> Iterator[dict[str, Any]]:
     """Every agent's scripted session in the sandbox, all at once (one thread each)."""
-    parent = ROOT / ".agent-tests"  # not under /tmp: the sandbox's /tmp is private
-    parent.mkdir(parents=True, exist_ok=True)
-    base = Path(tempfile.mkdtemp(prefix="sandbox-run-", dir=parent))
+    base = Path(tempfile.mkdtemp(prefix="sandbox-run-", dir=runs_parent()))
     policies = _policies(base)
     results: dict[str, Any] = {}
 
