@@ -40,12 +40,10 @@ sys.path.insert(0, str(ROOT))
 from _common import machine, nearest_rank  # noqa: E402
 from refcel import reference_set  # noqa: E402
 
-from policyd.core.facts import Facts  # noqa: E402
 from policyd.core.model import PermissionOption, PermissionQuery, SessionInfo  # noqa: E402
 from policyd.core.policy import PolicySet, build_set  # noqa: E402
 from policyd.core.shell import catalogue as shell_catalogue  # noqa: E402
 from policyd.engine import Engine  # noqa: E402
-from policyd.realpaths import Resolver  # noqa: E402
 
 PUBLIC = Path(os.environ.get("POLICYD_PUBLIC_CASES", ROOT.parent / "shared" / "cases" / "public.jsonl"))
 REDTEAM = Path(os.environ.get("POLICYD_REDTEAM_CASES", ROOT.parent / "shared" / "cases" / "redteam-public.jsonl"))
@@ -135,8 +133,7 @@ def timed(engine: Engine, q: PermissionQuery) -> tuple[int, int]:
     t0 = time.perf_counter_ns()
     engine.evaluate(q)
     t1 = time.perf_counter_ns()
-    f = Facts(q, realpath=Resolver(), catalogue=engine.policy.catalogue)  # as Engine.evaluate
-    f.activation(engine.policy.needs)
+    engine.facts(q).activation(engine.policy.needs)  # wired as Engine.evaluate
     return t1 - t0, time.perf_counter_ns() - t1
 
 
