@@ -391,6 +391,40 @@ class Facts:
         return self._shell[1]
 
     @once
+    def _concerns(self) -> frozenset[str]:
+        """What some command of the text has that a check of the commands looks at (one pass
+        over them): ``members``, ``code_files``, ``imports`` (``imports_cwd`` or
+        ``module_dirs``), ``follows``, ``worktrees``, ``git``, ``configs``, ``installed``,
+        ``pathspecs``, ``recursive``, ``mkfifo``. A check whose concern no command has finds
+        nothing, so it is not run (most commands concern none of them)."""
+        found: set[str] = set()
+        for cf in self.shell_facts:
+            j = cf.judgement
+            if j.members:
+                found.add("members")
+            if j.code_files:
+                found.add("code_files")
+            if j.imports_cwd or j.module_dirs:
+                found.add("imports")
+            if j.follows:
+                found.add("follows")
+            if j.worktrees:
+                found.add("worktrees")
+            if j.entry == "git" or j.entry.startswith("git "):
+                found.add("git")
+            if j.configs[1]:
+                found.add("configs")
+            if j.installed:
+                found.add("installed")
+            if cf.pathspecs:
+                found.add("pathspecs")
+            if j.recursive:
+                found.add("recursive")
+            if j.entry == "mkfifo":
+                found.add("mkfifo")
+        return frozenset(found)
+
+    @once
     def _all_cwds(self) -> tuple[str, ...]:
         """Every directory a command of the text may run in (for redirect targets)."""
         return _unique([self.cwd, *(d for cf in self.shell_facts for d in cf.cwds)])
@@ -471,6 +505,8 @@ class Facts:
         too big to walk is remembered for :attr:`unknown`. Without ``secrets_below`` or
         ``file_kind`` nothing is walked."""
         if self._secrets_below is None or self._file_kind is None:
+            return []
+        if self.kind != "search" and "recursive" not in self._concerns:
             return []
         walks: list[tuple[list[str], list[str]]] = []  # (directories, name filters)
         if self.kind == "search":
@@ -564,7 +600,7 @@ class Facts:
         directory (a member is written through it, wherever it leads: ``sub/l ->
         .git/hooks``). Without ``members`` and ``file_kind`` (pure contexts) nothing is read."""
         a = self.analysis
-        if a is None or self._members is None or self._file_kind is None:
+        if a is None or self._members is None or self._file_kind is None or "members" not in self._concerns:
             return (), ()
         writes: list[str] = []
         why: list[str] = []
@@ -706,7 +742,7 @@ class Facts:
         then ``cmake --build build``), creations (``mkdir -p build``) and deletions do not count."""
         a = self.analysis
         cfs = self.shell_facts
-        if a is None or not any(cf.judgement.code_files for cf in cfs):
+        if a is None or "code_files" not in self._concerns:
             return tuple(() for _ in cfs)
         roots = list(self.query.session.roots)
         before: list[list[str]] = [[] for _ in cfs]  # writes of command j, in order
@@ -770,7 +806,7 @@ class Facts:
     def _code_checks(self) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
         """(:attr:`code_refusals`, why each command is unknown: a directory too big to list)."""
         a = self.analysis
-        if a is None or not any(cf.judgement.imports_cwd or cf.judgement.module_dirs for cf in self.shell_facts):
+        if a is None or "imports" not in self._concerns:
             empty = tuple(() for _ in self.shell_facts)
             return empty, empty
         written = [*self.write_paths, *self.real_write_paths]
@@ -997,8 +1033,7 @@ class Facts:
     def _links_out(self) -> list[str]:
         """Why a command that follows symbolic links below its directories is unknown: a link
         there leads out of the session roots, or the tree is too big to scan."""
-        if self._links_below is None or not any(cf.judgement.follows or cf.judgement.imports_cwd
-                                                or cf.judgement.module_dirs for cf in self.shell_facts):
+        if self._links_below is None or not {"follows", "imports"} & self._concerns:
             return []
         roots = [*self.query.session.roots, *(self._realpath(r) for r in self.query.session.raw_roots
                                                if self._realpath is not None)]
@@ -1030,7 +1065,7 @@ class Facts:
         interpreter then runs ``encodings/__init__.py`` from there before any script (rt4-33).
         A ``pyvenv.cfg`` that cannot be read is unknown too. Without ``small_text`` and
         ``file_kind`` (pure contexts) nothing is read."""
-        if self._small_text is None or self._file_kind is None or self.analysis is None:
+        if self._small_text is None or self._file_kind is None or self.analysis is None or not any(self.runs):
             return []
         roots = [*self.query.session.roots, "/tmp", "/var/tmp"]
         out: list[str] = []
@@ -1058,7 +1093,7 @@ class Facts:
         lies outside the session roots (``remove --force otherwt`` deletes ``../otherwt``);
         or the worktrees cannot be read (always, without ``worktrees``: pure contexts)."""
         a = self.analysis
-        if a is None:
+        if a is None or "worktrees" not in self._concerns:
             return []
         out: list[str] = []
         for c, cf in zip(a.commands, self.shell_facts, strict=True):
@@ -1084,7 +1119,7 @@ class Facts:
         they name (``diff.external``, a ``textconv``, ``core.fsmonitor``): ``git -C evil log -p``.
         Without a file-kind lookup only the same call's writes are looked at."""
         a = self.analysis
-        if a is None or not any(cf.judgement.entry.split(" ", 1)[0] == "git" for cf in self.shell_facts):
+        if a is None or "git" not in self._concerns:
             return []
         written = [w for w in (*self.write_paths, *self.real_write_paths) if w.startswith("/")]
         roots = self.query.session.roots
@@ -1133,16 +1168,16 @@ class Facts:
         a = self.analysis
         if a is None:
             return []
-        fifos = {p for c, cf in zip(a.commands, self.shell_facts, strict=True)
-                 if cf.judgement.entry == "mkfifo" for p in cf.writes}
+        fifos = ({p for cf in self.shell_facts if cf.judgement.entry == "mkfifo" for p in cf.writes}
+                 if "mkfifo" in self._concerns else set())
         if self._realpath is None and self._file_kind is None and not fifos:
             return []
         out: list[str] = []
         redirected = [(-1 if r.command < 0 else r.command, t) for r, (op, raw, _, targets) in
                       zip(a.redirects, self.redirect_targets, strict=True)
-                      if raw and op.lstrip("0123456789") in ("<", "<>") for t in targets]
+                      if raw and op.lstrip("0123456789") in ("<", "<>") for t in targets] if a.redirects else []
         for i, (c, cf) in enumerate(zip(a.commands, self.shell_facts, strict=True)):
-            for p in [*cf.reads, *(t for k, t in redirected if k == i)]:
+            for p in [*cf.reads, *(t for k, t in redirected if k == i)] if redirected else cf.reads:
                 if not p.startswith("/") or p == UNKNOWN_PATH or _GLOB_CHARS.search(p):
                     continue
                 if p in fifos:
@@ -1172,7 +1207,7 @@ class Facts:
         ``paths``) is unknown: a value of one of those keys, in a config where it runs, names a
         path outside the session roots (``plugins = /tmp/mp.py``, ``~/x``, ``../../x``), or the
         config cannot be read whole."""
-        if self._read_config is None:
+        if self._read_config is None or "configs" not in self._concerns:
             return []
         out: list[str] = []
         roots = list(self.query.session.roots)
@@ -1205,7 +1240,7 @@ class Facts:
         name, which is not the catalogue's program (``npx tsc`` without typescript fetches the
         npm package ``tsc``: another author's code). Without a file-kind lookup: unknown."""
         commands = self.analysis.commands if self.analysis else ()
-        if not any(cf.judgement.installed for cf in self.shell_facts):
+        if "installed" not in self._concerns:
             return []  # the common case: no package runner (the real roots cost a lookup each)
         out: list[str] = []
         roots = list(self.query.session.roots)
@@ -1375,7 +1410,7 @@ class Facts:
         """The work-tree pathspecs of git checkout/restore that are directories: the
         uncommitted work of every tracked file below them is thrown away (``git restore src``),
         as for ``.``. Without a file-kind lookup (pure contexts) none is looked at."""
-        if self._file_kind is None:
+        if self._file_kind is None or "pathspecs" not in self._concerns:
             return ()
         return _unique(p for cf in self.shell_facts for p in cf.pathspecs
                        if p.startswith("/") and p != UNKNOWN_PATH and self._file_kind(p) == "dir")
