@@ -11,7 +11,9 @@ fewer system calls.
 - :class:`Resolver`: :func:`realpath` for one decision, remembering each path and each
   directory it resolved: a request's paths share their directories, and below a directory
   that does not exist nothing can be a link (``os.path.realpath`` appends such components as
-  written). Made per decision, so a link changed between decisions is seen by the next one.
+  written). The look that resolves a path's last entry (no link) also answers
+  :meth:`Resolver.file_kind` for it and, for a directory, its own resolution (one system
+  call less each). Made per decision, so a link changed between decisions is seen by the next one.
 """
 
 from __future__ import annotations
@@ -387,6 +389,11 @@ def file_kind(path: str) -> str:
         return "other"  # a dangling link: what it names may appear
     except (OSError, ValueError):
         return "other"
+    return _kind(st)
+
+
+def _kind(st: os.stat_result) -> str:
+    """:func:`file_kind` of what ``st`` describes (no link)."""
     if stat.S_ISREG(st.st_mode):
         return "file" if st.st_nlink == 1 else "linked"
     return "dir" if stat.S_ISDIR(st.st_mode) else "other"
@@ -491,7 +498,7 @@ class Resolver:
     """:func:`realpath` and :func:`links_below` with the results of one decision remembered
     (see the module doc)."""
 
-    __slots__ = ("_dirs", "_globs", "_hidden", "_imports", "_kinds", "_links", "_names", "_paths")
+    __slots__ = ("_dirs", "_globs", "_hidden", "_imports", "_kinds", "_links", "_named", "_names", "_paths")
 
     def __init__(self, hidden: str = "") -> None:
         #: the names the policy hides (``core.sandbox.hidden_names``): :meth:`secrets_below`
@@ -500,6 +507,9 @@ class Resolver:
         self._paths: dict[str, str] = {}
         #: directory -> (its real path, whether it exists as something openable)
         self._dirs: dict[str, tuple[str, bool]] = {}
+        #: directories whose real path is the kernel's (opened; os.path.realpath may differ
+        #: from what the kernel reaches: a '..' after a missing directory, in a link's target too)
+        self._named: set[str] = set()
         self._links: dict[tuple[str, bool, bool], tuple[str, ...] | None] = {}
         self._kinds: dict[str, str] = {}
         self._imports: dict[str, tuple[str, ...] | None] = {}
@@ -557,17 +567,34 @@ class Resolver:
         if (not head or not path.startswith("/") or "//" in path or base in ("", ".", "..")
                 or "\0" in path or not _encodable(path) or path.count("/") > MAX_MEMO_DEPTH):
             return realpath(path)  # "//": os.path.realpath has its own answers after a link loop
+        known = self._dirs.get(path)
+        if known is not None and known[1]:
+            return known[0]  # a directory already named (a root, after the paths below it)
         real_dir, exists = self._directory(head)
         below = real_dir.rstrip("/") + "/" + base
         if not exists:
             # the directory's real path does not exist (or is no directory): nothing below it
             # does, and os.path.realpath appends a component that does not exist as written
             return below
+        # the entry just looked at is the one file_kind's stat reaches when the kernel itself
+        # named the directory (it takes no '..' lexically, os.path.realpath may)
+        plain = head in self._named
         try:
             st = os.lstat(below)
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
+            if plain:
+                self._kinds.setdefault(path, "missing")  # as file_kind finds it
             return below  # os.path.realpath appends a component it cannot lstat as written
-        return realpath(path) if stat.S_ISLNK(st.st_mode) else below
+        except OSError:
+            return below
+        if stat.S_ISLNK(st.st_mode):
+            return realpath(path)
+        if plain:  # no link: what it is, and a directory's real path, need no look of their own
+            self._kinds.setdefault(path, _kind(st))
+            if stat.S_ISDIR(st.st_mode) and path not in self._dirs:
+                self._dirs[path] = (below, True)
+                self._named.add(path)
+        return below
 
     def _directory(self, d: str) -> tuple[str, bool]:
         """(real path of directory ``d``, whether that real path can be opened); a directory
@@ -581,6 +608,7 @@ class Resolver:
         opened = _opened_realpath(d)
         if opened is not None:  # it exists: the kernel named it, no parent need be looked at
             known = self._dirs[d] = (opened, True)
+            self._named.add(d)
             return known
         parent, _, name = d.rpartition("/")
         if name not in ("", ".", ".."):

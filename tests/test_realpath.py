@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from policyd.realpaths import Resolver, _kernel_realpath, realpath
+from policyd.realpaths import Resolver, _kernel_realpath, file_kind, realpath
 
 COMPONENTS = st.sampled_from(["real", "sub", "link", "up", "loop", "dangling", "f", "missing", "..", ".", "", "fifo",
-                              "dl", "fl"])
+                              "dl", "fl", "hl", "ml"])
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +29,8 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "real" / "dl").symlink_to("missing/deeper")  # dangling, through a missing directory
     (root / "real" / "sub" / "fl").symlink_to("../../link/sub")  # a directory, through a link
     os.mkfifo(root / "real" / "fifo")
+    os.link(root / "real" / "f", root / "real" / "hl")  # a file with two names: "linked"
+    (root / "real" / "ml").symlink_to("missing/..")  # os.path.realpath: real; the kernel: nothing
     return root
 
 
@@ -53,6 +55,26 @@ def test_one_decisions_resolver_equals_os_path_realpath(tree: Path, paths: list[
         path = str(tree) + "/" + "/".join(parts) + ("/" if trailing_slash else "")
         assert resolve(path) == os.path.realpath(path)
     assert resolve("/nonexistent-dir-policyd/x\udc80") == realpath("/nonexistent-dir-policyd/x\udc80")
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=400)
+@given(st.lists(st.tuples(st.lists(COMPONENTS, max_size=6), st.booleans()), min_size=1, max_size=6))
+# a '..' after a missing directory: os.path.realpath takes it lexically, the kernel (file_kind's
+# stat) does not, so the resolution's look at real/f says nothing of missing/../f
+@example(paths=[(["real", "missing", "..", "f"], False)])
+@example(paths=[(["real", "ml", "f"], False)])  # the same '..' in a link's target
+@example(paths=[(["real", "sub", "link"], False), (["real", "sub"], False)])
+def test_one_decisions_file_kinds_equal_a_fresh_look(tree: Path, paths: list[tuple[list[str], bool]]) -> None:
+    """What a path is, asked of the resolver that resolved it (which reuses the look its
+    resolution took), equals :func:`file_kind`'s own look; so does a directory's real path
+    asked after the paths below it."""
+    resolve = Resolver()
+    for parts, trailing_slash in paths + paths:
+        path = str(tree) + "/" + "/".join(parts) + ("/" if trailing_slash else "")
+        assert resolve(path) == os.path.realpath(path)
+        assert resolve.file_kind(path) == file_kind(path), path
+        parent = path.rstrip("/").rsplit("/", 1)[0]
+        assert resolve(parent) == os.path.realpath(parent)
 
 
 def test_kernel_resolution_is_used_for_an_existing_path(tree: Path) -> None:
