@@ -158,7 +158,8 @@ class _Check:
         return self.src[n.start_byte : n.end_byte].decode("utf-8", "replace")
 
     def walk(self, root: Node) -> None:
-        for n in _nodes(root):  # bind first: a name is a local wherever it is declared
+        nodes = _nodes(root)  # listed once: three passes read it
+        for n in nodes:  # bind first: a name is a local wherever it is declared
             if n.type == "variable_declarator":
                 name = n.child_by_field_name("name")
                 if name is None or name.type != "identifier":
@@ -170,9 +171,9 @@ class _Check:
                 self.locals.add(self.text(name))
                 if value is not None and self.is_require_fs(value):
                     self.fs.add(self.text(name))
-        for n in _nodes(root):
+        for n in nodes:
             self.node(n)
-        grows = [g for g in map(self.joins, _nodes(root)) if g]
+        grows = [g for g in map(self.joins, nodes) if g]
         if len(grows) > MAX_JOINS:
             raise _Refused(f"more than {MAX_JOINS} operations joining two values the snippet holds")
         if grows.count("square") > MAX_SQUARES:

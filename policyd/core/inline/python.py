@@ -195,16 +195,24 @@ class _Check:
         self.reads: list[str] = []
         self.parents: dict[int, ast.AST] = {}
         self.counts: list[int] = []  # every literal count (range sizes, repetitions)
+        #: every node in ``ast.walk`` order (breadth first), listed once: each pass reads it
+        self.nodes: list[ast.AST] = [tree]
 
     def run(self) -> list[str]:
-        for node in ast.walk(self.tree):
+        nodes = self.nodes
+        i = 0
+        while i < len(nodes):  # ast.walk's order: a node's children after the nodes before it
+            node = nodes[i]
             for child in ast.iter_child_nodes(node):
                 self.parents[id(child)] = node
+                nodes.append(child)
+            i += 1
+        for node in nodes:
             self.bind(node)
         clash = set(self.modules) & self.locals
         if clash:
             raise _Refused(f"{sorted(clash)[0]!r} names both a module and a value")
-        for node in ast.walk(self.tree):
+        for node in nodes:
             self.node(node)
         self.bounded()
         return self.reads
@@ -254,13 +262,13 @@ class _Check:
             if total > MAX_COUNT:
                 raise _Refused(f"counts (range, repetition) multiply to more than {MAX_COUNT}")
         mutates = False
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.AugAssign) or (
                     isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)) or (
                     isinstance(node, ast.Attribute) and node.attr in MUTATORS):
                 mutates = True
         if mutates:
-            for node in ast.walk(self.tree):
+            for node in self.nodes:
                 if isinstance(node, ast.Attribute) and node.attr in MUTATORS and not (
                         isinstance(self.parents.get(id(node)), ast.Call)
                         and self.parents[id(node)].func is node):  # type: ignore[attr-defined]
@@ -268,7 +276,7 @@ class _Check:
                 if isinstance(node, ast.Call) and self.lazy(node.func) and any(
                         self.holds_local(a) for a in [*node.args, *(k.value for k in node.keywords)]):
                     raise _Refused("an iterator over a value the snippet holds, with a container grown")
-        loops: list[ast.AST] = [n for n in ast.walk(self.tree) if isinstance(n, (ast.For, ast.comprehension))]
+        loops: list[ast.AST] = [n for n in self.nodes if isinstance(n, (ast.For, ast.comprehension))]
         for loop in loops:
             iterable = loop.iter  # type: ignore[attr-defined]
             if mutates and self.holds_local(iterable):
@@ -283,7 +291,7 @@ class _Check:
                                     for a in [*inner.args, *(k.value for k in inner.keywords)])):
                         raise _Refused("a container grown inside a loop by a value the snippet holds")
         comps = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
-        for comp in (n for n in ast.walk(self.tree) if isinstance(n, comps)):
+        for comp in (n for n in self.nodes if isinstance(n, comps)):
             targets = {t.id for g in comp.generators for t in ast.walk(g.target) if isinstance(t, ast.Name)}
             parts = [comp.key, comp.value] if isinstance(comp, ast.DictComp) else [comp.elt]
             for inner in (n for p in parts for n in ast.walk(p)):
@@ -292,7 +300,7 @@ class _Check:
                         and any(isinstance(x, ast.Name) and x.id in self.locals and x.id not in targets
                                 for a in inner.args for x in ast.walk(a))):
                     raise _Refused("a container grown inside a comprehension by a value the snippet holds")
-        grows = [g for g in map(self.joins, ast.walk(self.tree)) if g]
+        grows = [g for g in map(self.joins, self.nodes) if g]
         if len(grows) > MAX_JOINS:
             raise _Refused(f"more than {MAX_JOINS} operations joining two values the snippet holds")
         if grows.count("square") > MAX_SQUARES:
@@ -488,9 +496,9 @@ class _Check:
         """``n`` is the target of a loop over ``range(...)`` only (an int)."""
         if not isinstance(n, ast.Name):
             return False
-        bound = [b for b in ast.walk(self.tree) if isinstance(b, ast.Name) and b.id == n.id
+        bound = [b for b in self.nodes if isinstance(b, ast.Name) and b.id == n.id
                  and isinstance(b.ctx, ast.Store)]
-        loops = [lp for lp in ast.walk(self.tree) if isinstance(lp, (ast.For, ast.comprehension))
+        loops = [lp for lp in self.nodes if isinstance(lp, (ast.For, ast.comprehension))
                  and isinstance(lp.target, ast.Name) and lp.target.id == n.id]
         return bool(loops) and len(bound) == len(loops) and all(
             isinstance(lp.iter, ast.Call) and _named(lp.iter.func, "range") for lp in loops)
