@@ -376,19 +376,20 @@ def file_kind(path: str) -> str:
     regular file), ``"linked"`` (a regular file with more than one hard link: its content is
     also that of a name anywhere on the file system, ``ln /tmp/evil.py hl.py``), ``"dir"``,
     ``"missing"`` (nothing there, not even a dangling link) or ``"other"`` (a device, FIFO or
-    socket, a dangling link, a loop, a path that cannot be looked at)."""
+    socket, a dangling link, a loop, a path that cannot be looked at). The entry is looked
+    at first (``lstat``: one call for what is missing, the most asked), what a link leads to
+    then (``stat``: a dangling one is ``"other"``, what it names may appear)."""
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
-        try:
-            os.lstat(path)
-        except (FileNotFoundError, NotADirectoryError):
-            return "missing"
-        except (OSError, ValueError):
-            return "other"
-        return "other"  # a dangling link: what it names may appear
+        return "missing"  # stat, which resolves the components before the last alike, fails too
     except (OSError, ValueError):
         return "other"
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            return "other"
     return _kind(st)
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,37 @@ def test_kernel_resolution_is_used_for_an_existing_path(tree: Path) -> None:
     assert _kernel_realpath(str(tree / "missing" / "deeper" / "x")) is None  # os.path.realpath decides
     assert _kernel_realpath(str(tree / "dangling" / "x")) is None
     assert _kernel_realpath("//etc") is None
+
+
+def _kind_by_stat(path: str) -> str:
+    """file_kind as first written: what the path leads to (stat), then the entry itself."""
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        try:
+            os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return "missing"
+        except (OSError, ValueError):
+            return "other"
+        return "other"
+    except (OSError, ValueError):
+        return "other"
+    if stat.S_ISREG(info.st_mode):
+        return "file" if info.st_nlink == 1 else "linked"
+    return "dir" if stat.S_ISDIR(info.st_mode) else "other"
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=300)
+@given(st.lists(COMPONENTS, min_size=0, max_size=6), st.booleans())
+@example(parts=["dangling"], trailing_slash=False)
+@example(parts=["loop"], trailing_slash=False)
+@example(parts=["real", "dl"], trailing_slash=False)
+@example(parts=["real", "f", "x"], trailing_slash=False)
+def test_file_kind_looks_at_the_entry_first_with_the_same_answers(tree: Path, parts: list[str],
+                                                                   trailing_slash: bool) -> None:
+    """file_kind asks lstat first (one call for a missing path) and answers as stat-then-lstat
+    does: links followed, a dangling link or loop ``other``, a NUL ``other``."""
+    path = str(tree) + "/" + "/".join(parts) + ("/" if trailing_slash else "")
+    assert file_kind(path) == _kind_by_stat(path)
+    assert file_kind(path + "\0x") == _kind_by_stat(path + "\0x") == "other"
