@@ -308,6 +308,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
     stdin_role = ""
     if cmd.stdin_args:
         stdin_role = _absorbing_role(last)
+    strings, code_files, configs = _chain_traits(chain, runner)
     return Judgement(
         " ".join(p.names[0] for p in chain),
         frozenset(acc.effects),
@@ -333,18 +334,35 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         tuple(acc.must_exist),
         imports_cwd=acc.imports_cwd,
         code_reads=acc.code_reads,
-        strings=_strings_only(chain),
-        code_files=("*",) if runner else tuple(
-            dict.fromkeys(g for p in chain for g in p.code_files)),
-        module_dirs=tuple(dict.fromkeys(acc.module_dirs)),
+        strings=strings,
+        code_files=code_files,
+        module_dirs=tuple(dict.fromkeys(acc.module_dirs)) if acc.module_dirs else (),
         installed=tuple(acc.installed),
-        configs=next(((p.code_files, p.config_keys) for p in chain if p.config_keys), ((), ())),
+        configs=configs,
         pathspecs=tuple(acc.pathspecs),
         members=acc.members and "write" in acc.effects,
         recursive=acc.recursive,
         archives=tuple(acc.archives),
         worktrees=tuple(acc.worktrees),
     )
+
+
+def _chain_traits(chain: list[Program], runner: bool) -> tuple[
+        bool, tuple[str, ...], tuple[tuple[str, ...], tuple[str, ...]]]:
+    """(``Judgement.strings``: :func:`_strings_only`; ``code_files``: ``*`` for a build or test
+    ``runner``, else every entry's globs once; ``configs``: the first entry with config keys,
+    its config names and keys) in one pass over the chain."""
+    strings = True
+    globs: dict[str, None] = {}
+    configs: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    for p in chain:
+        if not p.strings:
+            strings = False
+        if p.code_files and not runner:
+            globs.update(dict.fromkeys(p.code_files))
+        if p.config_keys and not configs[1]:
+            configs = (p.code_files, p.config_keys)
+    return strings, ("*",) if runner else tuple(globs), configs
 
 
 #: git config sections whose values name no credential: getting one key of these reads nothing secret.

@@ -153,7 +153,6 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
                 unknown.append(f"{split!r} is not quoted: bash splits its value, unknown here, "
                                "into words (options, operands, a program); quote it")
         own = list(current)
-        start = list(current)
         chdirs: list[str] = []
         if j.chdirs:
             chdirs = _bounded([r for w in j.chdirs for r in res.word(w, own)])
@@ -161,9 +160,9 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
         reads = [r for w in j.reads for r in res.word(w, own)]
         writes = [r for w in j.writes for r in res.word(w, own)]
         deletes = [r for w in j.deletes for r in res.word(w, own)]
-        creates = [r for w in j.creates for r in res.word(w, own)]
-        runs = [r for w in j.runs for r in res.word(w, own)]
-        must_exist = [r for w in j.must_exist for r in res.word(w, own)]
+        creates = res.paths(j.creates, own)
+        runs = res.paths(j.runs, own)
+        must_exist = res.paths(j.must_exist, own)
         if c.stdin_args:
             fed, option_like, no_dash = _stdin_words(cmds, judgements, out, c, res, own)
             src = c.stdin_from
@@ -202,10 +201,8 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
             own = _bounded([*own, *(posixpath.dirname(r) for r in res.word((head, LITERAL), own))])
         out.append(CommandFacts(j, tuple(own), _unique(reads), _unique(writes),
                                 _unique(deletes), _unique(chdirs), tuple(unknown),
-                                _unique(creates), _unique(discards), _unique(runs), _unique(must_exist),
-                                _unique([r for w in j.pathspecs for r in res.word(w, own)]),
-                                _unique([r for w in j.archives for r in res.word(w, start)]),
-                                _unique([r for w in j.archives for r in res.word(w, own)])))
+                                creates, _unique(discards), runs, must_exist, res.paths(j.pathspecs, own),
+                                res.paths(j.archives, current), res.paths(j.archives, own)))  # tar -f: where it starts
         moved = _cd_targets(c, j, res, current)
         if moved is not None:
             current = moved if c.seq == "and" else _bounded([*current, *moved])
@@ -326,6 +323,12 @@ class _Resolver:
         self.home = home
         self.home_assigned = home_assigned
         self._token_cache: dict[str, bool] = {}
+
+    def paths(self, words: Sequence[Word], cwds: Sequence[str]) -> tuple[str, ...]:
+        """The paths ``words`` name in ``cwds`` (:meth:`word`), each once; most are none."""
+        if not words:
+            return ()
+        return _unique([r for w in words for r in self.word(w, cwds)])
 
     def word(self, w: Word, cwds: Sequence[str]) -> list[str]:
         text, kind = w

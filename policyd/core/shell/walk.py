@@ -752,6 +752,8 @@ class _Walker:
         """A loop or pipeline that writes a file it also reads (``... done < f`` with ``>> f``
         in the body; ``cat f | tee -a f``) may never reach the file's end: it grows as it is
         read (a disk filled). Files are compared as written (``./f`` is ``f``)."""
+        if node.type == "pipeline" and ">" not in (text := self.text(node)) and "tee" not in text:
+            return  # writes nothing (no '>' redirect, no tee): the common pipeline
         reads: set[str] = set()
         writes: set[str] = set()
         parent = self.parent.get(node.id)
