@@ -127,14 +127,16 @@ def links_below(path: str, readable_only: bool = False, importable_only: bool = 
 
     found: dict[str, None] = {}
     try:
-        for directory, entry in _entries_below(path, budget, wanted):
-            if not wanted(directory, entry):
-                continue
-            try:
-                if entry.is_symlink() and not (readable_only and not os.path.exists(entry.path)):
-                    found[realpath(entry.path)] = None
-            except OSError:
-                continue
+        for directory, entries in _entries_below(path, budget, wanted):
+            some = importable_only and directory == path  # of path's own entries, the importable
+            for entry in entries:
+                if some and not importable(entry.name):
+                    continue
+                try:
+                    if entry.is_symlink() and not (readable_only and not os.path.exists(entry.path)):
+                        found[realpath(entry.path)] = None
+                except OSError:
+                    continue
     except _OverBudget:
         return None
     return tuple(found)
@@ -152,30 +154,32 @@ def _is_dir(path: str) -> bool:
 
 
 def _entries_below(path: str, budget: int, enter: Callable[[str, os.DirEntry[str]], bool]
-                   ) -> Iterator[tuple[str, os.DirEntry[str]]]:
-    """Every entry below directory ``path`` with the directory it lies in, depth first; links
-    are not followed, and a directory is entered when ``enter(directory, entry)`` says so.
-    Raises :class:`_OverBudget` past ``budget`` entries; a directory that cannot be read is
-    passed over (nor can the command read it)."""
+                   ) -> Iterator[tuple[str, list[os.DirEntry[str]]]]:
+    """The entries below directory ``path``, a directory's at a time with the directory they
+    lie in (a walk of a big tree loops over entries, not over calls), depth first; links are
+    not followed, and a directory is entered when ``enter(directory, entry)`` says so. Raises
+    :class:`_OverBudget` past ``budget`` entries; a directory that cannot be read is passed
+    over (nor can the command read it)."""
     stack = [path]
     seen = 0
     while stack:
         directory = stack.pop()
         try:
-            entries = os.scandir(directory)
+            listing = os.scandir(directory)
         except OSError:
             continue
-        with entries:
-            for entry in entries:
-                seen += 1
-                if seen > budget:
-                    raise _OverBudget
-                yield directory, entry
-                try:
-                    if entry.is_dir(follow_symlinks=False) and enter(directory, entry):
-                        stack.append(entry.path)
-                except OSError:
-                    continue
+        with listing:
+            entries = list(listing)
+        seen += len(entries)
+        if seen > budget:
+            raise _OverBudget
+        yield directory, entries
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False) and enter(directory, entry):
+                    stack.append(entry.path)
+            except OSError:
+                continue
 
 
 def glob_matches(pattern: str, budget: int = MAX_GLOB_SCAN) -> tuple[str, ...] | None:
@@ -264,8 +268,8 @@ def names_below(path: str, pattern: str, budget: int = MAX_LINK_SCAN) -> tuple[s
         return ()
     matches = _compiled(pattern).fullmatch
     try:
-        return tuple(entry.path for _, entry in _entries_below(path, budget, lambda _, e: e.name not in UNWALKED_DIRS)
-                     if matches(entry.name))
+        return tuple(entry.path for _, entries in _entries_below(path, budget, lambda _, e: e.name not in UNWALKED_DIRS)
+                     for entry in entries if matches(entry.name))
     except _OverBudget:
         return None
 
