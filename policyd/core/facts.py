@@ -538,6 +538,8 @@ class Facts:
         if self._glob_matches is None:
             return found
         out = list(found)
+        if not _GLOB_CHARS.search("\n".join(found)):
+            return out  # the common case: no glob among them
         for p in _unique(found):
             if p.startswith("/") and p != UNKNOWN_PATH and _GLOB_CHARS.search(p):
                 matches = self._glob_matches(p)
