@@ -159,7 +159,7 @@ class Judgement:
     configs: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
 
-@dataclass
+@dataclass(slots=True)
 class _Acc:
     effects: set[str] = field(default_factory=set)
     reads: list[Word] = field(default_factory=list)

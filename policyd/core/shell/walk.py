@@ -1163,7 +1163,7 @@ class _Walker:
                 seq if label == self.label else "",
                 splits=tuple(w.split for w in ws[1:]),
             )
-            if not st.ifs and any("IFS" in w.value for w in ws):
+            if not st.ifs and ("IFS" in head.value or "IFS" in "\0".join(vals)):
                 st.ifs = True  # `read IFS`, `declare I''FS=1`, `printf -v IFS`
             if not st.add(cmd):
                 break
