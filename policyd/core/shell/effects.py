@@ -242,7 +242,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         if entry.script_language in CODE_LANGUAGES and cmd.stdin_text is not None:
             words = _stdin_code(entry, words, cmd.stdin_text)
         chain = _parse(entry, words, acc, cmd)
-    runner = bool({"build", "test"} & acc.effects)  # the catalogue's, not proven inline code's
+    runner = "build" in acc.effects or "test" in acc.effects  # the catalogue's, not proven inline code's
     if acc.code:
         _inline(acc, cmd)
     if entry.handler == "python":

@@ -1157,11 +1157,11 @@ class _Walker:
                 label,
                 self.depth,
                 dyn,
-                tuple(_kind(w) for w in ws[1:]),
+                tuple([_kind(w) for w in ws[1:]]),
                 stdin_from,
                 stdin_args,
                 seq if label == self.label else "",
-                splits=tuple(w.split for w in ws[1:]),
+                splits=tuple([w.split for w in ws[1:]]),
             )
             if not st.ifs and ("IFS" in head.value or "IFS" in "\0".join(vals)):
                 st.ifs = True  # `read IFS`, `declare I''FS=1`, `printf -v IFS`
