@@ -379,13 +379,13 @@ class Facts:
         cat = self._catalogue if self._catalogue is not None else shell_catalogue.default()
         return analyse_text(self.command, cat, self.cwd, self.query.home)
 
-    @property
+    @once  # read by every check: kept in the instance, not a call per read
     def analysis(self) -> shell.ShellAnalysis | None:
         return self._shell[0]
 
     # ------------------------------------------------------------------ paths
 
-    @property
+    @once
     def shell_facts(self) -> tuple[CommandFacts, ...]:
         """Per-command catalogue facts (effects, resolved reads/writes, directories)."""
         return self._shell[1]
