@@ -19,6 +19,7 @@ fewer system calls.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 import stat
@@ -168,8 +169,8 @@ def _entries_below(path: str, budget: int, enter: Callable[[str, os.DirEntry[str
             listing = os.scandir(directory)
         except OSError:
             continue
-        with listing:
-            entries = list(listing)
+        with listing:  # never more than the budget read of one directory (a million entries)
+            entries = list(itertools.islice(listing, budget - seen + 1))
         seen += len(entries)
         if seen > budget:
             raise _OverBudget

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
+from policyd import realpaths
 from policyd.core.decide import decide
 from policyd.core.facts import Facts
 from policyd.core.model import Decision, PermissionOption, PermissionQuery, SessionInfo
@@ -41,6 +43,37 @@ def test_links_below_gives_up_past_its_budget(tmp_path: Path) -> None:
         (tmp_path / f"f{i}").write_text("x")
     assert links_below(str(tmp_path), budget=4) is None
     assert () == links_below(str(tmp_path), budget=5)
+
+
+def test_a_huge_directory_is_read_no_further_than_the_budget(tmp_path: Path, monkeypatch: Any) -> None:
+    """The walk reads a directory's entries in one go, but never more than the budget allows
+    (a directory of a million entries costs the budget, not the million)."""
+    for i in range(2_000):
+        (tmp_path / f"f{i}").touch()
+    read = []
+    real_scandir = os.scandir
+
+    class Counted:
+        def __init__(self, path: str) -> None:
+            self.inner = real_scandir(path)
+
+        def __enter__(self) -> Counted:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.inner.close()
+
+        def __iter__(self) -> Counted:
+            return self
+
+        def __next__(self) -> os.DirEntry[str]:
+            entry = next(self.inner)
+            read.append(entry.name)
+            return entry
+
+    monkeypatch.setattr(realpaths.os, "scandir", Counted)
+    assert links_below(str(tmp_path), budget=10) is None
+    assert len(read) <= 11
 
 
 def test_following_readers_through_a_link_out_are_unknown(tmp_path: Path) -> None:
