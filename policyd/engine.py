@@ -52,6 +52,19 @@ class Judged:
     spec: RememberSpec | None
 
 
+def facts_for(query: PermissionQuery, policy: PolicySet) -> Facts:
+    """The facts of ``query`` as a decision computes them under ``policy``: every filesystem
+    lookup wired to one :class:`Resolver` (one per decision: what it learns is never reused).
+    The one home of that wiring (the engine, ``policyd replay``, the benchmarks)."""
+    resolver = Resolver(hidden_names(policy.sandbox.hide))
+    return Facts(query, realpath=resolver, catalogue=policy.catalogue, links_below=resolver.links_below,
+                 file_kind=resolver.file_kind, importables=resolver.importable_entries,
+                 interpreter=resolver.interpreter, read_config=resolver.config_text,
+                 glob_matches=resolver.glob_matches, members=members,
+                 secrets_below=resolver.secrets_below, worktrees=registered_worktrees,
+                 small_text=small_text)
+
+
 class Engine:
     """Decides queries against ``policy`` (swap ``engine.policy`` to change it atomically)
     and, when ``memory`` is set, the remembered choices (precedence: ``core.remember``)."""
@@ -77,22 +90,10 @@ class Engine:
         (default: :attr:`eval_budget_s`)."""
         policy = policy or self.policy
         start = time.perf_counter_ns()
-        facts = self.facts(query, policy)
+        facts = facts_for(query, policy)
         budget = self.eval_budget_s if budget_s is None else budget_s
         verdict = decide(policy, facts, budget, time.perf_counter)
         return verdict, facts, (time.perf_counter_ns() - start) // 1000
-
-    def facts(self, query: PermissionQuery, policy: PolicySet | None = None) -> Facts:
-        """The facts of ``query`` as a decision computes them: every filesystem lookup wired
-        to one :class:`Resolver` (one per decision: what it learns is never reused)."""
-        policy = policy or self.policy
-        resolver = Resolver(hidden_names(policy.sandbox.hide))
-        return Facts(query, realpath=resolver, catalogue=policy.catalogue, links_below=resolver.links_below,
-                     file_kind=resolver.file_kind, importables=resolver.importable_entries,
-                     interpreter=resolver.interpreter, read_config=resolver.config_text,
-                     glob_matches=resolver.glob_matches, members=members,
-                     secrets_below=resolver.secrets_below, worktrees=registered_worktrees,
-                     small_text=small_text)
 
     def decide(self, query: PermissionQuery) -> Resolution:
         """The whole decision: :meth:`judge` then :meth:`recall` (which may wait for the store)."""

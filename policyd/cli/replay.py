@@ -25,19 +25,16 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from policyd import loader
-from policyd.archives import members
 from policyd.cli.chunked import ordered
 from policyd.cli.common import USAGE_ERROR, report_load_error
 from policyd.cli.logfile import parse_line, read_lines
 from policyd.cli.progress import Progress
 from policyd.core.decide import decide
-from policyd.core.facts import Facts
-from policyd.core.model import Decision, PermissionQuery, Verdict
+from policyd.core.model import Decision, Verdict
 from policyd.core.policy import PolicyError, PolicySet
 from policyd.core.record import PERMISSION_METHOD, query_from_entry
 from policyd.core.replay import Replayed, Report, group, merge, replay_key, volatile_facts
-from policyd.core.sandbox import hidden_names
-from policyd.realpaths import Resolver, registered_worktrees, small_text
+from policyd.engine import facts_for
 
 #: Lines handed to a worker process at once.
 CHUNK = 500
@@ -50,17 +47,6 @@ MEMO_MAX = 100_000
 _Line = tuple[str, int, str]
 _DRAFT: list[tuple[PolicySet, bool, str]] = []  # draft, volatile, home: inherited by forked workers
 _MEMO: dict[bytes, tuple[Decision, tuple[str, ...]] | str] = {}  # replay_key -> outcome or the error
-
-
-def _facts(query: PermissionQuery, policy: PolicySet) -> Facts:
-    """The facts of ``query`` with the filesystem's symlinks (as the daemon sees them)."""
-    resolver = Resolver(hidden_names(policy.sandbox.hide))
-    return Facts(query, realpath=resolver, catalogue=policy.catalogue, links_below=resolver.links_below,
-                 file_kind=resolver.file_kind, importables=resolver.importable_entries,
-                 interpreter=resolver.interpreter, read_config=resolver.config_text,
-                 glob_matches=resolver.glob_matches, members=members,
-                 secrets_below=resolver.secrets_below, worktrees=registered_worktrees,
-                 small_text=small_text)
 
 
 def _outcome(verdict: Verdict) -> tuple[Decision, tuple[str, ...]]:
@@ -100,7 +86,7 @@ def _replay_lines(lines: list[_Line]) -> tuple[list[Replayed], list[str]]:
             except ValueError as exc:
                 known = str(exc)
             else:
-                known = _outcome(decide(policy, _facts(query, policy)))
+                known = _outcome(decide(policy, facts_for(query, policy)))
             if len(_MEMO) >= MEMO_MAX:
                 _MEMO.clear()
             _MEMO[key] = known
