@@ -165,15 +165,8 @@ def _entries_below(path: str, budget: int, enter: Callable[[str, os.DirEntry[str
     seen = 0
     while stack:
         directory = stack.pop()
-        try:
-            listing = os.scandir(directory)
-        except OSError:
-            continue
-        with listing:  # never more than the budget read of one directory (a million entries)
-            entries = list(itertools.islice(listing, budget - seen + 1))
+        entries = _listed(directory, budget - seen)
         seen += len(entries)
-        if seen > budget:
-            raise _OverBudget
         yield directory, entries
         for entry in entries:
             try:
@@ -181,6 +174,21 @@ def _entries_below(path: str, budget: int, enter: Callable[[str, os.DirEntry[str
                     stack.append(entry.path)
             except OSError:
                 continue
+
+
+def _listed(directory: str, left: int) -> list[os.DirEntry[str]]:
+    """The entries of ``directory`` ("" is ``/``; none when it cannot be opened), read no
+    further than ``left`` allows (a directory of a million entries costs the budget, not the
+    million); raises :class:`_OverBudget` when it holds more than ``left``."""
+    try:
+        listing = os.scandir(directory or "/")
+    except (OSError, ValueError):
+        return []
+    with listing:
+        entries = list(itertools.islice(listing, max(left, 0) + 1))
+    if len(entries) > left:
+        raise _OverBudget
+    return entries
 
 
 def glob_matches(pattern: str, budget: int = MAX_GLOB_SCAN) -> tuple[str, ...] | None:
@@ -199,26 +207,21 @@ def glob_matches(pattern: str, budget: int = MAX_GLOB_SCAN) -> tuple[str, ...] |
     prefixes = [""]
     seen = 0
     parts = [p for p in pattern.split("/")[1:] if p]
-    for i, part in enumerate(parts):
-        if not any(c in part for c in _GLOB):
-            prefixes = [f"{p}/{part}" for p in prefixes]
-            continue
-        hidden = not part.startswith(("*", "?"))
-        found: list[str] = []
-        if part == "**":  # under `shopt -s globstar`: any depth of directories (links not entered)
-            stack = list(prefixes)
-            while stack:
-                p = stack.pop()
-                found.append(p)
-                try:
-                    entries = os.scandir(p or "/")
-                except (OSError, ValueError):
-                    continue
-                with entries:
+    try:
+        for i, part in enumerate(parts):
+            if not any(c in part for c in _GLOB):
+                prefixes = [f"{p}/{part}" for p in prefixes]
+                continue
+            hidden = not part.startswith(("*", "?"))
+            found: list[str] = []
+            if part == "**":  # under `shopt -s globstar`: any depth of directories (links not entered)
+                stack = list(prefixes)
+                while stack:
+                    p = stack.pop()
+                    found.append(p)
+                    entries = _listed(p, budget - seen)
+                    seen += len(entries)
                     for entry in entries:
-                        seen += 1
-                        if seen > budget:
-                            return None
                         if entry.name.startswith("."):
                             continue
                         try:
@@ -228,25 +231,20 @@ def glob_matches(pattern: str, budget: int = MAX_GLOB_SCAN) -> tuple[str, ...] |
                                 found.append(f"{p}/{entry.name}")
                         except OSError:
                             continue
-            prefixes = found
-            continue
-        for p in prefixes:
-            try:
-                entries = os.scandir(p or "/")
-            except (OSError, ValueError):
+                prefixes = found
                 continue
-            with entries:
-                for entry in entries:
-                    seen += 1
-                    if seen > budget:
-                        return None
-                    if (hidden or not entry.name.startswith(".")) and component_matches(entry.name, part):
-                        found.append(f"{p}/{entry.name}")
-        prefixes = found
-        if not prefixes:
-            return ()
-        if len(prefixes) > MAX_GLOB_MATCHES:
-            return None
+            for p in prefixes:
+                entries = _listed(p, budget - seen)
+                seen += len(entries)
+                found.extend(f"{p}/{e.name}" for e in entries
+                             if (hidden or not e.name.startswith(".")) and component_matches(e.name, part))
+            prefixes = found
+            if not prefixes:
+                return ()
+            if len(prefixes) > MAX_GLOB_MATCHES:
+                return None
+    except _OverBudget:
+        return None
     return tuple(sorted(p for p in prefixes if os.path.lexists(p)))
 
 
