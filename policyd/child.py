@@ -10,7 +10,9 @@ close_fds=True, restore_signals=True)`` does (CPython's ``_posixsubprocess``, in
   environment too unless ``env`` is given;
 - every other descriptor is closed in the child (``close_fds``), except ``pass_fds``;
 - SIGPIPE and SIGXFSZ, which Python ignores, are back to their default actions
-  (``restore_signals``); nothing else is changed (an ignored signal stays ignored);
+  (``restore_signals``); nothing else is changed (an ignored signal stays ignored: a
+  SIGINT that policyd's own start ignored — ``policyd proxy ... &`` in a script — is
+  ignored by the agent too, although policyd's handlers replaced it: :func:`hold`);
 - the program is looked up in ``PATH`` as execvp(3) does; when exec fails the child reports
   errno on a close-on-exec pipe and exits, and the constructor raises the matching OSError
   (FileNotFoundError, PermissionError...), as Popen does.
@@ -26,7 +28,17 @@ from __future__ import annotations
 import errno
 import os
 import time
-from _signal import SIG_DFL, SIGHUP, SIGINT, SIGPIPE, SIGTERM, SIGXFSZ, signal  # type: ignore[import-not-found]  # no enums
+from _signal import (  # type: ignore[import-not-found]  # no enums
+    SIG_DFL,
+    SIG_IGN,
+    SIGHUP,
+    SIGINT,
+    SIGPIPE,
+    SIGTERM,
+    SIGXFSZ,
+    getsignal,
+    signal,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see policyd.cli)
 if TYPE_CHECKING:
@@ -35,6 +47,23 @@ if TYPE_CHECKING:
 
 #: Exit status of a child whose exec failed (its errno went to the parent).
 _EXEC_FAILED = 255
+#: The stop signals policyd handles itself; the agent gets the disposition policyd started with.
+HELD = (SIGTERM, SIGINT, SIGHUP)
+#: Those of :data:`HELD` ignored when policyd started (recorded by :func:`hold`).
+_ignored_at_start: set[int] = set()
+
+
+def hold(handler: object) -> None:
+    """Install ``handler`` for :data:`HELD`, remembering which of them policyd started with
+    ignored: the agent keeps ignoring those (what Popen would give it)."""
+    for sig in HELD:
+        if getsignal(sig) == SIG_IGN:
+            _ignored_at_start.add(sig)
+        signal(sig, handler)
+
+
+def _start_disposition(sig: int) -> object:
+    return SIG_IGN if sig in _ignored_at_start or getsignal(sig) == SIG_IGN else SIG_DFL
 
 
 class Child:
@@ -46,6 +75,7 @@ class Child:
         environ = None if env is None else {os.fsencode(k): os.fsencode(v) for k, v in env.items()}
         if any(fd < 3 for fd in pass_fds):
             raise ValueError(f"pass_fds {list(pass_fds)}: a standard descriptor cannot be passed")
+        dispositions = [(sig, _start_disposition(sig)) for sig in HELD] + [(SIGPIPE, SIG_DFL), (SIGXFSZ, SIG_DFL)]
         in_r, in_w, out_r, out_w, err_r, err_w = (_above_stdio(fd) for fd in (*os.pipe(), *os.pipe(), *os.pipe()))
         top = _highest_fd()
         keep = sorted({err_w, *pass_fds})
@@ -66,8 +96,8 @@ class Child:
                 os.closerange(low, top + 1)
                 for fd in pass_fds:
                     os.set_inheritable(fd, True)
-                for sig in (SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGXFSZ):  # policyd's own handlers too
-                    signal(sig, SIG_DFL)
+                for sig, disposition in dispositions:  # policyd's own handlers too
+                    signal(sig, disposition)
                 if environ is None:
                     os.execvp(args[0], args)
                 else:

@@ -21,9 +21,9 @@ asyncio, threading, signal and subprocess where they are used, after it.
 
 from __future__ import annotations
 
-from _signal import SIGHUP, SIGINT, SIGTERM, signal  # type: ignore[import-not-found]  # no enums
+from _signal import SIGHUP  # type: ignore[import-not-found]  # no enums
 
-from policyd.child import Child
+from policyd.child import Child, hold
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (see policyd.cli)
 if TYPE_CHECKING:  # asyncio costs ~20 ms to import: only once the proxy runs
@@ -62,8 +62,7 @@ def hold_signals() -> None:
     """Before the agent is spawned: SIGTERM, SIGINT and SIGHUP no longer kill policyd (and
     SIGINT raises no KeyboardInterrupt) while it imports; see :func:`_early_signal`. The
     proxy's event loop replaces these handlers; :func:`early_stops` says what came before."""
-    for sig in (SIGTERM, SIGINT, SIGHUP):
-        signal(sig, _early_signal)
+    hold(_early_signal)
 
 
 def early_stops() -> list[int]:

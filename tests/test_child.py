@@ -64,6 +64,32 @@ def test_no_other_descriptor_reaches_the_child() -> None:
         os.close(w)
 
 
+def test_a_stop_signal_ignored_when_policyd_started_stays_ignored_for_the_agent() -> None:
+    """``policyd proxy ... &`` in a script starts policyd with SIGINT ignored; policyd's own
+    stop handlers replace it (:func:`policyd.child.hold`), yet the agent gets SIGINT ignored,
+    as Popen gives it before those handlers; SIGTERM, not ignored at start, is the default.
+    (A full-suite run launched from such a script found the agent's SIGINT reset.)"""
+    script = (
+        "import signal, subprocess\n"
+        "from policyd.child import Child, hold\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)  # as inherited\n"
+        "def mask(p):\n"
+        "    out = p.communicate()[0] if hasattr(p, 'communicate') else p.stdout.read()\n"
+        "    return int(next(x for x in out.split(b'\\n') if x.startswith(b'SigIgn:')).split()[1], 16)\n"
+        "argv = ['grep', 'SigIgn', '/proc/self/status']\n"
+        "before = mask(subprocess.Popen(argv, stdout=subprocess.PIPE))\n"
+        "hold(lambda *a: None)\n"
+        "child = Child(argv)\n"
+        "child.stdin.close()\n"
+        "print(before, mask(child))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    popen_mask, child_mask = (int(x) for x in out.stdout.split())
+    assert popen_mask & (1 << (signal.SIGINT - 1))
+    assert popen_mask == child_mask
+    assert not child_mask & (1 << (signal.SIGTERM - 1))
+
+
 def test_signals_python_ignores_are_back_to_their_defaults_and_no_others_change() -> None:
     """Python ignores SIGPIPE and SIGXFSZ; the agent gets their default actions (an ignored
     signal stays ignored across exec). Read from a non-Python program's SigIgn mask."""

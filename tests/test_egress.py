@@ -575,9 +575,11 @@ def test_exit_code_is_the_agents(tmp_path: Path, argv: list[str], expected: int)
 def test_signals_are_relayed_to_the_agent(tmp_path: Path, sig: signal.Signals, handled: bool) -> None:
     """SIGTERM, SIGINT and SIGHUP sent to the sandbox's first process (sandbox_init, which
     became the agent) are the agent's: one that handles it exits as it chooses (0 here), one
-    that does not dies of it (bwrap exits 128+N)."""
+    that does not dies of it (bwrap exits 128+N; its default action set explicitly: a test run
+    started with SIGINT ignored, from a script's background job, passes that on)."""
     agent = ("import os, signal, sys, time\n"
              f"if {handled}: signal.signal({int(sig)}, lambda *a: (print('got', a[0], flush=True), os._exit(0)))\n"
+             f"else: signal.signal({int(sig)}, signal.SIG_DFL)\n"
              "print(os.getpid(), flush=True)\n"
              "time.sleep(60)\n")
 
