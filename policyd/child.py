@@ -10,9 +10,9 @@ close_fds=True, restore_signals=True)`` does (CPython's ``_posixsubprocess``, in
   environment too unless ``env`` is given;
 - every other descriptor is closed in the child (``close_fds``), except ``pass_fds``;
 - SIGPIPE and SIGXFSZ, which Python ignores, are back to their default actions
-  (``restore_signals``); nothing else is changed (an ignored signal stays ignored: a
+  (``restore_signals``); nothing else is changed: an ignored signal stays ignored (a
   SIGINT that policyd's own start ignored — ``policyd proxy ... &`` in a script — is
-  ignored by the agent too, although policyd's handlers replaced it: :func:`hold`);
+  ignored by policyd and the agent alike: :func:`hold`, :func:`ignored_at_start`);
 - the program is looked up in ``PATH`` as execvp(3) does; when exec fails the child reports
   errno on a close-on-exec pipe and exits, and the constructor raises the matching OSError
   (FileNotFoundError, PermissionError...), as Popen does.
@@ -54,16 +54,25 @@ _ignored_at_start: set[int] = set()
 
 
 def hold(handler: object) -> None:
-    """Install ``handler`` for :data:`HELD`, remembering which of them policyd started with
-    ignored: the agent keeps ignoring those (what Popen would give it)."""
+    """Install ``handler`` for :data:`HELD`, but for a stop signal policyd started with
+    ignored: that one stays ignored, by policyd and the agent (what the shell that started
+    it asked; Python itself keeps an ignored SIGINT). SIGHUP is handled all the same (it
+    reloads the policy, it stops nothing); the agent still gets it ignored."""
     for sig in HELD:
         if getsignal(sig) == SIG_IGN:
             _ignored_at_start.add(sig)
+            if sig != SIGHUP:
+                continue
         signal(sig, handler)
 
 
+def ignored_at_start(sig: int) -> bool:
+    """Whether policyd started with ``sig`` ignored (or has it ignored now)."""
+    return sig in _ignored_at_start or getsignal(sig) == SIG_IGN
+
+
 def _start_disposition(sig: int) -> object:
-    return SIG_IGN if sig in _ignored_at_start or getsignal(sig) == SIG_IGN else SIG_DFL
+    return SIG_IGN if ignored_at_start(sig) else SIG_DFL
 
 
 class Child:

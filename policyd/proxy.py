@@ -49,6 +49,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Seque
 from typing import TYPE_CHECKING, Any
 
 from policyd import logs
+from policyd.child import ignored_at_start
 from policyd.core.relay import (
     Action,
     Consult,
@@ -303,7 +304,8 @@ class Proxy:
         await self.stdout.open()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self._forward_signal, sig)
+            if not ignored_at_start(sig):  # `policyd proxy ... &` in a script: SIGINT stays ignored
+                loop.add_signal_handler(sig, self._forward_signal, sig)
         loop.add_signal_handler(signal.SIGHUP, self._sighup)
         for early in early_stops():  # passed to the agent already (policyd.spawn.hold_signals)
             logs.get().info("agent.signalled", signal=signal.Signals(early).name, early=True)

@@ -32,6 +32,13 @@ from typing import Any
 import hypothesis
 import pytest
 
+# The processes the tests start get SIGINT at its default action, whoever started the run: a
+# run launched from a script's background job inherits SIGINT ignored, which every policyd
+# and agent started here would then keep (as they should: tests/test_exit_bounds.py,
+# test_a_stop_signal_ignored_at_start_stays_ignored), and tests that stop them with SIGINT
+# would wait in vain. A test about an ignored signal sets it up itself.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TRANSCRIPT = FIXTURES / "ts-sdk-example-agent.transcript.jsonl"

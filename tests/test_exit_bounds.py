@@ -126,6 +126,34 @@ def test_a_stop_signal_during_start_up_stops_the_agent_too(tmp_path: Path, sig: 
     assert 128 + sig == proc.returncode, err.decode(errors="replace")[-2000:]
 
 
+def test_a_stop_signal_ignored_at_start_stays_ignored(tmp_path: Path) -> None:
+    """``policyd proxy ... &`` in a script starts policyd with SIGINT ignored (so that the
+    terminal's Ctrl-C spares a background job): policyd and its agent keep ignoring it, as
+    any program would; SIGTERM still stops both (policyd exits with the agent's status)."""
+    pidfile = tmp_path / "agent.pid"
+    policy = write_policy(tmp_path, rules=[make_rule("edits", ["edit"], "allow")])
+    argv = [sys.executable, "-m", "policyd", "proxy", "--headless", "--kill-grace", "1", "--policy", str(policy),
+            "--", "sh", "-c", f'echo $$ > "{pidfile}"; exec sleep 60']
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=isolated_env(tmp_path), cwd=tmp_path,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    agent = _wait_for(pidfile)
+    try:
+        proc.send_signal(signal.SIGINT)  # while policyd starts (its early handlers) ...
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)  # ... and once its event loop's are in place
+        time.sleep(3)  # past --kill-grace: a forwarded stop signal would have been escalated to SIGKILL
+        assert proc.poll() is None and _alive(agent), "SIGINT, ignored at start, stopped policyd or its agent"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if _alive(agent):
+            os.kill(agent, signal.SIGKILL)
+    assert 128 + signal.SIGTERM == proc.returncode, err.decode(errors="replace")[-2000:]
+
+
 def test_sighup_during_start_up_is_survived(tmp_path: Path) -> None:
     """SIGHUP the moment the agent runs: policyd does not die (SIGHUP means reload, and the
     policy is being loaded anyway); the session then works and ends normally."""
