@@ -179,13 +179,17 @@ def _entries_below(path: str, budget: int, enter: Callable[[str, os.DirEntry[str
 def _listed(directory: str, left: int) -> list[os.DirEntry[str]]:
     """The entries of ``directory`` ("" is ``/``; none when it cannot be opened), read no
     further than ``left`` allows (a directory of a million entries costs the budget, not the
-    million); raises :class:`_OverBudget` when it holds more than ``left``."""
+    million); raises :class:`_OverBudget` when it holds more than ``left`` or its listing
+    fails part way (what it holds is then not known: the caller's unknown, never an error)."""
     try:
         listing = os.scandir(directory or "/")
     except (OSError, ValueError):
         return []
     with listing:
-        entries = list(itertools.islice(listing, max(left, 0) + 1))
+        try:
+            entries = list(itertools.islice(listing, max(left, 0) + 1))
+        except OSError:  # failed part way (a /proc entry of a process that exited): not known whole
+            raise _OverBudget from None
     if len(entries) > left:
         raise _OverBudget
     return entries

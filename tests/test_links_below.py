@@ -294,3 +294,36 @@ def test_python_module_beside_a_module_the_same_call_writes_or_a_link_out(tmp_pa
     (root / "json.py").unlink()
     (root / "json.py").write_text("from json import *\n")  # the project's own module
     assert Decision.ALLOW == decide(POLICY, _facts(root, command, home)).decision
+
+
+def test_a_listing_that_fails_part_way_is_unknown(tmp_path: Path, monkeypatch: Any) -> None:
+    """A directory whose listing fails after some entries (a /proc directory of a process that
+    exits meanwhile: EINVAL) is not known whole: the walk answers unknown (None) instead of
+    raising out of the decision."""
+    for i in range(5):
+        (tmp_path / f"f{i}").touch()
+    real_scandir = os.scandir
+
+    class Failing:
+        def __init__(self, path: str) -> None:
+            self.inner = real_scandir(path)
+            self.n = 0
+
+        def __enter__(self) -> Failing:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.inner.close()
+
+        def __iter__(self) -> Failing:
+            return self
+
+        def __next__(self) -> os.DirEntry[str]:
+            self.n += 1
+            if self.n > 2:
+                raise OSError(22, "Invalid argument")
+            return next(self.inner)
+
+    monkeypatch.setattr(realpaths.os, "scandir", Failing)
+    assert links_below(str(tmp_path)) is None
+    assert realpaths.glob_matches(str(tmp_path) + "/*") is None
