@@ -45,35 +45,50 @@ def test_links_below_gives_up_past_its_budget(tmp_path: Path) -> None:
     assert () == links_below(str(tmp_path), budget=5)
 
 
+_SCANDIR = os.scandir
+
+
+class _Listing:
+    """``os.scandir`` of a real directory that records each entry handed out and fails with
+    EINVAL after ``fail_after`` of them (None: never)."""
+
+    def __init__(self, path: str, read: list[str], fail_after: int | None) -> None:
+        self.inner = _SCANDIR(path)
+        self.read, self.fail_after = read, fail_after
+
+    def __enter__(self) -> _Listing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.inner.close()
+
+    def __iter__(self) -> _Listing:
+        return self
+
+    def __next__(self) -> os.DirEntry[str]:
+        if self.fail_after is not None and len(self.read) >= self.fail_after:
+            raise OSError(22, "Invalid argument")
+        entry = next(self.inner)
+        self.read.append(entry.name)
+        return entry
+
+
+def _listings(monkeypatch: Any, fail_after: int | None = None) -> list[str]:
+    """Make the walks list directories through :class:`_Listing`; the names read so far."""
+    read: list[str] = []
+    monkeypatch.setattr(realpaths.os, "scandir", lambda path: _Listing(path, read, fail_after))
+    return read
+
+
 def test_a_huge_directory_is_read_no_further_than_the_budget(tmp_path: Path, monkeypatch: Any) -> None:
     """The walk reads a directory's entries in one go, but never more than the budget allows
     (a directory of a million entries costs the budget, not the million)."""
     for i in range(2_000):
         (tmp_path / f"f{i}").touch()
-    read = []
-    real_scandir = os.scandir
-
-    class Counted:
-        def __init__(self, path: str) -> None:
-            self.inner = real_scandir(path)
-
-        def __enter__(self) -> Counted:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.inner.close()
-
-        def __iter__(self) -> Counted:
-            return self
-
-        def __next__(self) -> os.DirEntry[str]:
-            entry = next(self.inner)
-            read.append(entry.name)
-            return entry
-
-    monkeypatch.setattr(realpaths.os, "scandir", Counted)
+    read = _listings(monkeypatch)
     assert links_below(str(tmp_path), budget=10) is None
     assert len(read) <= 11
+
 
 
 def test_following_readers_through_a_link_out_are_unknown(tmp_path: Path) -> None:
@@ -302,28 +317,6 @@ def test_a_listing_that_fails_part_way_is_unknown(tmp_path: Path, monkeypatch: A
     raising out of the decision."""
     for i in range(5):
         (tmp_path / f"f{i}").touch()
-    real_scandir = os.scandir
-
-    class Failing:
-        def __init__(self, path: str) -> None:
-            self.inner = real_scandir(path)
-            self.n = 0
-
-        def __enter__(self) -> Failing:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            self.inner.close()
-
-        def __iter__(self) -> Failing:
-            return self
-
-        def __next__(self) -> os.DirEntry[str]:
-            self.n += 1
-            if self.n > 2:
-                raise OSError(22, "Invalid argument")
-            return next(self.inner)
-
-    monkeypatch.setattr(realpaths.os, "scandir", Failing)
+    _listings(monkeypatch, fail_after=2)
     assert links_below(str(tmp_path)) is None
     assert realpaths.glob_matches(str(tmp_path) + "/*") is None
