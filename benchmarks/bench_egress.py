@@ -33,6 +33,7 @@ Run: ``python benchmarks/bench_egress.py [PART...]`` (all three: ~1 minute; need
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import resource
@@ -326,7 +327,9 @@ def part3(run_dir: str) -> None:
 
 
 def main() -> None:
-    parts = {int(a) for a in sys.argv[1:]} or {1, 2, 3}
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("parts", nargs="*", type=int, choices=(1, 2, 3), help="the parts to run (default: all)")
+    parts = set(parser.parse_args().parts) or {1, 2, 3}
     print(machine())
     run_dir = tempfile.mkdtemp(prefix="bench-egress-")
     try:

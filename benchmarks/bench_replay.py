@@ -21,6 +21,7 @@ Run: ``python benchmarks/bench_replay.py [N [DISTINCT]]`` (~1 minute; with DISTI
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -102,7 +103,12 @@ def replay(log: Path, draft: Path, jobs: int = 0) -> tuple[float, dict[str, Any]
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("records", nargs="?", type=int, default=100_000, help="log length (default 100,000)")
+    parser.add_argument("distinct", nargs="?", type=int, default=2000,
+                        help="distinct entries measured for the second figure (default 2,000, scaled)")
+    args = parser.parse_args()
+    n = args.records
     print(machine())
     engine = Engine(loader.load([str(p) for p in SHIPPED], []).policy)
     items = cases()
@@ -125,7 +131,7 @@ def main() -> None:
         print(f"  per core (--jobs 1): {n / one:,.0f} decisions/s (target >= 5,000); with all "
               f"{os.cpu_count()} cores: {n / elapsed:,.0f} decisions/s ({one / elapsed:.2f}x); "
               f"1,000,000 records: ~{elapsed * 1_000_000 / n:.0f} s (target <= 120 s)")
-        distinct = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
+        distinct = args.distinct
         unique_items = [items[i % len(items)] for i in range(distinct)]
         ulog = Path(tmp) / "unique.jsonl"
         write_log(ulog, log_entries(engine, unique_items, unique=True), distinct)
