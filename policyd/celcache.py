@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from policyd import statepaths
 from policyd.core import cel
 from policyd.core.shell import catalogue
 from policyd.core.shell.catalogue import Catalogue
@@ -42,8 +43,7 @@ MAX_TREE_FILES = 64
 
 def base_dir() -> Path:
     """``$XDG_CACHE_HOME/policyd`` (default ``~/.cache/policyd``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "policyd"
+    return Path(statepaths.cache_dir())
 
 
 def secure_dir(path: Path | None = None) -> Path | None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from policyd import celcache
+from policyd import celcache, statepaths
 from policyd.core import cel
 from policyd.core.policy import LoadError, PolicyError, PolicySet, build_set
 from policyd.core.shell import catalogue as shell_catalogue
@@ -293,24 +293,32 @@ def load(
                for e in errors):
             raise PolicyUnreadable(errors)
         raise PolicyError(errors)
-    protected = protected_paths(policy_paths, search_path, files)
     if not files:
-        return Loaded(dataclasses.replace(build(embedded_sources()), protected=protected), embedded=True)
-    return Loaded(dataclasses.replace(build(sources), protected=protected), embedded=False)
+        return Loaded(guarded(build(embedded_sources()), policy_paths, search_path, files), embedded=True)
+    return Loaded(guarded(build(sources), policy_paths, search_path, files), embedded=False)
+
+
+def guarded(policy: PolicySet, policy_paths: Sequence[str], search_path: Sequence[str],
+            files: Sequence[Path]) -> PolicySet:
+    """``policy`` with its :func:`protected_paths`: every set put in force, at start and at
+    each reload, carries them (a set without them would let the agent rewrite its rules)."""
+    return dataclasses.replace(policy, protected=protected_paths(policy_paths, search_path, files))
 
 
 def protected_paths(policy_paths: Sequence[str], search_path: Sequence[str], files: Sequence[Path]) -> tuple[str, ...]:
     """Where policyd's own policy lives, as written and as resolved: the files loaded, every
     ``--policy`` path and search-path directory (a file added there would be loaded at the
     next reload, even where the directory does not exist yet), the config file
-    (``POLICYD_CONFIG``) and the standard places (``$XDG_CONFIG_HOME/policyd``, ``/etc/policyd``).
-    A request writing within one is asked (``core.decide.OWN_POLICY``)."""
+    (``POLICYD_CONFIG``) and the standard places (``$XDG_CONFIG_HOME/policyd``, ``/etc/policyd``);
+    and what policyd trusts as much as its policy (``statepaths.trusted``: its cache, the store). A request writing
+    within one is asked (``core.decide.OWN_POLICY``)."""
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     entries = [*map(str, files), *policy_paths, *search_path, os.path.join(xdg, "policyd"), "/etc/policyd",
-               os.environ.get("POLICYD_CONFIG", "")]
+               os.environ.get("POLICYD_CONFIG", ""), *statepaths.trusted()]
     found: list[str] = []
     for entry in entries:
         if entry:
             absolute = os.path.abspath(os.path.expanduser(entry))
             found += [absolute, os.path.realpath(absolute)]
     return tuple(dict.fromkeys(found))
+

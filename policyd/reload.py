@@ -382,7 +382,8 @@ class Reloader:
             if errors or read_errors:
                 raise PolicyError([*errors, *read_errors])
             # build exactly what was hashed: never a second read of the files
-            policy = await asyncio.to_thread(loader.build_checked, sources)
+            policy = loader.guarded(await asyncio.to_thread(loader.build_checked, sources), policy_paths,
+                                    search_path, files)
         except Exception as exc:  # a PolicyError, or a bug: the set in force stays, the watch goes on
             if isinstance(exc, PolicyError):  # this content fails: not built again until it changes
                 self._failed_hash = new_hash

@@ -561,10 +561,15 @@ def _policy_files(settings: Settings) -> list[str]:
 
 
 def policy_paths(settings: Settings) -> tuple[str, ...]:
-    """The policy files and directories this proxy loads (absolute): read-only in the view,
-    so that code the agent runs cannot rewrite the rules that judge it (hot reload would
-    apply the change; the engine asks for such writes too: ``core.decide.OWN_POLICY``)."""
-    entries = (*settings.policy, *settings.search_path)
+    """The policy files and directories this proxy loads, and the state policyd trusts as
+    much (``statepaths.trusted``: its cache, the remembered-choices store), absolute:
+    read-only in the view, so that code the agent runs cannot rewrite the rules that judge it
+    (hot reload would apply the change; the engine asks for such writes too:
+    ``core.decide.OWN_POLICY``)."""
+    from policyd.statepaths import make_dirs, trusted
+
+    make_dirs()
+    entries = (*settings.policy, *settings.search_path, *trusted())
     return tuple(dict.fromkeys(os.path.abspath(os.path.expanduser(p)) for p in entries))
 
 

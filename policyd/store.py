@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from policyd import statepaths
 from policyd.core.jsonline import as_written  # SQLite text is UTF-8: lone surrogates as U+FFFD
 
 #: Milliseconds a writer waits for another process's lock before failing.
@@ -120,8 +121,7 @@ _Answer = tuple[float, Entry | None]
 
 
 def default_path() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "policyd" / "remembered.sqlite3"
+    return Path(statepaths.default_store())
 
 
 class _Descriptors:

@@ -73,3 +73,48 @@ def test_the_same_edit_outside_the_policy_is_allowed(world: tuple[Path, Path]) -
     shutil.copytree(ws / "team-rules", ws / "drafts")
     out = decide(ws, home, ["sed -i 's/deny/allow/' drafts/baseline.toml"], "--policy", str(ws / "team-rules"))
     assert out[0]["decision"] == "allow", out[0]
+
+
+def test_writes_to_what_policyd_trusts_beside_its_policy_are_asked(world: tuple[Path, Path]) -> None:
+    """policyd's cache (the checked catalogue, parsed rules) and its remembered-choices store
+    are read back as trusted: an agent rewriting them would change what later decisions are
+    made from (a catalogue entry without effects, a remembered allow). Even a policy that
+    allows every write asks for them; the same write beside them is that policy's allow."""
+    ws, home = world
+    permissive = ws / "allow-all.toml"
+    permissive.write_text('[policy]\nname = "permissive"\ndefault = "allow"\n\n[[rule]]\nid = "anything"\n'
+                          "when = 'true'\ndecision = \"allow\"\nreason = \"test\"\n")
+    writes = [
+        "printf '{}' > ~/.cache/policyd/catalogue/0.json",
+        "cp notes.txt ~/.cache/policyd/parsed/0.json",
+        "rm -rf ~/.cache/policyd",
+        "cp notes.txt ~/.local/state/policyd/remembered.sqlite3",
+        "printf x > ~/.local/state/policyd/remembered.sqlite3-wal",
+    ]
+    benign = ["printf x > ~/.cache/pip/x", "printf x > ~/.local/state/other/x"]
+    out = decide(ws, home, writes + benign, "--policy", str(permissive))
+    for command, verdict in zip(writes, out[: len(writes)], strict=True):
+        assert verdict["decision"] == "ask" and "policyd-own-policy" in verdict["rules"], (command, verdict)
+    for command, verdict in zip(benign, out[len(writes):], strict=True):
+        assert verdict["decision"] == "allow", (command, verdict)
+
+
+def test_a_reloaded_set_keeps_the_guard(tmp_path: Path) -> None:
+    """The guard is part of every set put in force, not only the first: after a hot reload an
+    edit of a policy file is still asked (the reloaded set once lost it, so an agent could
+    loosen its rules after any reload)."""
+    from tests.test_reload import Proxy, policy_text
+
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    path = rules / "p.toml"
+    path.write_text(policy_text("allow"))  # every edit allowed, by the rules
+    script = [{"toolCall": {"title": "Edit the policy", "kind": "edit", "locations": [{"path": str(path)}]}}]
+    proxy = Proxy(tmp_path / "proxy", ["--policy", str(rules)], script=script).start()
+    try:
+        assert "ask" == proxy.decide()
+        path.write_text(policy_text("allow", marker="changed"))
+        proxy.wait_event("policy.reloaded")
+        assert "ask" == proxy.decide()
+    finally:
+        proxy.stop()

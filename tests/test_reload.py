@@ -86,6 +86,7 @@ class Proxy:
         rehash: float = 3600,
         hold_stderr: bool = False,
         config_padding: int = 0,
+        script: list[dict[str, Any]] | None = None,
     ) -> None:
         self.base = base
         base.mkdir(parents=True, exist_ok=True)
@@ -94,8 +95,8 @@ class Proxy:
         self.run_dir = base / "run"
         self.run_dir.mkdir(exist_ok=True)
         self.decision_log = base / "decisions.jsonl"
-        script = base / "script.json"
-        script.write_text(json.dumps(EDIT_SCRIPT))
+        script_file = base / "script.json"
+        script_file.write_text(json.dumps(EDIT_SCRIPT if script is None else script))
         self.env = proxy_env(base, search_path or [], config_padding)
         self.argv = [
             sys.executable,
@@ -112,7 +113,7 @@ class Proxy:
             "-m",
             "policyd.demo_agent",
             "--script",
-            str(script),
+            str(script_file),
         ]
         self.started_at = time.time()
         # hold_stderr: policyd's stderr is a two-page pipe nobody reads until release_stderr(),

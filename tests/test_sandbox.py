@@ -614,3 +614,38 @@ def test_an_entry_is_matched_as_each_glob_matches_its_path() -> None:
                         assert expected == match(prefix, name), (patterns, prefix, name)
                         checked += expected
     assert checked > 1000  # (the forms do match walked entries)
+
+
+@needs_sandbox
+def test_what_policyd_trusts_beside_its_policy_is_read_only_inside(tmp_path: Path) -> None:
+    """policyd's cache (the checked catalogue, parsed rules) and its remembered-choices store
+    are read back as trusted: where they lie inside the writable view (here the cache and
+    state homes are in the workspace; they do not exist yet when the agent starts), code
+    the agent runs may not write them, nor create them first; the rest stays writable."""
+    home, ws, _ = make_world(tmp_path)
+    cache, state = ws / ".cache-home", ws / ".state-home"
+    (ws / "poison.sh").write_text(
+        f"mkdir -p {cache}/policyd/catalogue 2>/dev/null; echo '{{}}' > {cache}/policyd/catalogue/zz.json 2>/dev/null;"
+        " echo \"cache=$?\"\n"
+        f"mkdir -p {state}/policyd 2>/dev/null; echo x > {state}/policyd/remembered.sqlite3 2>/dev/null;"
+        " echo \"store=$?\"\n"
+        f"echo x > {cache}/other.txt; echo \"beside=$?\"\n")
+    env = policyd_env(tmp_path, {"HOME": str(home), "XDG_CACHE_HOME": str(cache), "XDG_STATE_HOME": str(state)})
+    env.pop("POLICYD_STORE_PATH")  # the default store, under XDG_STATE_HOME
+    argv = [sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", "required",
+            *[a for p in POLICIES for a in ("--policy", str(p))], "--", sys.executable, str(AGENT)]
+    client = AcpAgentClient(argv, env, ws, tmp_path / "policyd.stderr")
+    try:
+        client.initialize(fs=False, timeout=60)
+        assert "result" in client.new_session(ws, timeout=60)
+        client.prompt("s1", "run: bash poison.sh", timeout=120)
+        report = json.loads(client.updates("agent_message_chunk")[0]["content"]["text"])
+    finally:
+        client.close()
+    assert report["allowed"], client.stderr()[-2000:]
+    seen = dict(line.split("=", 1) for line in report["stdout"].splitlines())
+    assert "0" != seen["cache"] and "0" != seen["store"], seen
+    assert "0" == seen["beside"], seen
+    assert not (cache / "policyd" / "catalogue" / "zz.json").exists()
+    assert not (state / "policyd" / "remembered.sqlite3").exists() or b"x\n" != (
+        state / "policyd" / "remembered.sqlite3").read_bytes()
