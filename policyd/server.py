@@ -10,7 +10,9 @@ decision log and close the store. SIGHUP (``systemctl reload``) reloads the poli
 
 Who may ask (checked on every connection with ``SO_PEERCRED``, see unix(7)): the daemon's
 own uid, or a member of ``--group`` (primary or supplementary group); only the daemon's uid
-may remember, forget or reload. A refused peer is logged (``peer.refused``).
+may remember, forget or reload, and not from a confined process (``no_new_privs``: code a
+sandboxed agent runs, which reaches a user daemon's socket as the same uid: :func:`_confined`).
+A refused peer is logged (``peer.refused``).
 
 Protocol: see :mod:`policyd.core.wire`. Each connection is served by its own task; a
 malformed line gets a JSON-RPC error and the connection survives.
@@ -101,6 +103,26 @@ def default_socket_path() -> Path:
     if os.geteuid() == 0:
         return Path("/run/policyd/policyd.sock")
     return Path(f"/tmp/policyd-{os.getuid()}/policyd.sock")
+
+
+def _confined(pid: int) -> str:
+    """Why the process ``pid`` may not change the daemon's state although it runs as the
+    daemon's uid ("" when it may): it runs with ``no_new_privs`` (``/proc/PID/status``
+    ``NoNewPrivs: 1``), as everything policyd's sandbox starts does (bubblewrap and Landlock
+    set it; it is inherited and never cleared), so it may be code a sandboxed agent runs,
+    which must not remember an allow for itself or forget a refusal; or its status cannot be
+    read (fail closed). Querying stays allowed."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            status = f.read()
+    except OSError as exc:
+        return f"the peer's process ({pid}) cannot be checked for confinement: {exc.strerror or exc}"
+    for line in status.splitlines():
+        if line.startswith(b"NoNewPrivs:"):
+            if line.split(b":", 1)[1].strip() != b"0":
+                return "a confined process (no_new_privs: a sandboxed agent's) may not change the daemon's state"
+            return ""
+    return ""  # a kernel without the field (< 4.10) has no sandbox of ours either
 
 
 def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
@@ -238,14 +260,14 @@ class Daemon:
 
     # ------------------------------------------------------------------ connections
 
-    def _allowed(self, pid: int, uid: int, gid: int) -> tuple[bool, bool]:
-        """(may query, may change state)."""
+    def _allowed(self, pid: int, uid: int, gid: int) -> tuple[bool, str]:
+        """(may query, why it may not change state: "" when it may)."""
         owner = uid == self.owner_uid
         if owner:
-            return True, True
+            return True, _confined(pid)
         if self.group_gid is not None and (gid == self.group_gid or self.group_gid in _supplementary_groups(pid)):
-            return True, False
-        return False, False
+            return True, f"only uid {self.owner_uid} may change the daemon's state"
+        return False, "not a peer of this daemon"
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         log = logs.get()
@@ -254,7 +276,7 @@ class Daemon:
             pid, uid, gid = peer_credentials(sock)
         except OSError:
             pid, uid, gid = 0, -1, -1
-        may_query, may_change = self._allowed(pid, uid, gid)
+        may_query, change_refused = self._allowed(pid, uid, gid)
         if not may_query:
             self.counters["refused"] += 1
             log.warning("peer.refused", pid=pid, uid=uid, gid=gid)
@@ -297,7 +319,7 @@ class Daemon:
                     await asyncio.wait(self._background, timeout=RELOAD_WAIT_S)
                 self._begin()
                 try:
-                    response = await self._handle_line(line, may_change, uid)
+                    response = await self._handle_line(line, change_refused, uid, pid)
                 finally:
                     self._end()
                 if response is not None and not await self._send(writer, response):
@@ -410,7 +432,7 @@ class Daemon:
 
     # ------------------------------------------------------------------ requests
 
-    async def _handle_line(self, line: bytes, may_change: bool, uid: int) -> dict[str, Any] | None:
+    async def _handle_line(self, line: bytes, change_refused: str, uid: int, pid: int = 0) -> dict[str, Any] | None:
         """One request -> its response; None for a notification (never answered, even on
         error: JSON-RPC 2.0 section 4.1). A request whose numbers are all finite is recorded
         by orjson (``finite``: see :mod:`policyd.jsonout`)."""
@@ -428,17 +450,17 @@ class Daemon:
         if not notification and not _valid_id(rid):
             self.counters["errors"] += 1
             return _error(None, wire.INVALID_REQUEST, "id must be a string, a finite number or null")
-        response = await self._dispatch(rid, method, params, may_change, uid, len(line), finite)
+        response = await self._dispatch(rid, method, params, change_refused, uid, len(line), finite, pid)
         return None if notification else response
 
     async def _dispatch(
-        self, rid: Any, method: str, params: Any, may_change: bool, uid: int, request_bytes: int = 0,
-        finite: bool = False,
+        self, rid: Any, method: str, params: Any, change_refused: str, uid: int, request_bytes: int = 0,
+        finite: bool = False, pid: int = 0,
     ) -> dict[str, Any]:
-        if method in _MUTATING and not may_change:
+        if method in _MUTATING and change_refused:
             self.counters["refused"] += 1
-            logs.get().warning("peer.refused", uid=uid, method=method)
-            return _error(rid, wire.FORBIDDEN, f"only uid {self.owner_uid} may call {method}")
+            logs.get().warning("peer.refused", uid=uid, pid=pid, method=method, reason=change_refused)
+            return _error(rid, wire.FORBIDDEN, f"policyd: {change_refused}: {method} refused")
         handler = _HANDLERS.get(method)
         if handler is None:
             self.counters["errors"] += 1

@@ -681,6 +681,60 @@ def test_group_member_may_query_but_not_change_state(
     assert [] == result(sock, "v1/remembered/list", {})["entries"]
 
 
+#: A client run confined (as code a sandboxed agent runs is): argv[1] the socket, argv[2]
+#: "bwrap" (started under bubblewrap by the test) or "nnp" (sets no_new_privs itself, as
+#: Landlock's init does); prints each reply of argv[3] (JSON list of [method, params]).
+_CONFINED_CLIENT = r"""
+import ctypes, json, socket, sys
+if sys.argv[2] == "nnp":
+    assert 0 == ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+f = s.makefile("rwb")
+for i, (method, params) in enumerate(json.loads(sys.argv[3])):
+    f.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}).encode() + b"\n")
+    f.flush()
+    print(f.readline().decode().strip(), flush=True)
+"""
+
+
+@pytest.mark.parametrize("confinement", ["bwrap", "nnp"])
+def test_a_confined_process_of_the_owner_may_query_but_not_change_state(
+    tmp_path: Path, daemons: Callable[..., Daemon], confinement: str
+) -> None:
+    """Code a sandboxed agent runs has the daemon's uid on a user daemon and can reach its
+    socket (a pathname socket is visible through the sandbox's read-only view). It may
+    decide, but not remember an allow for itself, forget a refusal or reload: a process with
+    no_new_privs (bubblewrap and Landlock set it) is refused those. The owner's unconfined
+    processes (the proxies) still may."""
+    if confinement == "bwrap" and shutil.which("bwrap") is None:
+        pytest.skip("bwrap is not installed")
+    policy = write_policy(tmp_path / "org.toml", policy_text("ask"))
+    daemon = daemons(tmp_path, policy).start()
+    remember = {"query": decide_params(), "decision": "allow", "option": OPTIONS[1]}
+    calls = [("v1/status", {}), ("v1/decide", decide_params()), ("v1/remember", remember),
+             ("v1/remembered/forget", {"all": True}), ("v1/reload", {})]
+    client = tmp_path / "client.py"
+    client.write_text(_CONFINED_CLIENT)
+    argv = [sys.executable, str(client), str(daemon.socket), confinement, json.dumps(calls)]
+    if confinement == "bwrap":
+        argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
+                "--die-with-parent", *argv]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert 0 == done.returncode, done.stderr[-2000:]
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert all("result" in r for r in replies[:2]), replies[:2]
+    assert [-32003] * 3 == [r.get("error", {}).get("code") for r in replies[2:]], replies[2:]
+    assert all("confined" in r["error"]["message"] for r in replies[2:]), replies[2:]
+    assert [] == result(daemon.socket, "v1/remembered/list", {})["entries"]
+    assert 0 == daemon.status()["reloads"]
+    refused = daemon.events("peer.refused")
+    assert ["v1/remember", "v1/remembered/forget", "v1/reload"] == [e["method"] for e in refused]
+    # the owner's own processes: as before
+    assert result(daemon.socket, "v1/remember", remember)["entryId"]
+    assert 1 == len(result(daemon.socket, "v1/remembered/list", {})["entries"])
+
+
 @root_only
 def test_group_member_reaches_socket_in_directory_the_daemon_created(
     shared_dir: Path, daemons: Callable[..., Daemon]
