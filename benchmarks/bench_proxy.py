@@ -10,7 +10,9 @@
     memo of analysed commands starts empty). Reported: p50 and p99 per request of each
     path, the added p50/p99, the median per-request difference, and policyd's CPU time per
     request (``/proc/PID/stat``, all its threads, the turn only: the load on a shared
-    machine disturbs it less than wall time).
+    machine disturbs it less than wall time). Then the agent sends the same 200 requests
+    again (new tool call ids), as a session repeats its commands: their p50/p99 and the
+    added p50/p99 are reported apart (the analysis of each command is then memoised).
 (b) **Relay throughput**: 20,000 1-KiB ``session/update`` notifications through the proxy
     vs direct (``bench_relay``'s blast agent and reader); the ratio of the medians.
 (c) **Replay**: ``policyd replay`` decisions/s with ``--jobs 1`` and with all cores
@@ -64,8 +66,9 @@ RELAY_MESSAGES = 20_000
 REPLAY_RECORDS = 20_000
 
 #: The agent of (a): answers initialize and session/new, then on ``bench/go`` sends each
-#: request of the file named by argv[1] and waits for its answer; ends with ``bench/done``
-#: carrying the round trips (ns) and the options chosen.
+#: request of the file named by argv[1] and waits for its answer, with a ``bench/half``
+#: notification between the file's two halves; ends with ``bench/done`` carrying the round
+#: trips (ns) and the options chosen.
 TURN_AGENT = r"""
 import json, os, sys, time
 requests = [json.loads(l) for l in open(sys.argv[1])]
@@ -86,7 +89,10 @@ while True:
         break
 times, chosen = [], []
 clock = time.perf_counter_ns
+half = len(requests) // 2
 for i, params in enumerate(requests):
+    if i == half:  # the client samples policyd's CPU time here (the first pass's)
+        send({"jsonrpc": "2.0", "method": "bench/half", "params": {}})
     data = json.dumps({"jsonrpc": "2.0", "id": 1000 + i, "method": "session/request_permission",
                        "params": params}).encode() + b"\n"
     t0 = clock()
@@ -198,8 +204,8 @@ def cpu_s(pid: int) -> float:
 
 def run_turn(argv: list[str], tmp: Path, name: str, requests_file: Path) -> tuple[list[float], list[str], float]:
     """One turn through ``argv`` (the agent, or a proxy of it): (round trips in ms, options
-    chosen, CPU seconds of the process during the turn). This process is the client; it
-    answers any request it is sent (direct: every one) with its first option."""
+    chosen, CPU seconds of the process during the first half of the turn). This process is
+    the client; it answers any request it is sent (direct: every one) with its first option."""
     peer = bench_relay.Peer(argv, tmp, name)
     peer.write(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,'
                b'"clientInfo":{"name":"bench-client","version":"1"},"clientCapabilities":{}}}\n')
@@ -208,17 +214,19 @@ def run_turn(argv: list[str], tmp: Path, name: str, requests_file: Path) -> tupl
                            "params": {"cwd": CWD, "mcpServers": []}}).encode() + b"\n")
     assert b"bench-session" in peer.readline()
     cpu0 = cpu_s(peer.proc.pid)
+    cpu = 0.0
     peer.write(b'{"jsonrpc":"2.0","method":"bench/go","params":{}}\n')
     while True:
         msg = json.loads(peer.readline())
         if msg.get("method") == "bench/done":
             break
+        if msg.get("method") == "bench/half":
+            cpu = cpu_s(peer.proc.pid) - cpu0
         if msg.get("method") == "session/request_permission":
             option = msg["params"]["options"][0]["optionId"]
             peer.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"],
                                    "result": {"outcome": {"outcome": "selected", "optionId": option}}}).encode()
                        + b"\n")
-    cpu = cpu_s(peer.proc.pid) - cpu0
     code = peer.close()
     if code != 0:
         raise SystemExit(f"{name} exited {code}: {peer.tail()}")
@@ -269,13 +277,17 @@ def main() -> int:
         blast = [sys.executable, "-S", "-u", str(blast_py), str(RELAY_MESSAGES), str(bench_relay.MSG_SIZE),
                  str(bench_relay.BATCH)]
         turn: dict[str, list[float]] = {"direct": [], **{k: [] for k in trees}}
+        repeated: dict[str, list[float]] = {"direct": [], **{k: [] for k in trees}}
         paired: dict[str, list[float]] = {k: [] for k in trees}
         cpu: dict[str, list[float]] = {k: [] for k in trees}
         chosen: dict[str, list[str]] = {}
         relay: dict[str, list[float]] = {"direct": [], **{k: [] for k in trees}}
         for r in range(args.rounds):
             requests_file = tmp / f"requests-{r}.jsonl"
-            requests_file.write_text("".join(json.dumps(p) + "\n" for p in turn_requests(r)))
+            first = turn_requests(r)
+            again = [{**p, "toolCall": {**p["toolCall"], "toolCallId": p["toolCall"]["toolCallId"] + "-again"}}
+                     for p in first]
+            requests_file.write_text("".join(json.dumps(p) + "\n" for p in [*first, *again]))
             agent = [sys.executable, "-S", "-u", str(agent_py), str(requests_file)]
             order = ["direct", *trees] if r % 2 == 0 else [*reversed(list(trees)), "direct"]
             direct_times: list[float] = []
@@ -284,6 +296,7 @@ def main() -> int:
                 argv = agent if label == "direct" else with_tree(proxy_argv(trees[label], tmp, label) + agent,
                                                                   trees[label])
                 times, picked, used = run_turn(argv, tmp, f"turn-{label}-{r}", requests_file)
+                times, picked, repeated[label] = times[:TURN], picked[:TURN], repeated[label] + times[TURN:]
                 turn[label] += times
                 if label == "direct":
                     direct_times = times
@@ -324,6 +337,12 @@ def main() -> int:
                   f"{statistics.median(ratios):.2f}")
         added = statistics.median(turn["proxy"]) - d50
         print(f"    target added p50 <= 0.5 ms: {added:.3f} ms -> {'met' if added <= 0.5 else 'NOT MET'}")
+        r50, r99 = summary(repeated["direct"])
+        print(f"    the same {TURN} requests again in the same processes (new tool call ids; the memo of analysed "
+              f"commands warm):\n    {'direct':<12}{r50:>9.3f}{r99:>9.3f}")
+        for label in trees:
+            p50, p99 = summary(repeated[label])
+            print(f"    {label:<12}{p50:>9.3f}{p99:>9.3f}{'':>10}{p50 - r50:>+11.3f}{p99 - r99:>+11.3f}")
 
         print(f"\n(b) relay: {RELAY_MESSAGES:,} x 1 KiB session/update notifications, {args.rounds} runs each, "
               "interleaved")
