@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -38,6 +39,32 @@ def test_equal_options_are_built_once() -> None:
             assert len(options) > 2 * len(set(options)), name  # the catalogue does repeat options
             assert len({id(o) for o in options}) == len(set(options)), name
             assert len({id(o.effects) for o in options}) == len({o.effects for o in options}), name
+
+
+def test_the_checked_cache_builds_every_entry_as_the_toml_does_sharing_options_across_entries() -> None:
+    """Every shipped entry built from the checked cache equals the one built from the TOML;
+    the cache holds each distinct option table once, and an option two entries share is
+    built once (the first lookup of a program checks only options no earlier one had)."""
+    files = shipped_files()
+    from_toml = cat.load(files, unique=True)
+    checked = cat.checked_entries(files)
+    distinct = {json.dumps(o, sort_keys=True) for o in checked["options"]}
+    assert len(distinct) == len(checked["options"])
+
+    def refs(table: dict[str, object]) -> int:
+        subs = table.get("subcommand") or []
+        assert isinstance(subs, list)
+        return len(table.get("options") or []) + sum(refs(sub) for sub in subs)  # type: ignore[arg-type]
+
+    assert 3 * len(distinct) < sum(refs(json.loads(text)) for _, programs in checked["files"] for _, text in programs)
+    cached = cat.from_checked(json.loads(json.dumps(checked)))  # as celcache writes and reads it
+    names = sorted(from_toml.names())
+    assert names == sorted(cached.names())
+    for name in names:
+        assert from_toml.get(name) == cached.get(name), name
+    helps = [o for name in ("ls", "cat", "grep") for o in cached.get(name).options  # type: ignore[union-attr]
+             if o.names == ("--help",)]
+    assert len(helps) == 3 and len({id(o) for o in helps}) == 1
 
 
 def test_lookup_is_case_insensitive_and_later_entries_replace() -> None:

@@ -60,6 +60,11 @@ _OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is", "fi
 LOOKUPS: frozenset[str] = frozenset({"path", "path-first", "candidates"})
 
 
+#: A checked cache's distinct option tables, what each built into (None: not yet), and the
+#: values interned while building its entries (see :func:`from_checked`).
+_Shared = tuple[list[Any], list["Option | None"], dict[object, Any]]
+
+
 class CatalogueError(ValueError):
     """A catalogue file does not follow the schema; ``problems`` lists every one."""
 
@@ -228,11 +233,15 @@ class Catalogue:
     for the ~260 programs a session never runs.
     """
 
-    __slots__ = ("_base", "_by_name", "_deferred", "memo")
+    __slots__ = ("_base", "_by_name", "_deferred", "_options", "memo")
 
     def __init__(self, programs: Iterable[Program] = (), base: Catalogue | None = None) -> None:
         self._by_name: dict[str, Program] = {}
         self._deferred: dict[str, tuple[str, str]] = {}  # name -> (origin, the table as JSON text)
+        #: the deferred entries' option tables, each distinct one once (their JSON names them by
+        #: index), what each built into (None: not yet), and the values interned while building
+        #: deferred entries: each equal value built once for every entry
+        self._options: _Shared = ([], [], {})
         self._base = base
         self.memo = Memo()
         self.add(programs)
@@ -259,7 +268,7 @@ class Catalogue:
         if raw is None:
             return None
         origin, text = raw
-        ck = _Checker(origin)
+        ck = _Checker(origin, self._options)
         program = ck.program("file", json.loads(text))
         if program is None or ck.problems:  # cannot happen for checked tables; never guess
             raise CatalogueError(ck.problems or [f"{origin}: {key}: entry does not build"])
@@ -293,12 +302,14 @@ class Catalogue:
 
 
 class _Checker:
-    def __init__(self, origin: str) -> None:
+    def __init__(self, origin: str, shared: _Shared | None = None) -> None:
         self.origin = origin
         self.problems: list[str] = []
+        #: a checked cache's distinct option tables and their built options (see from_checked)
+        self._shared_raw, self._shared_built, interned = shared if shared is not None else ([], [], {})
         # equal values built once: options repeat across subcommands (git's 2,886 options
         # are 822 distinct values, npm's 1,666 are 80), and every option has effect sets
-        self._interned: dict[object, Any] = {}
+        self._interned: dict[object, Any] = interned
         # one spelling index per distinct option list (never mutated: shared between entries)
         self._indexes: dict[tuple[Option, ...], tuple[dict[str, Option], tuple[str, ...]]] = {}
 
@@ -342,6 +353,11 @@ class _Checker:
                 self.bad(where, f"unknown key {k!r}")
 
     def option(self, where: str, raw: object) -> Option | None:
+        if type(raw) is int and 0 <= raw < len(self._shared_raw):  # a checked cache's shared table
+            built = self._shared_built[raw]
+            if built is None:
+                built = self._shared_built[raw] = self.option(where, self._shared_raw[raw])
+            return built
         if not isinstance(raw, dict):
             self.bad(where, "an option must be a table")
             return None
@@ -634,24 +650,52 @@ def load(files: Iterable[tuple[str, str]], unique: bool = False) -> Catalogue:
     return cat
 
 
-def checked_entries(files: Iterable[tuple[str, str]]) -> list[tuple[str, list[tuple[list[str], str]]]]:
-    """``(origin, [(names, the program table as JSON text)])`` for each catalogue file: the
-    compact form :func:`from_checked` reads (text, not parsed tables: ~1 MB where the
-    parsed tables of the shipped catalogue hold ~9 MB). Only for files :func:`load` accepted."""
+CheckedEntries = dict[str, Any]
+
+
+def checked_entries(files: Iterable[tuple[str, str]]) -> CheckedEntries:
+    """The compact form :func:`from_checked` reads, for files :func:`load` accepted:
+    ``files``: ``(origin, [(names, the program table as JSON text)])`` per file (text, not
+    parsed tables: ~1 MB where the parsed tables of the shipped catalogue hold ~9 MB), each
+    option table in them replaced by its index in ``options``, the distinct option tables
+    (the shipped catalogue's 18,912 options are 4,993 distinct tables): the first lookup of
+    an entry then checks and builds only the options no earlier entry had."""
+    options: list[Any] = []
+    index: dict[str, int] = {}
+
+    def share(option: Any) -> int:
+        key = json.dumps(option, sort_keys=True, separators=(",", ":"))
+        if key not in index:
+            index[key] = len(options)
+            options.append(option)
+        return index[key]
+
+    def shared(table: dict[str, Any]) -> dict[str, Any]:
+        out = dict(table)
+        if isinstance(table.get("options"), list):
+            out["options"] = [share(o) for o in table["options"]]
+        if isinstance(table.get("subcommand"), list):
+            out["subcommand"] = [shared(sub) if isinstance(sub, dict) else sub for sub in table["subcommand"]]
+        return out
+
     out: list[tuple[str, list[tuple[list[str], str]]]] = []
     for origin, text in files:
         tables = tomllib.loads(text).get("program", [])
-        out.append((origin, [(list(t["names"]), json.dumps(t, separators=(",", ":"))) for t in tables]))
-    return out
+        out.append((origin, [(list(t["names"]), json.dumps(shared(t), separators=(",", ":"))) for t in tables]))
+    return {"options": options, "files": out}
 
 
-def from_checked(entries: Iterable[tuple[str, Iterable[tuple[Sequence[str], str]]]]) -> Catalogue:
+def from_checked(entries: CheckedEntries) -> Catalogue:
     """A catalogue of deferred entries from :func:`checked_entries` of files :func:`load`
     accepted before (the same text checked by the same code: the I/O shell's cache,
-    ``policyd.celcache``). Each entry is parsed, built and checked again on first lookup.
-    Raises TypeError/ValueError on a malformed shape."""
+    ``policyd.celcache``). Each entry is parsed, built and checked again on first lookup
+    (each distinct option once). Raises TypeError/ValueError/KeyError on a malformed shape."""
     cat = Catalogue()
-    for origin, programs in entries:
+    options = entries["options"]
+    if not isinstance(options, list):
+        raise TypeError("catalogue cache: options must be a list")
+    cat._options = (options, [None] * len(options), {})
+    for origin, programs in entries["files"]:
         for names, text in programs:
             if not isinstance(text, str) or not isinstance(origin, str):
                 raise TypeError("catalogue cache: origin and program text must be strings")
