@@ -348,6 +348,23 @@ def test_agent_settings_and_worktree_git_dirs_stay_read_only(tmp_path: Path, set
         assert not (home / ".claude" / "settings.json").exists()  # made for the session, removed after
 
 
+def run_script(tmp: Path, ws: Path, env: dict[str, str], script: str, policy_args: list[str]) -> dict[str, str]:
+    """``bash SCRIPT`` run by the agent in a ``--sandbox required`` session (allowed by the
+    policy): the ``name=value`` lines it printed."""
+    argv = [sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", "required", *policy_args,
+            "--", sys.executable, str(AGENT)]
+    client = AcpAgentClient(argv, env, ws, tmp / "policyd.stderr")
+    try:
+        client.initialize(fs=False, timeout=60)
+        assert "result" in client.new_session(ws, timeout=60)
+        client.prompt("s1", f"run: bash {script}", timeout=120)
+        report = json.loads(client.updates("agent_message_chunk")[0]["content"]["text"])
+    finally:
+        client.close()
+    assert report["allowed"], client.stderr()[-2000:]
+    return dict(line.split("=", 1) for line in report["stdout"].splitlines())
+
+
 @needs_sandbox
 def test_the_policy_in_force_is_read_only_inside(tmp_path: Path) -> None:
     """A policy directory committed in the workspace (``--policy ws/.policyd``, docs/ci.md):
@@ -363,19 +380,8 @@ def test_the_policy_in_force_is_read_only_inside(tmp_path: Path) -> None:
         "echo '[policy]' > .policyd/zz.toml 2>/dev/null; echo \"add=$?\"\n"
         "cat .policyd/ci.toml >/dev/null; echo \"read=$?\"\n"
         "echo x > other.txt; echo \"workspace=$?\"\n")
-    env = policyd_env(tmp_path, {"HOME": str(home)})
-    argv = [sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", "required",
-            "--policy", str(ws / ".policyd"), "--", sys.executable, str(AGENT)]
-    client = AcpAgentClient(argv, env, ws, tmp_path / "policyd.stderr")
-    try:
-        client.initialize(fs=False, timeout=60)
-        assert "result" in client.new_session(ws, timeout=60)
-        client.prompt("s1", "run: bash loosen.sh", timeout=120)
-        report = json.loads(client.updates("agent_message_chunk")[0]["content"]["text"])
-    finally:
-        client.close()
-    assert report["allowed"], client.stderr()[-2000:]
-    seen = dict(line.split("=", 1) for line in report["stdout"].splitlines())
+    seen = run_script(tmp_path, ws, policyd_env(tmp_path, {"HOME": str(home)}), "loosen.sh",
+                      ["--policy", str(ws / ".policyd")])
     assert "0" != seen["edit"] and "0" != seen["add"], seen
     assert "0" == seen["read"] and "0" == seen["workspace"], seen
     assert before == (ws / ".policyd" / "ci.toml").read_text() and not (ws / ".policyd" / "zz.toml").exists()
@@ -632,18 +638,7 @@ def test_what_policyd_trusts_beside_its_policy_is_read_only_inside(tmp_path: Pat
         f"echo x > {cache}/other.txt; echo \"beside=$?\"\n")
     env = policyd_env(tmp_path, {"HOME": str(home), "XDG_CACHE_HOME": str(cache), "XDG_STATE_HOME": str(state)})
     env.pop("POLICYD_STORE_PATH")  # the default store, under XDG_STATE_HOME
-    argv = [sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", "required",
-            *[a for p in POLICIES for a in ("--policy", str(p))], "--", sys.executable, str(AGENT)]
-    client = AcpAgentClient(argv, env, ws, tmp_path / "policyd.stderr")
-    try:
-        client.initialize(fs=False, timeout=60)
-        assert "result" in client.new_session(ws, timeout=60)
-        client.prompt("s1", "run: bash poison.sh", timeout=120)
-        report = json.loads(client.updates("agent_message_chunk")[0]["content"]["text"])
-    finally:
-        client.close()
-    assert report["allowed"], client.stderr()[-2000:]
-    seen = dict(line.split("=", 1) for line in report["stdout"].splitlines())
+    seen = run_script(tmp_path, ws, env, "poison.sh", [a for p in POLICIES for a in ("--policy", str(p))])
     assert "0" != seen["cache"] and "0" != seen["store"], seen
     assert "0" == seen["beside"], seen
     assert not (cache / "policyd" / "catalogue" / "zz.json").exists()
