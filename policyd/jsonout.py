@@ -43,13 +43,13 @@ _PASSTHROUGH = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIM
 def dumps_as_json(value: Any, default: Callable[[Any], Any] | None = None) -> bytes:
     """UTF-8 JSON of ``value`` that reads back as ``json.dumps(value, default=default)``
     does. orjson's output is kept unless a ``null`` value is in it (after ``:``, ``,`` or
-    ``[``: a ``null`` inside a string may match too, which only costs the slower path),
-    since a NaN or an infinity would be one there; otherwise ``json`` writes it."""
+    ``[``: a ``null`` inside a string may match too, which only costs the slower path) or is
+    the whole of it, since a NaN or an infinity would be one there; otherwise ``json`` writes it."""
     try:
         data = orjson.dumps(value, default=_refuse, option=_PASSTHROUGH)
     except TypeError:  # orjson.JSONEncodeError included
         data = b""
-    if data and b":null" not in data and b",null" not in data and b"[null" not in data:
+    if data and data != b"null" and b":null" not in data and b",null" not in data and b"[null" not in data:
         return data
     return json.dumps(value, default=default).encode()
 
