@@ -572,7 +572,7 @@ class Resolver:
 
     def _resolve(self, path: str) -> str:
         head, _, base = path.rpartition("/")
-        if (not head or not path.startswith("/") or "//" in path or base in ("", ".", "..")
+        if (not head or not path.startswith("/") or "//" in path or base in ("", ".", "..") or "/../" in path
                 or "\0" in path or not _encodable(path) or path.count("/") > MAX_MEMO_DEPTH):
             return realpath(path)  # "//": os.path.realpath has its own answers after a link loop
         known = self._dirs.get(path)

@@ -39,7 +39,44 @@ def resolve(path: str, cwd: str, home: str) -> str:
     """Absolute normalised form of ``path`` (see module doc). ``""`` stays ``""``."""
     if not path:
         return ""
-    path = path[:MAX_PATH_CHARS]
+    path = _absolute(path[:MAX_PATH_CHARS], cwd, home)
+    if path == UNKNOWN:
+        return UNKNOWN
+    norm = posixpath.normpath(path)
+    # POSIX keeps a leading "//"; treat it as "/" (Linux does).
+    if norm.startswith("//"):
+        norm = "/" + norm.lstrip("/")
+    return norm
+
+
+def physical(path: str, cwd: str, home: str) -> str | None:
+    """``path`` as the kernel walks it, when one of its own ``..`` follows one of its own
+    components (``outbox/../x``): absolute, with ``.`` and repeated slashes dropped but every
+    ``..`` kept, because the kernel goes up from where ``outbox`` *leads* (a symbolic link
+    may put that anywhere: ``outbox -> ~/.ssh`` makes it ``~/x``), while :func:`resolve`
+    folds the pair away lexically. None when no such ``..`` is in it (then the lexical form
+    is where the kernel goes from the directory it starts in). The I/O shell's real path of
+    this form is the physical one (``os.path.realpath`` resolves links before each ``..``)."""
+    if ".." not in path or not path:
+        return None
+    own = 0
+    for i, part in enumerate(path[:MAX_PATH_CHARS].split("/")):
+        if part == "..":
+            if own:
+                break
+        elif part not in ("", ".") and not (i == 0 and part.startswith(("~", "$HOME", "${HOME}"))):
+            own += 1  # (a home a leading tilde or $HOME names is not the path's own)
+    else:
+        return None
+    joined = _absolute(path[:MAX_PATH_CHARS], cwd, home)
+    if joined == UNKNOWN:
+        return None
+    return "/" + "/".join(part for part in joined.split("/") if part not in ("", "."))
+
+
+def _absolute(path: str, cwd: str, home: str) -> str:
+    """``path`` with ``~``/``$HOME`` expanded and joined to ``cwd`` (not normalised);
+    :data:`UNKNOWN` for a directory-stack tilde."""
     if home:
         if path == "~" or path.startswith("~/"):
             path = home + path[1:]
@@ -60,11 +97,7 @@ def resolve(path: str, cwd: str, home: str) -> str:
             path = ("/root" if name == "root" else f"/home/{name}") + ("/" + rest if rest else "")
     if not path.startswith("/"):
         path = posixpath.join(cwd or "/", path)
-    norm = posixpath.normpath(path)
-    # POSIX keeps a leading "//"; treat it as "/" (Linux does).
-    if norm.startswith("//"):
-        norm = "/" + norm.lstrip("/")
-    return norm
+    return path
 
 
 def within(path: str, directory: str) -> bool:

@@ -440,11 +440,24 @@ def _resolve_braces(path: str, cwd: str, home: str) -> list[str]:
             changed = True
             expanded.extend(w[: m.start()] + alt + w[m.end() :] for alt in alts)
             if len(expanded) > MAX_BRACE_ALTERNATIVES:
-                return [*(paths.resolve(x, cwd, home) for x in expanded[:MAX_BRACE_ALTERNATIVES]), UNKNOWN_PATH]
+                return [*_resolved(expanded[:MAX_BRACE_ALTERNATIVES], cwd, home), UNKNOWN_PATH]
         if not changed:
-            return [paths.resolve(w, cwd, home) for w in words]
+            return _resolved(words, cwd, home)
         words = expanded
-    return [*(paths.resolve(w, cwd, home) for w in words), UNKNOWN_PATH]
+    return [*_resolved(words, cwd, home), UNKNOWN_PATH]
+
+
+def _resolved(words: Sequence[str], cwd: str, home: str) -> list[str]:
+    """Each word's ``paths.resolve``, followed by its ``paths.physical`` form where it has
+    one (``outbox/../x``: the kernel goes up from where the link ``outbox`` leads, and the
+    real path of that form says where; the lexical one stays for rules that match names)."""
+    out: list[str] = []
+    for w in words:
+        out.append(lexical := paths.resolve(w, cwd, home))
+        walked = paths.physical(w, cwd, home)
+        if walked is not None and walked != lexical:
+            out.append(walked)
+    return out
 
 
 def _brace_words(group: str) -> list[str] | None:
