@@ -97,6 +97,12 @@ def test_lookup_is_case_insensitive_and_later_entries_replace() -> None:
         ('schema = 1\n[[program]]\nnames = ["x"]\nwrites_into = "/"\n', 'writes_into must be "."'),
         ('schema = 1\n[[program]]\nnames = ["x"]\noptions = [{ names = ["-l"], lists_only = 1 }]\n',
          "lists_only must be a bool"),
+        ('schema = 1\n[[program]]\nnames = ["x"]\noptions = [{ names = ["-L"], dereferences = "yes" }]\n',
+         "dereferences must be a bool"),
+        ('schema = 1\n[[program]]\nnames = ["x"]\noperands = [{ role = "write", follows = false }]\n',
+         "follows = false is only for a read operand"),
+        ('schema = 1\n[[program]]\nnames = ["x"]\noperands = [{ role = "read", follows = 0 }]\n',
+         "follows must be a bool"),
     ],
 )
 def test_schema_check_reports_the_problem(text: str, problem: str) -> None:

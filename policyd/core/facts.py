@@ -427,6 +427,13 @@ class Facts(RunChecks):
 
     @once
     def paths(self) -> tuple[str, ...]:
+        return self._paths[0]
+
+    @once
+    def _paths(self) -> tuple[tuple[str, ...], frozenset[str]]:
+        """(``tool.paths``, those of them only named by operands whose final symbolic link
+        the program does not follow: ``CommandFacts.unfollowed`` and the matches of such a
+        glob, when no other word, command, redirect or walk names them: :attr:`real_paths`)."""
         found: list[str] = []
         for loc in self._dicts(self.call.get("locations")):
             _add_path(found, loc.get("path"))
@@ -447,20 +454,33 @@ class Facts(RunChecks):
         for pattern in self._filters():  # a search's file filter: what it selects under its paths
             for base in list(resolved) or [self.cwd]:
                 resolved.extend(self._resolve_in(_under(base, pattern), FILTER, [self.cwd]))
+        kept: list[str] = []  # reads whose final link is not followed
+        marks: list[tuple[int, int, frozenset[str]]] = []  # where they lie in `resolved`
         if self.analysis is not None:
             for c, cf in zip(self.analysis.commands, self.shell_facts, strict=True):
+                start = len(resolved)
                 resolved.extend(cf.reads)
+                if cf.unfollowed:
+                    kept.extend(cf.unfollowed)
+                    marks.append((start, len(resolved), frozenset(cf.unfollowed)))
                 resolved.extend(cf.writes)
                 resolved.extend(cf.chdirs)
                 resolved.extend(self.command_paths(c, cf))
             for _, raw, _, targets in self.redirect_targets:
                 if raw:
                     resolved.extend(t for t in targets if t.startswith("/"))
+        plain = [r for i, r in enumerate(resolved)
+                 if not any(a <= i < b and r in skip for a, b, skip in marks)] if marks else resolved
         resolved = self._with_matches(resolved)
-        resolved.extend(self._secrets_read(resolved))
-        resolved.extend(f"{p}/{NAMED_DIR_FILES[p.rsplit('/', 1)[-1]]}" for p in resolved
-                        if p.endswith(_NAMED_DIRS))
-        return _with_case_variants(_unique(resolved), self.query.session.roots)
+        walked = self._secrets_read(resolved)
+        resolved.extend(walked)
+        named = [f"{p}/{NAMED_DIR_FILES[p.rsplit('/', 1)[-1]]}" for p in resolved if p.endswith(_NAMED_DIRS)]
+        resolved.extend(named)
+        unfollowed: frozenset[str] = frozenset()
+        if kept:
+            followed = {*self._with_matches(plain), *walked, *named}
+            unfollowed = frozenset(p for p in self._with_matches(kept) if p not in followed)
+        return _with_case_variants(_unique(resolved), self.query.session.roots), unfollowed
 
     def _secrets_read(self, resolved: list[str]) -> list[str]:
         """The files a recursive reader reads below a directory (``grep -r API_KEY .``, ``rg
@@ -636,9 +656,16 @@ class Facts(RunChecks):
 
     @once
     def real_paths(self) -> tuple[str, ...]:
+        """``paths`` with symbolic links resolved; a path only an operand names whose final
+        link the program does not follow (``du -s outbox``, ``ls -d *``: lstat) keeps its
+        last name: its directory's real path joined with it (``Facts._paths``)."""
         if self._realpath is None:
             return self.paths
-        return _unique(self._realpath(p) for p in self.paths)
+        realpath = self._realpath
+        unfollowed = self._paths[1]
+        if not unfollowed:
+            return _unique(realpath(p) for p in self.paths)
+        return _unique(_real_link(realpath, p) if p in unfollowed else realpath(p) for p in self.paths)
 
     @once
     def real_write_paths(self) -> tuple[str, ...]:
@@ -1043,6 +1070,15 @@ def _raw_path_like(v: str) -> bool:
     return (0 < len(v) <= 4096 and "\n" not in v and "://" not in v
             and (v.startswith(("/", "~/", "./", "../")) or ("/" in v and " " not in v.strip())
                  or v in (".", "..", "~") or (v.startswith(".") and " " not in v)))
+
+
+def _real_link(realpath: RealPath, p: str) -> str:
+    """The real path of the entry ``p`` names itself, a symbolic link not followed (lstat
+    semantics): its directory's real path joined with its last name."""
+    head, _, base = p.rpartition("/")
+    if not p.startswith("/") or p == UNKNOWN_PATH or base in ("", ".", ".."):
+        return realpath(p)
+    return realpath(head or "/").rstrip("/") + "/" + base
 
 
 def _with_case_variants(found: tuple[str, ...], roots: Iterable[str]) -> tuple[str, ...]:

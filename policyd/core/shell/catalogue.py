@@ -54,8 +54,9 @@ _PROGRAM_KEYS = frozenset({
 _EXAMPLE_KEYS = frozenset({"command", "effects"})
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
                           "repeat", "summary", "values", "lists_only", "remote", "forces_local",
-                          "follows_links", "keeps_links", "pattern", "members", "recursive", "archive"})
-_OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is", "files", "lookup"})
+                          "follows_links", "keeps_links", "pattern", "members", "recursive", "archive",
+                          "dereferences"})
+_OPERAND_KEYS = frozenset({"role", "count", "effects", "default", "last_is", "files", "lookup", "follows"})
 #: Where a program looks for a ``run`` operand besides the path as written (SCHEMA.md ``lookup``).
 LOOKUPS: frozenset[str] = frozenset({"path", "path-first", "candidates"})
 
@@ -102,6 +103,10 @@ class Option:
     #: its value is the archive a ``members`` command reads the names from, opened where the
     #: command starts, before any ``chdir`` option (GNU tar's ``-f`` before ``-C``)
     archive: bool = False
+    #: whether, with it, the final symbolic link of each ``read`` operand is followed:
+    #: ``True`` (``du -L``, ``stat -L``, ``ls -H``: it is), ``False`` (``ls -d``, ``ls -l``:
+    #: it is not), None (no say). Any ``True`` given wins, whatever the order (SCHEMA.md)
+    dereferences: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +126,9 @@ class Operand:
     #: ``path-first``: a name without ``/`` is searched in ``PATH`` first, source FILE;
     #: ``candidates``: other names and a directory's entry point, node FILE); "" none
     lookup: str = ""
+    #: False: the program does not follow the final symbolic link of such an operand
+    #: (``du``, ``stat``, ``readlink``: lstat semantics) unless an option ``dereferences``
+    follows: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,9 +407,14 @@ class _Checker:
             "remote", "forces_local", "follows_links", "keeps_links", "members", "recursive", "archive"))
         if remote and arity == 0:
             self.bad(w, "remote given for an option of arity 0")
+        dereferences = raw.get("dereferences")
+        if dereferences is not None and not isinstance(dereferences, bool):
+            self.bad(w, "dereferences must be a bool")
+            dereferences = None
         return self.intern(Option(self.intern(names), arity, value, self.intern(frozenset(effects)), replaces,
                                   operands_as, self.intern(frozenset(values)), lists_only, remote,
-                                  forces_local, follows, keeps, pattern, members, recursive, archive))
+                                  forces_local, follows, keeps, pattern, members, recursive, archive,
+                                  dereferences))
 
     def flag(self, where: str, raw: Mapping[str, Any], key: str) -> bool:
         value = raw.get(key, False)
@@ -435,8 +448,14 @@ class _Checker:
         lookup = self.choice(where, raw.get("lookup"), "lookup", LOOKUPS, "")
         if lookup and role != "run":
             self.bad(where, "lookup is only for a run operand")
+        follows = raw.get("follows", True)
+        if not isinstance(follows, bool):
+            self.bad(where, "follows must be a bool")
+            follows = True
+        if not follows and role != "read":
+            self.bad(where, "follows = false is only for a read operand")
         return self.intern(Operand(role, count, self.intern(frozenset(effects)), default, last_is,
-                                   self.intern(files), lookup))
+                                   self.intern(files), lookup, follows))
 
     def program(self, where: str, raw: object, depth: int = 0) -> Program | None:
         if not isinstance(raw, dict):

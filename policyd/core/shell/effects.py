@@ -157,6 +157,12 @@ class Judgement:
     #: (config file names, keys): configs it reads where it runs whose keys name code it
     #: loads (mypy.ini ``plugins``): the facts read them for paths outside the roots
     configs: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    #: read operands (also in ``reads``) whose final symbolic link the program does not
+    #: follow (an operand ``follows = false``: ``du``, ``stat``; an option ``dereferences =
+    #: false``: ``ls -d``), each naming the link itself: no trailing ``/`` or ``/.``, no
+    #: ``..``, no brace (:func:`_names_the_link`). The facts layer judges such a path's real
+    #: path as its directory's joined with its last name (``Facts.real_paths``)
+    unfollowed: tuple[Word, ...] = ()
 
 
 @dataclass(slots=True)
@@ -198,6 +204,9 @@ class _Acc:
     wide_placeholders: bool = False  # some find -exec's {} is anything find reads
     #: inline code given to an option (``python -c``): (language, text, the option's effects)
     code: list[tuple[str, Word, frozenset[str]]] = field(default_factory=list)
+    #: the ``dereferences`` values of the options given (``Option.dereferences``)
+    derefs: set[bool] = field(default_factory=set)
+    unfollowed: list[Word] = field(default_factory=list)
 
     def unknown(self, why: str) -> None:
         self.effects.add("unknown")
@@ -344,6 +353,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         recursive=acc.recursive,
         archives=tuple(acc.archives),
         worktrees=tuple(acc.worktrees),
+        unfollowed=tuple(acc.unfollowed),
     )
 
 
@@ -539,6 +549,8 @@ def _parse(entry: Program, words: list[Word], acc: _Acc, cmd: SimpleCommand) -> 
                 operands_as = opt.operands_as
             acc.follows = acc.follows or opt.follows_links
             acc.keeps = acc.keeps or opt.keeps_links
+            if opt.dereferences is not None:
+                acc.derefs.add(opt.dereferences)
             acc.members = acc.members or opt.members
             acc.recursive = acc.recursive or opt.recursive
             if opt.archive and value is not None:
@@ -786,6 +798,8 @@ def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: 
             for w in got[:-1]:  # DEST may be a directory: each source lands in DEST/NAME
                 _into(got[-1], w, s.last_is, p, chain, acc)
         else:
+            if role == "read" and (not s.follows or False in acc.derefs) and True not in acc.derefs:
+                acc.unfollowed.extend(w for w in got if _names_the_link(w))
             for w in got:
                 if role == "run" and s.lookup in ("path", "path-first") and "/" not in w[0]:
                     if s.lookup == "path-first" or not _runnable(w):
@@ -800,6 +814,23 @@ def _operands(p: Program, chain: list[Program], operands: list[Word], replaced: 
     if left > 0:
         extra = operands[pos:]
         acc.unknown(f"{' '.join(x.names[0] for x in chain)} takes no operand {extra[0][0]!r}")
+
+
+def _names_the_link(w: Word) -> bool:
+    """Whether a program that does not follow an operand's final symbolic link (lstat) gets
+    the link itself from word ``w``: a literal path or glob whose last component is a name
+    (``outbox``, ``docs/creds``, ``*``). Not a trailing ``/`` or ``/.`` (the kernel then
+    follows the link whatever the program's options: ``ls -d outbox/``, ``du outbox/.``), not
+    ``.``, no ``..`` anywhere (the path is normalised lexically, the kernel follows a link
+    before a ``..``), no brace (``outbox{,/}`` makes a trailing ``/``), no bracket holding a
+    ``/``, no expansion."""
+    text, kind = w
+    if kind not in (LITERAL, PATTERN) or not text or "{" in text or "$" in text or "`" in text:
+        return False
+    parts = text.split("/")
+    if parts[-1] in ("", ".", "..") or ".." in parts:
+        return False
+    return "[" not in text or "/" not in text[text.index("["):]
 
 
 def _named_file(w: Word, files: tuple[str, ...]) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
@@ -99,6 +100,9 @@ class CommandFacts:
     #: ``archived``: the same words as resolved with its other paths (to tell them apart)
     archives: tuple[str, ...] = ()
     archived: tuple[str, ...] = ()
+    #: ``Judgement.unfollowed`` resolved (also in ``reads``), less any path another of its
+    #: words names too (``ls -d x x/``): the reads whose final link it does not follow
+    unfollowed: tuple[str, ...] = ()
 
 
 def analyse_text(text: str, catalogue: Catalogue, cwd: str,
@@ -202,13 +206,30 @@ def analyse_commands(analysis: ShellAnalysis, catalogue: Catalogue, cwd: str,
         out.append(CommandFacts(j, tuple(own), _unique(reads), _unique(writes),
                                 _unique(deletes), _unique(chdirs), tuple(unknown),
                                 creates, _unique(discards), runs, must_exist, res.paths(j.pathspecs, own),
-                                res.paths(j.archives, current), res.paths(j.archives, own)))  # tar -f: where it starts
+                                res.paths(j.archives, current), res.paths(j.archives, own),  # tar -f: where it starts
+                                _unfollowed(j, own, reads, writes, chdirs, res)))
         moved = _cd_targets(c, j, res, current)
         if moved is not None:
             current = moved if c.seq == "and" else _bounded([*current, *moved])
         elif chdirs and _wraps(c, i, cmds):
             current = _bounded([*current, *chdirs])
     return tuple(out)
+
+
+def _unfollowed(j: Judgement, own: list[str], reads: list[str], writes: list[str], chdirs: list[str],
+                res: _Resolver) -> tuple[str, ...]:
+    """``CommandFacts.unfollowed``: the paths of ``j.unfollowed`` that no other word of the
+    command names (a path also read through ``x/``, written or fed on stdin is followed)."""
+    if not j.unfollowed:
+        return ()
+    rest = Counter(j.reads)
+    rest.subtract(j.unfollowed)
+    kept = _unique([r for w in j.unfollowed for r in res.word(w, own)])
+    named = {r for w, n in rest.items() if n > 0 for r in res.word(w, own)}
+    named.update(writes, chdirs)
+    own_reads = {r for w in j.reads for r in res.word(w, own)}
+    named.update(r for r in reads if r not in own_reads)  # fed on stdin (xargs)
+    return tuple(r for r in kept if r not in named)
 
 
 def _links_out(j: Judgement, cwds: list[str], writes: list[str], root: str, res: _Resolver) -> bool:
