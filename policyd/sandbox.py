@@ -405,10 +405,8 @@ def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state
         args += ["--ro-bind", home, home]  # the home stays visible (read-only) under the private /tmp
     for visible in _under_tmp(needed):
         args += ["--ro-bind", visible, visible]
-    writable: list[str] = []
-    for root in plan.roots:
-        args += ["--bind", root, root]
-        writable.append(root)
+    writable: list[str] = list(plan.roots)
+    mounts = [(root, root) for root in plan.roots]  # (source, destination) of the writable binds
     skipped: list[str] = []
     for extra in plan.writable:
         if extra in state and not _exists(extra) and not extra.endswith(".json"):
@@ -417,17 +415,24 @@ def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state
         if not found:
             skipped.append(extra)
         for path in found:
-            args += ["--bind", _real(path), path]
+            mounts.append((_real(path), path))
             writable.append(path)
     if skipped:
         notes["writable_missing"] = skipped
+    protected = [(pattern, [path for path in _glob(pattern) if _covered(path, writable)]) for pattern in plan.readonly]
+    pins = _pinned_parents([path for _, found in protected for path in found], writable)
+    if pins:
+        notes["pinned"] = len(pins)
+    # shallower first: a bind's source is the host's directory, so a later bind above an earlier
+    # one would hide it (a writable extra, a pin, a read-only path below)
+    for source, path in sorted([*mounts, *((d, d) for d in pins)], key=lambda m: m[1].rstrip("/").count("/")):
+        args += ["--bind", source, path]
     readonly: list[str] = []
     made: list[str] = []
-    for pattern in plan.readonly:
-        for path in _glob(pattern):
-            if _covered(path, writable):
-                args += ["--ro-bind", _real(path), path]
-                readonly.append(path)
+    for pattern, found in protected:
+        for path in found:
+            args += ["--ro-bind", _real(path), path]
+            readonly.append(path)
         base = pattern.rstrip("/")
         if not core.is_glob(base) and _covered(base, writable):
             args += _missing_git_target(base, made, readonly, state)
@@ -446,6 +451,26 @@ def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state
             args += ["--ro-bind", "/dev/null", path]
     notes["hidden"] = len(kept)
     return args
+
+
+def _pinned_parents(protected: Sequence[str], writable: Sequence[str]) -> list[str]:
+    """The directories between each read-only path and the writable bind it lies in (its
+    real path's parents, below that bind), each once: bound onto themselves, they are mount
+    points, which the kernel refuses to rename or remove (EBUSY). Without that, code inside
+    could rename a parent (``mv conf conf.old``: the read-only bind moves along) and create the
+    path again, writable, for policyd to read by name (red team rttrust F1)."""
+    pins: dict[str, None] = {}
+    covers = [_real(w) for w in writable]
+    for path in protected:
+        real = _real(path)
+        cover = max((c for c in covers if core_paths.within(real, c)), key=len, default="")
+        if not cover:
+            continue
+        d = os.path.dirname(real)
+        while d != cover and core_paths.within(d, cover) and d != "/":
+            pins[d] = None
+            d = os.path.dirname(d)
+    return list(pins)
 
 
 def _missing_git_target(target: str, made: list[str], readonly: list[str], state: Sequence[str] = ()) -> list[str]:

@@ -388,6 +388,31 @@ def test_the_policy_in_force_is_read_only_inside(tmp_path: Path) -> None:
 
 
 @needs_sandbox
+def test_a_parent_of_a_read_only_path_cannot_be_renamed_inside(tmp_path: Path) -> None:
+    """A read-only bind moves with a parent directory that is renamed, after which the path
+    could be created anew, writable, for policyd to read by name (red team rttrust F1): every
+    directory between the writable root and a read-only path is a mount point too, which the
+    kernel refuses to rename or remove; their other contents stay writable."""
+    home, ws, _ = make_world(tmp_path)
+    team = ws / "conf" / "team"
+    team.mkdir(parents=True)
+    for p in POLICIES:
+        shutil.copy(p, team / p.name)
+    before = (team / "ci.toml").read_text()
+    (ws / "swap.sh").write_text(
+        "mv conf conf.old 2>/dev/null; echo \"parent=$?\"\n"
+        "mv conf/team conf/t2 2>/dev/null; echo \"inner=$?\"\n"
+        "rm -rf conf 2>/dev/null; echo \"remove=$?\"\n"
+        "echo y > conf/notes.txt; echo \"beside=$?\"\n"
+        "mkdir -p conf/team/../other && echo y > conf/other/x; echo \"sibling=$?\"\n")
+    seen = run_script(tmp_path, ws, policyd_env(tmp_path, {"HOME": str(home)}), "swap.sh",
+                      [a for p in POLICIES for a in ("--policy", str(team / p.name))])
+    assert "0" != seen["parent"] and "0" != seen["inner"] and "0" != seen["remove"], seen
+    assert "0" == seen["beside"] and "0" == seen["sibling"], seen
+    assert before == (team / "ci.toml").read_text() and not (ws / "conf.old").exists()
+
+
+@needs_sandbox
 def test_session_outside_the_view_is_refused(tmp_path: Path) -> None:
     """A session/new whose cwd lies outside the writable roots gets a JSON-RPC error naming
     --sandbox-root (the view is fixed at spawn); one inside is created."""
@@ -635,11 +660,14 @@ def test_what_policyd_trusts_beside_its_policy_is_read_only_inside(tmp_path: Pat
         " echo \"cache=$?\"\n"
         f"mkdir -p {state}/policyd 2>/dev/null; echo x > {state}/policyd/remembered.sqlite3 2>/dev/null;"
         " echo \"store=$?\"\n"
-        f"echo x > {cache}/other.txt; echo \"beside=$?\"\n")
+        f"echo x > {cache}/other.txt; echo \"beside=$?\"\n"
+        f"mv {cache} {cache}.old 2>/dev/null; echo \"rename=$?\"\n"  # the bind would move along
+        f"mv {state} {state}.old 2>/dev/null; echo \"rename_state=$?\"\n")
     env = policyd_env(tmp_path, {"HOME": str(home), "XDG_CACHE_HOME": str(cache), "XDG_STATE_HOME": str(state)})
     env.pop("POLICYD_STORE_PATH")  # the default store, under XDG_STATE_HOME
     seen = run_script(tmp_path, ws, env, "poison.sh", [a for p in POLICIES for a in ("--policy", str(p))])
     assert "0" != seen["cache"] and "0" != seen["store"], seen
+    assert "0" != seen["rename"] and "0" != seen["rename_state"], seen
     assert "0" == seen["beside"], seen
     assert not (cache / "policyd" / "catalogue" / "zz.json").exists()
     assert not (state / "policyd" / "remembered.sqlite3").exists() or b"x\n" != (
