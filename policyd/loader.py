@@ -308,13 +308,11 @@ def guarded(policy: PolicySet, policy_paths: Sequence[str], search_path: Sequenc
 def protected_paths(policy_paths: Sequence[str], search_path: Sequence[str], files: Sequence[Path]) -> tuple[str, ...]:
     """Where policyd's own policy lives, as written and as resolved: the files loaded, every
     ``--policy`` path and search-path directory (a file added there would be loaded at the
-    next reload, even where the directory does not exist yet), the config file
-    (``POLICYD_CONFIG``) and the standard places (``$XDG_CONFIG_HOME/policyd``, ``/etc/policyd``);
-    and what policyd trusts as much as its policy (``statepaths.trusted``: its cache, the store). A request writing
-    within one is asked (``core.decide.OWN_POLICY``)."""
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    entries = [*map(str, files), *policy_paths, *search_path, os.path.join(xdg, "policyd"), "/etc/policyd",
-               os.environ.get("POLICYD_CONFIG", ""), *statepaths.trusted()]
+    next reload, even where the directory does not exist yet), and what policyd trusts as much
+    (``statepaths.trusted``: the config, ``$XDG_CONFIG_HOME/policyd``, ``/etc/policyd``, its
+    cache, the store). A request writing within one, or writing, moving or removing a
+    directory that holds one, is asked (``core.decide.OWN_POLICY``)."""
+    entries = [*map(str, files), *policy_paths, *search_path, *statepaths.trusted()]
     found: list[str] = []
     for entry in entries:
         if entry:

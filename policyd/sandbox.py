@@ -594,6 +594,9 @@ def policy_paths(settings: Settings) -> tuple[str, ...]:
     from policyd.statepaths import make_dirs, trusted
 
     make_dirs()
+    for directory in settings.search_path:  # one the agent made first would be loaded at a reload (F2)
+        if any(core_paths.within(os.path.abspath(directory), d) for d in (os.path.expanduser("~"), os.getcwd())):
+            _mkdirs(directory)
     entries = (*settings.policy, *settings.search_path, *trusted())
     return tuple(dict.fromkeys(os.path.abspath(os.path.expanduser(p)) for p in entries))
 

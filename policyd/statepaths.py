@@ -21,14 +21,36 @@ def default_store() -> str:
     return os.path.join(base, "policyd", "remembered.sqlite3")
 
 
+def config_dir() -> str:
+    """``$XDG_CONFIG_HOME/policyd`` (default ``~/.config/policyd``): the config file and the
+    default search path's ``policies.d``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "policyd")
+
+
 def trusted(store_path: str | None = None) -> tuple[str, ...]:
-    """The cache directory, the default store's directory and the store in use
-    (``store_path``, ``POLICYD_STORE_PATH``): an agent that rewrote one would change what the
-    next decision is made from (a catalogue entry without effects, a remembered allow), so
-    they are protected as the policy is (``loader.protected_paths``, the sandbox view)."""
-    entries = [cache_dir(), os.path.dirname(default_store())]
+    """What policyd reads back as trusted beside its policy files, absolute: its cache, the
+    config (``POLICYD_CONFIG``, which ``--config`` sets; ``$XDG_CONFIG_HOME/policyd``,
+    ``/etc/policyd``) and the remembered-choices store (the default store's directory; a
+    store named by ``store_path`` or ``POLICYD_STORE_PATH``: its directory, unless policyd
+    runs in or below it — then the file and SQLite's journal, WAL and shared memory). An
+    agent that rewrote one would change what the next decision is made from (a catalogue
+    entry without effects, a remembered allow, a search path of its own), so the own-policy
+    guard (``loader.protected_paths``) and the sandbox view (``sandbox.policy_paths``) both
+    protect this one list."""
+    entries = [cache_dir(), os.path.dirname(default_store()), config_dir(), "/etc/policyd"]
+    config = os.environ.get("POLICYD_CONFIG", "")
+    if config:
+        entries.append(os.path.abspath(config))
     for store in (os.environ.get("POLICYD_STORE_PATH", ""), store_path or ""):
-        if store:  # SQLite reads its journal and write-ahead log back into the database
+        if not store:
+            continue
+        store = os.path.abspath(store)
+        directory = os.path.dirname(store)
+        cwd = os.getcwd()
+        if cwd != directory and not cwd.startswith(directory.rstrip("/") + "/"):
+            entries.append(directory)
+        else:  # (its directory holds the workspace: protecting it would protect everything)
             entries += [store, f"{store}-wal", f"{store}-shm", f"{store}-journal"]
     return tuple(dict.fromkeys(entries))
 
@@ -36,8 +58,8 @@ def trusted(store_path: str | None = None) -> tuple[str, ...]:
 def make_dirs(store_path: str | None = None) -> None:
     """Create the directories of :func:`trusted` (0700) where missing, so a view that binds
     them read-only has them to bind before the agent starts (the agent could otherwise make
-    them first, writable, and policyd would take its files for its own)."""
+    them first, writable, and policyd would take its files for its own: red team rttrust F2)."""
     store = os.environ.get("POLICYD_STORE_PATH") or store_path or default_store()
-    for entry in (cache_dir(), os.path.dirname(store)):
+    for entry in (cache_dir(), os.path.dirname(store), config_dir()):
         with contextlib.suppress(OSError):  # policyd's own use of it then fails or falls back (secure_dir)
             os.makedirs(entry, mode=0o700, exist_ok=True)

@@ -118,3 +118,45 @@ def test_a_reloaded_set_keeps_the_guard(tmp_path: Path) -> None:
         assert "ask" == proxy.decide()
     finally:
         proxy.stop()
+
+
+def test_replacing_a_directory_that_holds_the_policy_is_asked(world: tuple[Path, Path]) -> None:
+    """Moving, removing, filling or extracting into a directory that holds policy files
+    replaces them as surely as editing them does (red team rttrust F4), and so does writing
+    through a link the same command makes (the link does not exist when the call is judged)."""
+    ws, home = world
+    (ws / "staged").mkdir()
+    files = [a for name in ("baseline.toml", "ci.toml") for a in ("--policy", str(ws / "team-rules" / name))]
+    writes = [
+        "mv team-rules old && mv staged team-rules",
+        "rm -rf team-rules",
+        "cp -rT staged team-rules",
+        "tar xf a.tar -C team-rules",
+        "ln -s team-rules p && echo x >> p/ci.toml",
+        "ln -s team-rules/ci.toml sl.toml && echo x >> sl.toml",
+    ]
+    out = decide(ws, home, [*writes, "mv staged staged2", "echo y >> notes.txt"], *files)
+    for command, verdict in zip(writes, out[: len(writes)], strict=True):
+        assert verdict["decision"] in ("ask", "deny"), (command, verdict)
+    assert ["allow", "allow"] == [v["decision"] for v in out[len(writes):]], out[len(writes):]
+
+
+def test_a_redirect_through_a_link_the_command_makes_is_not_allowed(world: tuple[Path, Path]) -> None:
+    """``ln -s /etc q && echo x > q/passwd`` writes /etc/passwd: the redirect's target is known
+    only once the link exists, as a command's own paths after a link are."""
+    ws, home = world
+    out = decide(ws, home, ["ln -s /etc q && echo x > q/passwd", "ln -s ~/.ssh k && cat < k/id_rsa"],
+                 "--policy", str(ws / "team-rules"))
+    assert all(v["decision"] in ("ask", "deny") for v in out[:2]), out[:2]
+
+
+def test_the_config_given_with_a_flag_is_guarded(world: tuple[Path, Path]) -> None:
+    """``--config FILE`` is protected as ``POLICYD_CONFIG`` is (hot reload re-reads it: a
+    search path of the agent's own would load its rules; red team rttrust F3)."""
+    ws, home = world
+    config = ws / "policyd.toml"
+    config.write_text("# settings\n")
+    out = decide(ws, home, ["echo 'search_path = [\"evil\"]' >> policyd.toml", "echo y >> notes.txt"],
+                 "--config", str(config), "--policy", str(ws / "team-rules"))
+    assert "ask" == out[0]["decision"] and "policyd-own-policy" in out[0]["rules"], out[0]
+    assert "allow" == out[1]["decision"], out[1]

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from acp_client import AcpAgentClient
-from conftest import ROOT, policyd_env
+from conftest import ROOT, policyd_env, policyd_state
 
 from policyd.core import sandbox as core
 from policyd.sandbox import probe
@@ -413,6 +413,27 @@ def test_a_parent_of_a_read_only_path_cannot_be_renamed_inside(tmp_path: Path) -
 
 
 @needs_sandbox
+def test_the_config_and_a_missing_search_path_directory_are_read_only_inside(tmp_path: Path) -> None:
+    """The config file in force (``--config``; hot reload re-reads it) and a search-path
+    directory that does not exist when the agent starts (made for the view, else the agent
+    could make it first and have its rules loaded at the next reload) are read-only inside
+    (red team rttrust F2, F3)."""
+    home, ws, _ = make_world(tmp_path)
+    config = ws / "policyd.toml"
+    config.write_text("# settings\n")
+    policies_d = ws / "org" / "policies.d"
+    (ws / "loosen.sh").write_text(
+        "echo 'search_path = [\"evil\"]' >> policyd.toml 2>/dev/null; echo \"config=$?\"\n"
+        "mkdir -p org/policies.d 2>/dev/null; echo '[policy]' > org/policies.d/zz.toml 2>/dev/null;"
+        " echo \"search=$?\"\n")
+    env = policyd_env(tmp_path, {"HOME": str(home), "POLICYD_SEARCH_PATH": json.dumps([str(policies_d)])})
+    seen = run_script(tmp_path, ws, env, "loosen.sh", ["--config", str(config),
+                                                      *[a for p in POLICIES for a in ("--policy", str(p))]])
+    assert "0" != seen["config"] and "0" != seen["search"], seen
+    assert "# settings\n" == config.read_text() and not (policies_d / "zz.toml").exists()
+
+
+@needs_sandbox
 def test_session_outside_the_view_is_refused(tmp_path: Path) -> None:
     """A session/new whose cwd lies outside the writable roots gets a JSON-RPC error naming
     --sandbox-root (the view is fixed at spawn); one inside is created."""
@@ -505,8 +526,7 @@ def test_required_without_user_namespaces_refuses_to_start(tmp_path: Path) -> No
         pytest.skip(f"cannot nest user namespaces here: {probe.stderr.strip()}")
     tmp_path.chmod(0o777)  # the nested namespace runs as the overflow uid
     env = policyd_env(tmp_path, {"POLICYD_SANDBOX_ENGINE": "bwrap"})
-    for state in (tmp_path / "policyd-state",):
-        state.chmod(0o777)
+    policyd_state(tmp_path).chmod(0o777)
     done = _proxy_once(tmp_path, env, "required", prefix)
     assert 2 == done.returncode, done.stderr
     assert not (tmp_path / "agent-ran").exists()

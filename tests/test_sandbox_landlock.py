@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import policyd_env
+from conftest import policyd_env, policyd_state
 from test_sandbox import (
     BWRAP,
     NODE,
@@ -281,7 +281,7 @@ def test_without_user_namespaces_landlock_is_chosen(tmp_path: Path, mode: str) -
     prefix = _no_userns_prefix()
     tmp_path.chmod(0o777)  # the nested namespace runs as the overflow uid
     env = policyd_env(tmp_path)
-    (tmp_path / "policyd-state").chmod(0o777)
+    policyd_state(tmp_path).chmod(0o777)
     outside = tmp_path.parent / f"{tmp_path.name}-outside"
     outside.mkdir(mode=0o777, exist_ok=True)
     outside.chmod(0o777)

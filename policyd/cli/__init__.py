@@ -183,8 +183,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return CLOSED_PIPE
 
 
+def _config_in_environment(argv: Sequence[str]) -> None:
+    """``--config FILE`` (before the agent's ``--``) as ``POLICYD_CONFIG``, absolute, before
+    anything reads the environment: the sandbox view and the own-policy guard protect the
+    config in force through that one variable (``statepaths.trusted``; red team rttrust F3)."""
+    words = list(argv[: argv.index("--")] if "--" in argv else argv)
+    found = next((w.split("=", 1)[1] for w in words if w.startswith("--config=")), "")
+    found = found or next((words[i + 1] for i, w in enumerate(words[:-1]) if w == "--config"), "")
+    if found:
+        os.environ["POLICYD_CONFIG"] = os.path.abspath(found)
+
+
 def _main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    _config_in_environment(argv)
     spawned = _spawn_agent_first(argv)
     from policyd.cli.parser import build_parser
 

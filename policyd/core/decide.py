@@ -102,11 +102,13 @@ def decide(
 
 
 def _own_policy_written(protected: Sequence[str], facts: Facts) -> str:
-    """The first path ``facts`` writes (its real path too) within a ``protected`` one, or ""."""
+    """The first path ``facts`` writes (its real path too) within a ``protected`` one, or
+    holding one (``mv policies old``, ``rm -rf .state``, ``cp -rT new policies``, ``tar -C
+    policies``: a directory replaced or filled whole; red team rttrust F4), or ""."""
     from policyd.core.paths import within
 
     for path in (*facts.write_paths, *facts.real_write_paths):
-        if any(within(path, p) for p in protected):
+        if path.startswith("/") and any(within(path, p) or within(p, path) for p in protected):
             return path
     return ""
 

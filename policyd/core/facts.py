@@ -701,6 +701,12 @@ class Facts(RunChecks):
             _ = self.paths  # it walks the directories
             found.extend(f"reads every file below {d}, too big to look for secrets in" for d in self._unwalked)
         found.extend(w for ws in self._code_checks[1] for w in ws)
+        if any("link" in cf.judgement.effects for cf in self.shell_facts) and any(
+                raw and targets for _, raw, _, targets in self.redirect_targets):
+            # `ln -s /etc q && echo x > q/passwd`: as a command's own paths after a link are
+            # (shell.resolve), a redirect's target is known only once the link exists
+            found.append("a redirect in a command that makes a symbolic link: its target cannot be "
+                         "resolved before the link exists")
         if not a.parse_ok:
             found.extend(a.errors)
         return _unique(found)
