@@ -19,6 +19,7 @@ Rules this module owns:
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -250,6 +251,8 @@ class Facts(RunChecks):
         self._glob_matches = glob_matches
         #: globs :meth:`_with_matches` could not expand within its bound
         self._unexpanded: dict[str, None] = {}
+        #: matches of a shell glob whose name begins with "-": the program reads them as options
+        self._optionlike: dict[str, None] = {}
         self._importables = importables
         self._interpreter = interpreter
         self._realpath = realpath
@@ -466,6 +469,7 @@ class Facts(RunChecks):
                 resolved.extend(cf.writes)
                 resolved.extend(cf.chdirs)
                 resolved.extend(self.command_paths(c, cf))
+                resolved.extend(self._globbed_dirs(c, cf))
             for _, raw, _, targets in self.redirect_targets:
                 if raw:
                     resolved.extend(t for t in targets if t.startswith("/"))
@@ -481,6 +485,19 @@ class Facts(RunChecks):
             followed = {*self._with_matches(plain), *walked, *named}
             unfollowed = frozenset(p for p in self._with_matches(kept) if p not in followed)
         return _with_case_variants(_unique(resolved), self.query.session.roots), unfollowed
+
+    def _globbed_dirs(self, c: shell.SimpleCommand, cf: CommandFacts) -> list[str]:
+        """The directories bash lists to expand ``c``'s glob arguments, whatever the program
+        does with the names (``echo outbox/*`` prints what is below ``outbox -> ~/.ssh``; red
+        team rtnofollow): each glob's directory part, itself a pattern where it holds one
+        (``out*/*`` lists every directory ``out*`` matches)."""
+        out: list[str] = []
+        for a, k in zip(c.args, c.arg_kinds, strict=False):
+            if k == PATTERN and _GLOB_CHARS.search(a):
+                for d in cf.cwds if not a.startswith(("/", "~")) else cf.cwds[:1]:
+                    out.extend(posixpath.dirname(g) for g in _resolve_braces(a, d, self.query.home)
+                               if g.startswith("/") and g != UNKNOWN_PATH and _GLOB_CHARS.search(g))
+        return out
 
     def _secrets_read(self, resolved: list[str]) -> list[str]:
         """The files a recursive reader reads below a directory (``grep -r API_KEY .``, ``rg
@@ -531,8 +548,10 @@ class Facts(RunChecks):
                 matches = self._glob_matches(p)
                 if matches is None:
                     self._unexpanded[p] = None
-                else:
-                    out.extend(matches)
+                    continue
+                out.extend(matches)
+                if self.analysis is not None:  # a shell glob: bash hands each match to the program
+                    self._optionlike.update((m, None) for m in matches if m.rsplit("/", 1)[-1].startswith("-"))
         return out
 
     def _filters(self) -> list[str]:
@@ -697,6 +716,10 @@ class Facts(RunChecks):
             _ = self.paths, self.write_paths  # they expand the globs
             found.extend(f"{p}: a pattern with more entries to look at than can be checked"
                          for p in self._unexpanded)
+            # `du -ah *` beside a file named -L: bash passes "-L" and du follows every link (red
+            # team rtnofollow); options are read from the words as written, before expansion
+            found.extend(f"{p}: a file a pattern matches whose name begins with '-', which the program "
+                         "takes for an option" for p in self._optionlike)
         if self._secrets_below is not None:
             _ = self.paths  # it walks the directories
             found.extend(f"reads every file below {d}, too big to look for secrets in" for d in self._unwalked)
