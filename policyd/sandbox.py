@@ -598,6 +598,8 @@ def policy_paths(settings: Settings) -> tuple[str, ...]:
         if any(core_paths.within(os.path.abspath(directory), d) for d in (os.path.expanduser("~"), os.getcwd())):
             _mkdirs(directory)
     entries = (*settings.policy, *settings.search_path, *trusted())
+    if sys.prefix != sys.base_prefix:  # the virtualenv policyd runs from: a .pth file, sitecustomize or
+        entries += (sys.prefix,)  # pyvenv.cfg written there runs in policyd at its next start (rttrust F6)
     return tuple(dict.fromkeys(os.path.abspath(os.path.expanduser(p)) for p in entries))
 
 

@@ -434,6 +434,38 @@ def test_the_config_and_a_missing_search_path_directory_are_read_only_inside(tmp
 
 
 @needs_sandbox
+def test_the_virtualenv_policyd_runs_from_is_read_only_inside(tmp_path: Path) -> None:
+    """policyd started from a virtualenv inside the workspace (a project's dev dependency): a
+    ``.pth`` file or ``pyvenv.cfg`` written there by code the agent runs would run in policyd,
+    unsandboxed, at its next start (red team rttrust F6), so the virtualenv is read-only inside."""
+    import sysconfig
+
+    home, ws, _ = make_world(tmp_path)
+    venv = ws / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    site = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
+    (ws / "pth.sh").write_text(f"echo 'import os' > {site}/zz_agent.pth 2>/dev/null; echo \"pth=$?\"\n"
+                               f"echo x > {venv}/pyvenv.cfg 2>/dev/null; echo \"cfg=$?\"\n"
+                               "echo y > notes.txt; echo \"beside=$?\"\n")
+    ours = os.pathsep.join([str(ROOT), *sys.path[1:]])  # policyd and its dependencies, from this run
+    env = policyd_env(tmp_path, {"HOME": str(home), "PYTHONPATH": ours})
+    argv = [str(venv / "bin" / "python"), "-m", "policyd", "proxy", "--headless", "--sandbox", "required",
+            *[a for p in POLICIES for a in ("--policy", str(p))], "--", sys.executable, str(AGENT)]
+    client = AcpAgentClient(argv, env, ws, tmp_path / "policyd.stderr")
+    try:
+        client.initialize(fs=False, timeout=60)
+        assert "result" in client.new_session(ws, timeout=60)
+        client.prompt("s1", "run: bash pth.sh", timeout=120)
+        report = json.loads(client.updates("agent_message_chunk")[0]["content"]["text"])
+    finally:
+        client.close()
+    assert report["allowed"], client.stderr()[-2000:]
+    seen = dict(line.split("=", 1) for line in report["stdout"].splitlines())
+    assert "0" != seen["pth"] and "0" != seen["cfg"] and "0" == seen["beside"], seen
+    assert not (site / "zz_agent.pth").exists()
+
+
+@needs_sandbox
 def test_session_outside_the_view_is_refused(tmp_path: Path) -> None:
     """A session/new whose cwd lies outside the writable roots gets a JSON-RPC error naming
     --sandbox-root (the view is fixed at spawn); one inside is created."""
