@@ -422,18 +422,21 @@ def _line(msg: Any) -> bytes:
     return json.dumps(msg).encode() + b"\n"
 
 
-def _permission(rid: Any, options: Sequence[dict[str, str]], command: str = "npm test") -> bytes:
-    call = {"toolCallId": "call_1", "kind": "execute", "title": command, "rawInput": {"command": command}}
+def _permission(rid: Any, options: Sequence[dict[str, str]], command: str = "npm test",
+                title: str | None = None) -> bytes:
+    call = {"toolCallId": "call_1", "kind": "execute", "title": command if title is None else title,
+            "rawInput": {"command": command}}
     return _line({"jsonrpc": "2.0", "id": rid, "method": "session/request_permission",
                   "params": {"sessionId": "sess", "toolCall": call, "options": list(options)}})
 
 
-def _forwarded_relay(options: Sequence[dict[str, str]], **kwargs: Any) -> tuple[Relay, bytes]:
-    """A relay that forwarded one permission request (id 5) to the client."""
+def _forwarded_relay(options: Sequence[dict[str, str]], title: str | None = None, **kwargs: Any
+                     ) -> tuple[Relay, bytes]:
+    """A relay that forwarded one permission request (id 5, ``npm test``) to the client."""
     relay = Relay(**kwargs)
     relay.from_client(_line({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": CWD}}))
     relay.from_agent(_line({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "sess"}}))
-    raw = _permission(5, options)
+    raw = _permission(5, options, title=title)
     (consult,) = [a for a in relay.from_agent(raw) if isinstance(a, Consult)]
     out = relay.resolve(consult.key, Resolution(ASK))
     assert [SendToClient(raw)] == [a for a in out if isinstance(a, SendToClient)]
@@ -491,6 +494,22 @@ def test_always_without_a_once_option_is_relayed_unchanged() -> None:
     relay, _ = _forwarded_relay(only_always)
     sent = _to_agent(_client_answer(relay, "always"))
     assert "always" == sent[0]["result"]["outcome"]["optionId"]
+
+
+@pytest.mark.parametrize(("title", "remembered"), [
+    ("Run the unit tests", False),  # the client showed this title, not the command judged
+    ("npm   test", True), ("Run `npm test`", True), ("", True),  # no title: the client shows the input
+])
+def test_an_always_allow_is_remembered_only_for_a_command_the_client_showed(title: str, remembered: bool) -> None:
+    """A client shows the agent's title; policyd judges and remembers the command. An "always
+    allow" given under a title that does not show the command is not remembered (red team
+    rttrust F7: "Run the unit tests" over a curl remembered execute:curl); it is an allow once."""
+    relay, _ = _forwarded_relay(ALL_FOUR, title=title)
+    actions = _client_answer(relay, "allow-always")
+    assert remembered == bool([a for a in actions if isinstance(a, RememberChoice)])
+    assert "allow" == _to_agent(actions)[0]["result"]["outcome"]["optionId"]
+    rejected_relay, _ = _forwarded_relay(ALL_FOUR, title=title)  # a refusal is remembered whatever was shown
+    assert [a for a in _client_answer(rejected_relay, "reject-always") if isinstance(a, RememberChoice)]
 
 
 @pytest.mark.parametrize("answer", ["allow", "reject"])
@@ -1055,8 +1074,8 @@ def test_e2e_reject_always_and_pass_always_to_agent(tmp_path: Path, proxies: Pro
     assert ([], ["permission call_1: selected reject"]) == (second["requests"], second["texts"])
     assert "memory" == events(second, "permission.decided")[0]["source"]
 
-    git = [{"toolCall": {"title": "git push", "kind": "execute", "rawInput": {"command": "git push origin main"}},
-            "options": ALL_FOUR}]
+    push = "git push origin main"
+    git = [{"toolCall": {"title": push, "kind": "execute", "rawInput": {"command": push}}, "options": ALL_FOUR}]
     script2 = write_script(tmp_path, git, "git")
     passed = proxies.run(store, script2, pol, answer_with("allow-always"), project, ["--pass-always-to-agent"])
     assert ["permission call_1: selected allow-always"] == passed["texts"]
@@ -1070,7 +1089,8 @@ def test_e2e_precedence_and_workspace_scope(tmp_path: Path, proxies: Proxies) ->
     --no-remember neither uses nor stores choices."""
     store = tmp_path / "remembered.sqlite3"
     project = str(tmp_path / "project")
-    items = [NPM_TEST, {"toolCall": {"title": "rm", "kind": "execute", "rawInput": {"command": "rm -rf build"}}}]
+    rm = "rm -rf build"
+    items = [NPM_TEST, {"toolCall": {"title": rm, "kind": "execute", "rawInput": {"command": rm}}}]
     script = write_script(tmp_path, items)
     pol = write_policy_file(tmp_path)
     first = proxies.run(store, script, pol, answer_with("allow-always"), project)

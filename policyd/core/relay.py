@@ -477,6 +477,11 @@ class Relay:
             return [SendToAgent(data), Log("permission.answered_by_client", fields)]
         decision = Decision.ALLOW if chosen.kind == "allow_always" else Decision.DENY
         actions: list[Action] = [SendToAgent(data), RememberChoice(query, decision, chosen)]
+        if decision is Decision.ALLOW and not _command_shown(query.tool_call):
+            # the client showed the agent's title, which is not the command judged: an "always"
+            # for what the human was not shown is not granted (red team rttrust F7); allowed once
+            actions.pop()
+            fields["remember"] = "off: the title shown does not show the command"
         once = next((o for o in query.options if o.kind == _ALWAYS[chosen.kind]), None)
         if once is not None and not self.pass_always_to_agent:
             new_outcome = {"outcome": "selected", "optionId": once.option_id}
@@ -1200,6 +1205,21 @@ def _parse(line: bytes, side: str) -> tuple[dict[str, Any] | list[Any] | None, L
             return None, Log("relay.unwritable_id", {"from": side, "bytes": len(line)})
         return msg, None
     return None, None
+
+
+def _command_shown(call: Mapping[str, Any]) -> bool:
+    """Whether the tool call's title (what a client shows) holds the shell command policyd
+    judged, whitespace aside; True when there is no command, or no title (the client then
+    shows the call's input)."""
+    raw = call.get("rawInput")
+    command = raw.get("command") if isinstance(raw, Mapping) else None
+    if isinstance(command, list):  # an argv: bash -lc X shows X
+        words = [str(w) for w in command]
+        command = words[2] if len(words) >= 3 and words[1] in ("-c", "-lc") else " ".join(words)
+    title = call.get("title")
+    if not isinstance(command, str) or not command.strip() or not isinstance(title, str) or not title.strip():
+        return True
+    return " ".join(command.split()) in " ".join(title.split())
 
 
 def _writable_id(request_id: Any) -> bool:
