@@ -1,9 +1,8 @@
 """On-disk caches that make start-up cheap, in a directory only this user (or root) can write.
 
-- cel-python's Lark parser, built with Lark's own grammar cache (``cache=FILE``) instead of
-  cel-python's ``debug=True`` uncached build. Lark's cache file is a pickle, so it is used
-  only from a directory owned by this user or root and writable by nobody else
-  (:func:`secure_dir`); anywhere else the parser is built without a cache.
+- Not cel-python's Lark parser: Lark's grammar cache is a pickle Lark loads before it checks
+  it, so a cache file would be code whoever can write this directory runs in policyd (red
+  team rttrust F8, 2026-12-05); the parser is built when a rule must be parsed (~170 ms).
 - The shipped command catalogue (``policyd/catalogue/*.toml``) as JSON: each program's
   table as compact JSON text (:func:`policyd.core.shell.catalogue.checked_entries`), keyed
   by the files' content and the code fingerprint, written only after the whole catalogue
@@ -68,47 +67,6 @@ def _trusted_file(path: Path) -> bool:
     except OSError:
         return False
     return not path.is_symlink() and st.st_uid in (0, os.geteuid()) and not st.st_mode & 0o022
-
-
-def install_parser(directory: Path | None = None) -> bool:
-    """Build cel-python's parser singleton with Lark's grammar cache in the secure cache
-    directory (before anything else builds it). Returns whether the cache was used."""
-    from celpy.celparser import CELParser
-
-    if CELParser.CEL_PARSER is not None:
-        return False
-    d = secure_dir(directory)
-    versions = f"{dist_version('cel-python')}-{dist_version('lark')}"
-    cache = d / f"cel-lark-{re.sub(r'[^0-9A-Za-z.-]', '_', versions)}.cache" if d else None
-    if cache is None or not _trusted_file(cache):
-        return False
-    import celpy
-    import lark
-    from celpy.evaluation import TranspilerTree
-
-    grammar = (Path(celpy.__file__ or "").parent / "cel.lark").read_text()
-    old_umask = os.umask(0o077)
-    try:
-        CELParser.CEL_PARSER = lark.Lark(
-            grammar,
-            parser="lalr",
-            start="expr",
-            g_regex_flags=re.M,
-            lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
-            propagate_positions=True,
-            maybe_placeholders=False,
-            priority="invert",
-            tree_class=TranspilerTree,
-            cache=str(cache),
-        )
-    except Exception:  # a corrupt cache file: build without it
-        with contextlib.suppress(OSError):
-            cache.unlink()
-        CELParser.CEL_PARSER = None
-        return False
-    finally:
-        os.umask(old_umask)
-    return True
 
 
 def release_memory() -> None:

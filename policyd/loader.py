@@ -24,7 +24,6 @@ from policyd.core import cel
 from policyd.core.policy import LoadError, PolicyError, PolicySet, build_set
 from policyd.core.shell import catalogue as shell_catalogue
 
-cel.before_parser_build = celcache.install_parser
 shell_catalogue.shipped_loader = celcache.shipped_catalogue
 
 #: Parse the CEL texts the tree cache does not hold in a child process

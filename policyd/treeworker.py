@@ -57,7 +57,6 @@ def main() -> None:
     request = json.load(sys.stdin)
     if request["fingerprint"] != celcache.code_fingerprint():
         sys.exit(3)
-    cel.before_parser_build = celcache.install_parser  # Lark's grammar cache, as the loader has it
     errors: dict[str, list[object]] = {}
     for source in request["sources"]:
         try:

@@ -1,10 +1,12 @@
-"""Start-up caches (policyd/celcache.py): parsed rules and Lark's grammar cache, used only
+"""Start-up caches (policyd/celcache.py): parsed rules and the checked catalogue, used only
 from a directory this user owns and nobody else may write; a bad cache is ignored."""
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,8 +36,29 @@ def test_second_load_uses_cached_trees_without_cel_python(tmp_path: Path) -> Non
     second = run_probe(tmp_path)
     assert (SHIPPED_RULES, True) == first  # parsed: cel-python's parser imported and built
     assert (SHIPPED_RULES, False) == second  # every rule from the cache: cel-python not even imported
-    assert list((tmp_path / "policyd").glob("cel-lark-*.cache"))
+    assert not list((tmp_path / "policyd").glob("cel-lark-*.cache"))  # no pickle: see the next test
     assert list((tmp_path / "policyd" / "parsed").glob("*.json"))
+
+
+def test_a_planted_grammar_cache_is_never_loaded(tmp_path: Path) -> None:
+    """Lark's grammar cache is a pickle Lark loads before checking it: a file planted where
+    policyd once kept it (``cel-lark-<versions>.cache``) must never run when rules are parsed
+    (red team rttrust F8: it ran code in policyd, outside the sandbox)."""
+    from policyd.celcache import dist_version
+
+    marker = tmp_path / "ran"
+    (tmp_path / "policyd").mkdir(mode=0o700)
+    versions = f"{dist_version('cel-python')}-{dist_version('lark')}"
+    planted = tmp_path / "policyd" / f"cel-lark-{re.sub(r'[^0-9A-Za-z.-]', '_', versions)}.cache"
+
+    class Run:
+        def __reduce__(self) -> tuple[object, tuple[str]]:
+            return (os.system, (f"touch {marker}",))
+
+    planted.write_bytes(b"0\n" + pickle.dumps(Run()))
+    planted.chmod(0o600)
+    assert (SHIPPED_RULES, True) == run_probe(tmp_path)  # parsed: the parser was built
+    assert not marker.exists()
 
 
 def test_corrupt_tree_cache_is_parsed_again(tmp_path: Path) -> None:
@@ -52,7 +75,6 @@ def test_cache_dir_writable_by_others_is_not_used(tmp_path: Path) -> None:
     d.mkdir(mode=0o777)
     d.chmod(0o777)
     assert celcache.secure_dir(d) is None
-    assert not celcache.install_parser(d)
     celcache.save_trees("k", {"true": [1]}, d)
     assert not (d / "parsed").exists() or not list((d / "parsed").glob("*.json"))
     assert {} == celcache.load_trees("k", d)

@@ -32,7 +32,7 @@ import functools
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,26 +76,22 @@ class CelEvalError(RuntimeError):
     """Evaluation failed, or the result was not a bool."""
 
 
-#: Called once before cel-python's parser is first built: the I/O layer installs a cached
-#: build there (policyd.celcache.install_parser); core itself reads no files.
-before_parser_build: Callable[[], object] | None = None
-
-
 @functools.cache
 def _parser() -> Any:
     from celpy.celparser import CELParser  # imported only when something must be parsed
     from celpy.evaluation import TranspilerTree
 
     # cel-python's parser is a process-wide singleton whose tree class must be the one its
-    # CompiledRunner needs (the reference evaluator shares it): TranspilerTree.
-    if before_parser_build is not None:
-        before_parser_build()
+    # CompiledRunner needs (the reference evaluator shares it): TranspilerTree. Built without
+    # Lark's grammar cache: that file is a pickle Lark loads before checking it, so whoever
+    # could write policyd's cache would run code in policyd (red team rttrust F8; ~80 ms more,
+    # only when a rule must be parsed: the parsed trees are cached as JSON)
     return CELParser(tree_class=TranspilerTree)
 
 
 def release_parser() -> None:
     """Drop cel-python's parser (several MB in a long-running process) until something must
-    be parsed again (it is then built anew, through ``before_parser_build``)."""
+    be parsed again (it is then built anew)."""
     if _parser.cache_info().currsize:
         from celpy.celparser import CELParser
 
