@@ -453,6 +453,23 @@ def view_args(config: core.SandboxConfig, roots: Sequence[str], home: str, state
     return args
 
 
+def _refuse_linked(guarded: Sequence[str], roots: Sequence[str]) -> None:
+    """Raise Unavailable when a policy path (or another path policyd trusts) reaches what it
+    names through a symbolic link inside a writable root: bubblewrap binds the link's
+    target read-only, but the link is an entry the agent may replace (``rm .policyd; mkdir
+    .policyd``: hot reload loads the agent's rules; red team rttrust). Landlock's rules hold
+    there (``--sandbox-engine landlock``)."""
+    for path in guarded:
+        parts = os.path.abspath(path).split("/")
+        for i in range(2, len(parts) + 1):
+            prefix = "/".join(parts[:i])
+            if os.path.islink(prefix) and any(core_paths.within(prefix, r) and prefix != r for r in roots):
+                raise Unavailable(f"{path} is reached through the symbolic link {prefix} inside the writable "
+                                  "root, which code the agent runs could replace: name the real directory "
+                                  f"({_real(prefix)}), keep policy outside the roots, or use "
+                                  "--sandbox-engine landlock")
+
+
 def _pinned_parents(protected: Sequence[str], writable: Sequence[str]) -> list[str]:
     """The directories between each read-only path and the writable bind it lies in (its
     real path's parents, below that bind), each once: bound onto themselves, they are mount
@@ -666,7 +683,9 @@ def plan(settings: Settings, agent: Sequence[str], environ: Mapping[str, str], c
                                 "spawn": "after the settings"}
     args = [bwrap, "--die-with-parent", "--unshare-all", "--new-session"]
     needed = [os.path.dirname(os.path.abspath(__file__)), sys.executable, *(a for a in agent if a.startswith("/"))]
-    view = config.replace(hide=(*config.hide, *secrets), readonly=(*config.readonly, *policy_paths(settings)))
+    guarded = policy_paths(settings)
+    _refuse_linked(guarded, roots)
+    view = config.replace(hide=(*config.hide, *secrets), readonly=(*config.readonly, *guarded))
     args += view_args(view, roots, home, state, notes, needed)
     env = agent_env(environ, config)
     env.update(gateway_env or {})

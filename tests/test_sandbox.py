@@ -519,6 +519,28 @@ def _proxy_once(tmp: Path, env: dict[str, str], mode: str,
     return subprocess.run(argv, env=env, cwd=tmp, input="", capture_output=True, text=True, timeout=120, check=False)
 
 
+@needs_sandbox
+def test_a_policy_path_through_a_link_in_the_root_is_refused_by_bwrap(tmp_path: Path) -> None:
+    """``--policy ws/.policyd`` where ``.policyd`` is a link (``-> vendor/org-policies``):
+    bubblewrap binds the target read-only, but code inside could replace the link itself with
+    a directory of its own rules (red team rttrust). With the engine bwrap, ``required``
+    refuses to start, naming the real directory; the agent never runs."""
+    home, ws, _ = make_world(tmp_path)
+    org = ws / "vendor" / "org-policies"
+    org.mkdir(parents=True)
+    for p in POLICIES:
+        shutil.copy(p, org / p.name)
+    (ws / ".policyd").symlink_to("vendor/org-policies")
+    env = policyd_env(tmp_path, {"HOME": str(home), "POLICYD_SANDBOX_ENGINE": "bwrap"})
+    marker = ws / "agent-ran"
+    argv = [sys.executable, "-m", "policyd", "proxy", "--headless", "--sandbox", "required",
+            "--policy", str(ws / ".policyd"), "--", sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]
+    done = subprocess.run(argv, env=env, cwd=ws, input="", capture_output=True, text=True, timeout=120, check=False)
+    assert 2 == done.returncode, done.stderr[-2000:]
+    assert not marker.exists()
+    assert "symbolic link" in done.stderr and str(org) in done.stderr, done.stderr[-2000:]
+
+
 def test_required_without_bwrap_refuses_to_start(tmp_path: Path) -> None:
     """``--sandbox required`` with no bwrap on PATH and the engine bwrap (``auto`` would
     choose Landlock): exit 2, the agent never ran, the message names the package to
