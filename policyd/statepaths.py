@@ -32,8 +32,9 @@ def trusted(store_path: str | None = None) -> tuple[str, ...]:
     """What policyd reads back as trusted beside its policy files, absolute: its cache, the
     config (``POLICYD_CONFIG``, which ``--config`` sets; ``$XDG_CONFIG_HOME/policyd``,
     ``/etc/policyd``) and the remembered-choices store (the default store's directory; a
-    store named by ``store_path`` or ``POLICYD_STORE_PATH``: its directory, unless policyd
-    runs in or below it — then the file and SQLite's journal, WAL and shared memory). An
+    store named by ``store_path`` or ``POLICYD_STORE_PATH``: its directory, unless it lies in,
+    or holds, the directory policyd runs in — then the file and SQLite's journal, WAL and
+    shared memory, protected only once they exist: keep such a store outside the workspace). An
     agent that rewrote one would change what the next decision is made from (a catalogue
     entry without effects, a remembered allow, a search path of its own), so the own-policy
     guard (``loader.protected_paths``) and the sandbox view (``sandbox.policy_paths``) both
@@ -47,10 +48,11 @@ def trusted(store_path: str | None = None) -> tuple[str, ...]:
             continue
         store = os.path.abspath(store)
         directory = os.path.dirname(store)
-        cwd = os.getcwd()
-        if cwd != directory and not cwd.startswith(directory.rstrip("/") + "/"):
+        cwd = os.getcwd().rstrip("/") + "/"
+        if not (cwd.startswith(directory.rstrip("/") + "/") or (directory + "/").startswith(cwd)):
             entries.append(directory)
-        else:  # (its directory holds the workspace: protecting it would protect everything)
+        else:  # in or above the directory policyd runs in (the agent's root, as a rule): the whole
+            # directory read-only would be the workspace's, or under Landlock fix its top level
             entries += [store, f"{store}-wal", f"{store}-shm", f"{store}-journal"]
     return tuple(dict.fromkeys(entries))
 

@@ -89,23 +89,15 @@ def pytest_configure(config: pytest.Config) -> None:
 ISOLATION_VARS = ("POLICYD_SEARCH_PATH", "POLICYD_CONFIG", "POLICYD_DAEMON", "POLICYD_STORE_PATH", "XDG_RUNTIME_DIR")
 
 
-def policyd_state(directory: Path) -> Path:
-    """Where :func:`policyd_env` keeps policyd's state for ``directory``: beside it, not in it
-    (a test's ``directory`` is often the agent's root, and policyd protects its store's
-    directory: under Landlock a read-only path inside a root fixes that root's top level)."""
-    return directory.parent / f"{directory.name}-policyd-state"
-
-
 def policyd_env(directory: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for a policyd subprocess: ours, minus the machine's policyd state.
 
     No machine policy directories (``POLICYD_SEARCH_PATH='[]'``), an empty config file, no
     daemon (a running ``policyd serve`` would otherwise be consulted), a private
-    remembered-choices store and runtime directory (status files) beside ``directory``
-    (:func:`policyd_state`).
+    remembered-choices store and runtime directory (status files) under ``directory``.
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith("POLICYD_")}
-    state = policyd_state(directory)
+    state = directory / "policyd-state"
     state.mkdir(mode=0o700, exist_ok=True)
     config = state / "empty-config.toml"
     if not config.exists():

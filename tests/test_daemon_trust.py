@@ -245,8 +245,13 @@ def test_victims_own_daemon_at_the_tmp_default_is_consulted(users: tuple[User, U
     finally:
         serve.terminate()
         serve.wait(30)
-    assert "allow" == answer
+    # consulted; its org policy allows every command, but ``rm -rf ~`` removes the daemon
+    # user's own config, cache and store: its built-in own-policy guard asks (headless: reject)
+    assert "reject" == answer
+    assert [e for e in events if e["event"] == "daemon.consulted"], events
     assert [] == [e for e in events if e["event"] == "daemon.untrusted"]
+    decided = [e for e in events if e["event"] == "permission.decided"]
+    assert not decided or "policyd-own-policy" in str(decided[0]), decided
 
 
 def test_squatted_status_directory_is_neither_written_nor_shown(users: tuple[User, User]) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from acp_client import AcpAgentClient
-from conftest import ROOT, policyd_env, policyd_state
+from conftest import ROOT, policyd_env
 
 from policyd.core import sandbox as core
 from policyd.sandbox import probe
@@ -580,7 +580,8 @@ def test_required_without_user_namespaces_refuses_to_start(tmp_path: Path) -> No
         pytest.skip(f"cannot nest user namespaces here: {probe.stderr.strip()}")
     tmp_path.chmod(0o777)  # the nested namespace runs as the overflow uid
     env = policyd_env(tmp_path, {"POLICYD_SANDBOX_ENGINE": "bwrap"})
-    policyd_state(tmp_path).chmod(0o777)
+    for state in (tmp_path / "policyd-state",):
+        state.chmod(0o777)
     done = _proxy_once(tmp_path, env, "required", prefix)
     assert 2 == done.returncode, done.stderr
     assert not (tmp_path / "agent-ran").exists()

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import policyd_env, policyd_state
+from conftest import policyd_env
 from test_sandbox import (
     BWRAP,
     NODE,
@@ -281,7 +281,7 @@ def test_without_user_namespaces_landlock_is_chosen(tmp_path: Path, mode: str) -
     prefix = _no_userns_prefix()
     tmp_path.chmod(0o777)  # the nested namespace runs as the overflow uid
     env = policyd_env(tmp_path)
-    policyd_state(tmp_path).chmod(0o777)
+    (tmp_path / "policyd-state").chmod(0o777)
     outside = tmp_path.parent / f"{tmp_path.name}-outside"
     outside.mkdir(mode=0o777, exist_ok=True)
     outside.chmod(0o777)
@@ -318,6 +318,12 @@ def test_landlock_missing_refuses(tmp_path: Path, abi: int, why: str) -> None:
     missing; ``auto`` warns and runs it unsandboxed. The probe's answer is injected (no such
     kernel can be made here); with ABI 3 and the network unrestricted it starts (files only)."""
     env = policyd_env(tmp_path)
+    # outside the root, as the policy below: the config and the store are read-only inside
+    # (the store once it exists), which would fix the root's top level
+    state = tmp_path.parent / f"{tmp_path.name}-state"
+    state.mkdir(mode=0o700)
+    (state / "config.toml").write_text(Path(env["POLICYD_CONFIG"]).read_text())
+    env.update(POLICYD_STORE_PATH=str(state / "remembered.sqlite3"), POLICYD_CONFIG=str(state / "config.toml"))
     done = _proxy_with_abi(tmp_path, abi, ["--sandbox", "required", "--sandbox-engine", "landlock"], env)
     assert 2 == done.returncode, done.stderr
     assert not (tmp_path / "agent-ran").exists()

@@ -430,7 +430,10 @@ class Facts(RunChecks):
 
     @once
     def paths(self) -> tuple[str, ...]:
-        return self._paths[0]
+        """Every path the call names, normalised (``tool.paths``); their physical forms
+        (``outbox/../x`` as the kernel walks it: ``paths.physical``) count for
+        :attr:`real_paths` only."""
+        return _lexical(self._paths[0])
 
     @once
     def _paths(self) -> tuple[tuple[str, ...], frozenset[str]]:
@@ -575,9 +578,14 @@ class Facts(RunChecks):
         catalogue's write and delete operands and output redirect targets (a directory means
         everything under it); for a program the catalogue does not know, its ``--output=``-like
         option values. A kind that says nothing of what it does (:data:`UNSURE_KINDS`) writes
-        every path it names."""
+        every path it names. Normalised, as :attr:`paths`."""
+        return _lexical(self._write_paths)
+
+    @once
+    def _write_paths(self) -> tuple[str, ...]:
+        """:attr:`write_paths` with their physical forms (for :attr:`real_write_paths`)."""
         if self.kind in WRITE_KINDS or self.kind in UNSURE_KINDS:
-            return self.paths
+            return self._paths[0]
         a = self.analysis
         if a is None:
             return ()
@@ -681,10 +689,10 @@ class Facts(RunChecks):
         if self._realpath is None:
             return self.paths
         realpath = self._realpath
-        unfollowed = self._paths[1]
+        named, unfollowed = self._paths
         if not unfollowed:
-            return _unique(realpath(p) for p in self.paths)
-        return _unique(_real_link(realpath, p) if p in unfollowed else realpath(p) for p in self.paths)
+            return _unique(realpath(p) for p in named)
+        return _unique(_real_link(realpath, p) if p in unfollowed else realpath(p) for p in named)
 
     @once
     def real_write_paths(self) -> tuple[str, ...]:
@@ -692,7 +700,7 @@ class Facts(RunChecks):
         ``.git/hooks``); equals ``write_paths`` without a resolver."""
         if self._realpath is None:
             return self.write_paths
-        return _unique(self._realpath(p) for p in self.write_paths if p.startswith("/"))
+        return _unique(self._realpath(p) for p in self._write_paths if p.startswith("/"))
 
     @once
     def unknown(self) -> tuple[str, ...]:
@@ -1135,6 +1143,14 @@ def _under(base: str, pattern: str) -> str:
     while pattern.startswith(("**/", "./")):
         pattern = pattern[3:] if pattern.startswith("**/") else pattern[2:]
     return pattern if pattern.startswith(("/", "~")) else base.rstrip("/") + "/" + pattern
+
+
+def _lexical(found: tuple[str, ...]) -> tuple[str, ...]:
+    """``found`` without the physical forms ``paths.physical`` added (a ``..`` component: a
+    normalised path has none)."""
+    if "/.." not in "".join(found):
+        return found
+    return tuple(p for p in found if "/../" not in p and not p.endswith("/.."))
 
 
 def _add_path(found: list[str], value: object) -> None:
