@@ -91,8 +91,9 @@ def decide(
                         break
     written = _own_policy_written(policy.protected, facts) if policy.protected else ""
     if written:
-        matches.append(RuleMatch(OWN_POLICY, Decision.ASK, f"writes {written}: a file of policyd's own policy "
-                                 "(an agent editing the rules that judge it needs a human)", ""))
+        matches.append(RuleMatch(OWN_POLICY, Decision.ASK, f"writes {written}: policyd's own policy or what it "
+                                 "trusts as much, or a directory holding them (an agent editing the rules that "
+                                 "judge it needs a human)", ""))
     if facts.cut:  # the rules did not see the whole request: never allow on that basis
         errors.append(f"input exceeds evaluation limits ({'; '.join(sorted(set(facts.cut))[:3])}): allow becomes ask")
     decision = Decision.strictest([m.decision for m in matches]) if matches else policy.default
