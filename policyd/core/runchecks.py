@@ -425,15 +425,23 @@ class RunChecks:
             for p in _unique([*cf.reads, *cf.writes]) or cf.cwds:  # `rg -L x`: where it runs
                 if not p.startswith("/") or p == UNKNOWN_PATH or _GLOB_CHARS.search(p):
                     continue
-                targets = self._links_below(p, p not in cf.writes and not cf.judgement.follows_writes, False)
-                if targets is None:
+                away = self._leads_out(p, p not in cf.writes and not cf.judgement.follows_writes, False, roots)
+                if away is None:
                     out.append(f"{c.name}: follows symbolic links below {p}, too big to scan")
-                    continue
-                away = next((t for t in targets if not any(paths.within(t, r) for r in roots)), None)
-                if away is not None:
+                elif away:
                     out.append(f"{c.name}: follows symbolic links below {p}: one leads to {away}, "
                                "outside the session roots")
         return out
+
+    def _leads_out(self, d: str, readable_only: bool, importable_only: bool, roots: Iterable[str]) -> str | None:
+        """Where the first symbolic link below ``d`` that leaves ``roots`` leads (``links_below``'s
+        filters); "" when none does; None when the tree is too big to scan."""
+        assert self._links_below is not None
+        targets = self._links_below(d, readable_only, importable_only)
+        if targets is None:
+            return None
+        roots = list(roots)
+        return next((t for t in targets if not any(paths.within(t, r) for r in roots)), "")
 
     def _venv_unknowns(self) -> list[str]:
         """Why running a virtualenv's file (``source .venv/bin/activate``, ``.venv/bin/python
@@ -654,12 +662,10 @@ class RunChecks:
             if not d.startswith("/") or d == UNKNOWN_PATH:
                 out.append(f"{name}: imports modules from a directory known only at run time")
                 continue
-            targets = self._links_below(d, False, True)  # dangling too: the call may create the target
-            if targets is None:
+            away = self._leads_out(d, False, True, roots)  # dangling too: the call may create the target
+            if away is None:
                 out.append(f"{name}: imports modules from {d}, too big to scan")
-                continue
-            away = next((t for t in targets if not any(paths.within(t, r) for r in roots)), None)
-            if away is not None:
+            elif away:
                 out.append(f"{name}: imports modules from {d}, where one leads to {away}, "
                            "outside the session roots")
         return out
