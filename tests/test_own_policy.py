@@ -160,3 +160,22 @@ def test_the_config_given_with_a_flag_is_guarded(world: tuple[Path, Path]) -> No
                  "--config", str(config), "--policy", str(ws / "team-rules"))
     assert "ask" == out[0]["decision"] and "policyd-own-policy" in out[0]["rules"], out[0]
     assert "allow" == out[1]["decision"], out[1]
+
+
+def test_git_commands_that_rewrite_the_work_tree_are_asked_when_the_policy_is_in_it(world: tuple[Path, Path]) -> None:
+    """With the policy committed in the repository, ``git revert HEAD`` (or checkout of another
+    revision, merge, rebase, cherry-pick, stash pop...) rewrites it without naming it: the
+    catalogue marks those ``updates_worktree`` and the guard asks (red team rttrust F5: a
+    revert undid a hardening in the same session). Git commands that leave the tracked files
+    alone stay as the rules say."""
+    ws, home = world
+    rewriting = ["git revert --no-edit HEAD", "git checkout HEAD~1", "git switch --detach HEAD~1",
+                 "git merge other", "git rebase other", "git cherry-pick abc123", "git stash pop", "git stash"]
+    other = ["git status", "git log --oneline -3", "git diff", "git stash list", "git add notes.txt",
+             "git commit -m wip"]
+    out = decide(ws, home, [*rewriting, *other], "--policy", str(ws / "team-rules"))
+    for command, verdict in zip(rewriting, out[: len(rewriting)], strict=True):
+        assert verdict["decision"] in ("ask", "deny"), (command, verdict)
+        assert verdict["decision"] == "deny" or "policyd-own-policy" in verdict["rules"], (command, verdict)
+    for command, verdict in zip(other, out[len(rewriting):], strict=True):
+        assert "policyd-own-policy" not in verdict["rules"], (command, verdict)

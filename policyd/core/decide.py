@@ -108,7 +108,12 @@ def _own_policy_written(protected: Sequence[str], facts: Facts) -> str:
     policies``: a directory replaced or filled whole; red team rttrust F4), or ""."""
     from policyd.core.paths import within
 
-    for path in (*facts.write_paths, *facts.real_write_paths):
+    # git checkout REV, merge, revert, stash pop rewrite tracked files no argument names: the
+    # session root they run in stands for them (red team rttrust F5)
+    roots = facts.query.session.roots
+    trees = [r for cf in facts.shell_facts if cf.judgement.updates_worktree
+             for d in cf.cwds for r in ([r for r in roots if within(d, r)] or [d])]
+    for path in (*facts.write_paths, *facts.real_write_paths, *trees):
         if path.startswith("/") and any(within(path, p) or within(p, path) for p in protected):
             return path
     return ""

@@ -49,7 +49,7 @@ _PROGRAM_KEYS = frozenset({
     "subcommand", "stdout", "stdin", "script_language", "env", "writes_into",
     "response_files", "registry", "follows_links", "bare", "unlisted_subcommand", "examples",
     "env_plain", "env_closed", "bare_effects", "strings", "variables", "code_files", "package",
-    "config_keys",
+    "config_keys", "updates_worktree",
 })
 _EXAMPLE_KEYS = frozenset({"command", "effects"})
 _OPTION_KEYS = frozenset({"names", "arity", "value", "effects", "replaces", "operands_as",
@@ -202,6 +202,10 @@ class Program:
     #: keys of its ``code_files`` configs whose values name code it loads (``plugins``,
     #: ``init-hook``): a path there outside the session roots is unknown (``Facts``)
     config_keys: tuple[str, ...] = ()
+    #: it rewrites files of the work tree no argument names (``git checkout REV``, ``merge``,
+    #: ``revert``, ``stash pop``): the own-policy guard takes it as writing the session root
+    #: it runs in (``core.decide``)
+    updates_worktree: bool = False
 
 
 def slots_for(p: Program, replaced: Sequence[str]) -> list[Operand]:
@@ -550,7 +554,8 @@ class _Checker:
                        self.intern(frozenset(bare_effects)),
                        bare if isinstance(bare, str) else "",
                        unlisted if isinstance(unlisted, str) else "", examples, strings, variables,
-                       self.intern(tuple(code_files)), package, self.intern(tuple(config_keys)))
+                       self.intern(tuple(code_files)), package, self.intern(tuple(config_keys)),
+                       self.flag(path, raw, "updates_worktree"))
 
     def _variables(self, where: str, value: object) -> dict[str, str]:
         """``variables = [{ names = ["V", "VERBOSE"], pattern = "[0-9]?" }]``: each name (or

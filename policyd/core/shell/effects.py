@@ -163,6 +163,8 @@ class Judgement:
     #: ``..``, no brace (:func:`_names_the_link`). The facts layer judges such a path's real
     #: path as its directory's joined with its last name (``Facts.real_paths``)
     unfollowed: tuple[Word, ...] = ()
+    #: it rewrites files of the work tree no argument names (catalogue ``updates_worktree``)
+    updates_worktree: bool = False
 
 
 @dataclass(slots=True)
@@ -354,6 +356,7 @@ def judge(cmd: SimpleCommand, catalogue: Catalogue) -> Judgement:
         archives=tuple(acc.archives),
         worktrees=tuple(acc.worktrees),
         unfollowed=tuple(acc.unfollowed),
+        updates_worktree=last.updates_worktree,
     )
 
 
